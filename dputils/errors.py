@@ -1,0 +1,97 @@
+"""Input validation and the package's error types.
+
+Every public function validates its inputs with these helpers, so a bad value fails with one line that
+names the parameter and the allowed range, and never turns into a silent NaN further down.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+
+class DPValueError(ValueError):
+    """A parameter is outside its allowed range. The message names the parameter."""
+
+
+class NumericalError(ArithmeticError):
+    """A computation could not produce a trustworthy number (no root bracket, overflow, precision loss)."""
+
+
+def _as_float(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real,)):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise DPValueError(f"{name} must be a real number, got {value!r}") from None
+    x = float(value)
+    if not math.isfinite(x):
+        raise DPValueError(f"{name} must be finite, got {x!r}")
+    return x
+
+
+def check_finite(name: str, value: Any) -> float:
+    """A finite real number."""
+    return _as_float(name, value)
+
+
+def check_positive(name: str, value: Any) -> float:
+    """A finite number > 0."""
+    x = _as_float(name, value)
+    if not x > 0:
+        raise DPValueError(f"{name} must be > 0, got {x!r}")
+    return x
+
+
+def check_nonnegative(name: str, value: Any) -> float:
+    """A finite number >= 0."""
+    x = _as_float(name, value)
+    if not x >= 0:
+        raise DPValueError(f"{name} must be >= 0, got {x!r}")
+    return x
+
+
+def check_epsilon(value: Any, name: str = "epsilon") -> float:
+    """epsilon in [0, inf) and finite."""
+    return check_nonnegative(name, value)
+
+
+def check_delta(value: Any, name: str = "delta") -> float:
+    """delta in the open interval (0, 1)."""
+    x = _as_float(name, value)
+    if not 0 < x < 1:
+        raise DPValueError(f"{name} must be in (0, 1), got {x!r}")
+    return x
+
+
+def check_probability(name: str, value: Any, *, allow_zero: bool = False, allow_one: bool = True) -> float:
+    """A sampling probability in (0, 1] (or [0, 1] / (0, 1) as asked)."""
+    x = _as_float(name, value)
+    lo_ok = x >= 0 if allow_zero else x > 0
+    hi_ok = x <= 1 if allow_one else x < 1
+    if not (lo_ok and hi_ok):
+        lo = "[0" if allow_zero else "(0"
+        hi = "1]" if allow_one else "1)"
+        raise DPValueError(f"{name} must be in {lo}, {hi}, got {x!r}")
+    return x
+
+
+def check_positive_int(name: str, value: Any) -> int:
+    """An integer >= 1 (floats with integral values are accepted)."""
+    if isinstance(value, bool):
+        raise DPValueError(f"{name} must be an integer >= 1, got {value!r}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise DPValueError(f"{name} must be an integer >= 1, got {value!r}") from None
+    if not math.isfinite(x) or x != int(x) or x < 1:
+        raise DPValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(x)
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...] | list[str]) -> str:
+    """One of a fixed set of names."""
+    if value not in choices:
+        raise DPValueError(f"{name} must be one of {', '.join(map(str, choices))}; got {value!r}")
+    return value
