@@ -1,0 +1,252 @@
+r"""Privacy profiles and trade-off curves in closed form, and robust conversions between them.
+
+* :func:`gaussian_delta`: the exact hockey-stick divergence
+  :math:`H_{e^\varepsilon}(P\|Q) = \sup_S P(S) - e^\varepsilon Q(S)` of two one-dimensional Gaussians
+  :math:`P = N(\mu_P, \sigma_P^2)`, :math:`Q = N(\mu_Q, \sigma_Q^2)`, variances allowed to differ
+  (the Gaussian auditor of "Let's Ask Gauss" needs both orders of the pair).
+* mu-GDP (Dong, Roth, Su): :math:`\delta_\mu(\varepsilon) = \Phi(-\varepsilon/\mu + \mu/2)
+  - e^\varepsilon \Phi(-\varepsilon/\mu - \mu/2)` (their Corollary 2.13), its inverse in epsilon and in mu,
+  and the trade-off curve :math:`G_\mu(\alpha) = \Phi(\Phi^{-1}(1-\alpha) - \mu)`.
+* :func:`epsilon_from_delta`: the inverse of any non-increasing privacy profile, bracketed and bisected,
+  conservative (the epsilon returned satisfies ``delta_fn(eps) <= delta``) and loud when no root exists.
+* :func:`tradeoff_from_profile`, :func:`profile_from_tradeoff`: the f-DP <-> (eps, delta) duality
+  :math:`f(\alpha) = \sup_\varepsilon\, 1 - \delta(\varepsilon) - e^\varepsilon\alpha` and
+  :math:`\delta(\varepsilon) = \sup_\alpha\, 1 - f(\alpha) - e^\varepsilon \alpha` (Dong et al., Prop. 2.12).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+from scipy import special
+
+from .errors import DPValueError, NumericalError, check_delta, check_finite, check_positive
+
+_LOG_NDTR = special.log_ndtr
+
+
+def _log_diff_exp(a, b):
+    """log(e^a - e^b), elementwise, for a >= b (returns -inf where equal)."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.minimum(b - a, 0.0)
+        out = a + np.log(-np.expm1(d))
+    return np.where(np.isneginf(a), -np.inf, out)
+
+
+def _log_interval(lo, hi):
+    """log P[lo < Z <= hi] for standard normal Z, accurate in both tails (lo <= hi elementwise)."""
+    lo = np.asarray(lo, dtype=float)
+    hi = np.asarray(hi, dtype=float)
+    # use the side away from the bulk: if the interval lies right of 0, use upper tails
+    right = lo > 0
+    a = np.where(right, _LOG_NDTR(-lo), _LOG_NDTR(hi))
+    b = np.where(right, _LOG_NDTR(-hi), _LOG_NDTR(lo))
+    return _log_diff_exp(a, np.minimum(a, b))
+
+
+def gaussian_log_delta(eps, mu_p: float, sigma_p: float, mu_q: float, sigma_q: float):
+    r"""log of :func:`gaussian_delta` (``-inf`` where the divergence is 0)."""
+    mu_p = check_finite("mu_p", mu_p)
+    mu_q = check_finite("mu_q", mu_q)
+    sp = check_positive("sigma_p", sigma_p)
+    sq = check_positive("sigma_q", sigma_q)
+    eps = np.asarray(eps, dtype=float)
+    if np.any(~np.isfinite(eps)):
+        raise DPValueError("eps must be finite")
+    scalar = eps.ndim == 0
+    eps = np.atleast_1d(eps)
+    out = np.empty_like(eps)
+    # log p(x) - log q(x) = A x^2 + B x + C
+    A = 0.5 / sq**2 - 0.5 / sp**2
+    B = mu_p / sp**2 - mu_q / sq**2
+    C = 0.5 * mu_q**2 / sq**2 - 0.5 * mu_p**2 / sp**2 + math.log(sq / sp)
+    for i, e in enumerate(eps):
+        out[i] = _gauss_log_delta_one(e, mu_p, sp, mu_q, sq, A, B, C)
+    return float(out[0]) if scalar else out
+
+
+def _gauss_log_delta_one(e, mu_p, sp, mu_q, sq, A, B, C) -> float:
+    # S = {x : A x^2 + B x + (C - e) > 0}; delta = P(S) - e^e Q(S) as logs
+    c0 = C - e
+    rel = abs(A) * max(sp, sq) ** 2
+    if rel < 1e-12:  # equal variances: S is a half-line
+        if B == 0:  # identical distributions: delta = (1 - e^eps)_+
+            return math.log(-math.expm1(e)) if e < 0 else -math.inf
+        t = -c0 / B
+        if B > 0:  # x > t
+            lp = float(_LOG_NDTR(-(t - mu_p) / sp))
+            lq = float(_LOG_NDTR(-(t - mu_q) / sq))
+        else:  # x < t
+            lp = float(_LOG_NDTR((t - mu_p) / sp))
+            lq = float(_LOG_NDTR((t - mu_q) / sq))
+        return float(_log_diff_exp(lp, min(e + lq, lp)))
+    disc = B * B - 4 * A * c0
+    if A > 0:
+        # parabola opens up: S is the complement of [r1, r2] (or all of R if no real root)
+        if disc <= 0:
+            return math.log(-math.expm1(min(e, 0.0))) if e < 0 else -math.inf
+        s = math.sqrt(disc)
+        r1, r2 = sorted(((-B - s) / (2 * A), (-B + s) / (2 * A)))
+        lp = float(np.logaddexp(_LOG_NDTR((r1 - mu_p) / sp), _LOG_NDTR(-(r2 - mu_p) / sp)))
+        lq = float(np.logaddexp(_LOG_NDTR((r1 - mu_q) / sq), _LOG_NDTR(-(r2 - mu_q) / sq)))
+    else:
+        # opens down: S = (r1, r2) or empty
+        if disc <= 0:
+            return -math.inf
+        s = math.sqrt(disc)
+        r1, r2 = sorted(((-B - s) / (2 * A), (-B + s) / (2 * A)))
+        lp = float(_log_interval((r1 - mu_p) / sp, (r2 - mu_p) / sp))
+        lq = float(_log_interval((r1 - mu_q) / sq, (r2 - mu_q) / sq))
+    return float(_log_diff_exp(lp, min(e + lq, lp)))
+
+
+def gaussian_delta(eps, mu_p: float, sigma_p: float, mu_q: float, sigma_q: float):
+    r"""Exact hockey-stick divergence :math:`H_{e^\varepsilon}(N(\mu_P,\sigma_P^2)\,\|\,N(\mu_Q,\sigma_Q^2))`.
+
+    The log-likelihood ratio is the quadratic :math:`A x^2 + Bx + C` with
+    :math:`A = \tfrac{1}{2\sigma_Q^2} - \tfrac{1}{2\sigma_P^2}`; the optimal set
+    :math:`S = \{x : Ax^2 + Bx + C > \varepsilon\}` is a half-line (equal variances), the complement of an
+    interval (:math:`\sigma_P > \sigma_Q`) or an interval (:math:`\sigma_P < \sigma_Q`), and
+    :math:`\delta = P(S) - e^\varepsilon Q(S)` is evaluated in log space. Vectorized over ``eps`` (any real).
+    """
+    return np.exp(gaussian_log_delta(eps, mu_p, sigma_p, mu_q, sigma_q))
+
+
+# mu-GDP -----------------------------------------------------------------------------------------
+def gdp_log_delta(eps, mu: float):
+    """log delta_mu(eps) of mu-GDP, stable for tiny deltas (vectorized over eps)."""
+    mu = check_positive("mu", mu)
+    e = np.asarray(eps, dtype=float)
+    a = _LOG_NDTR(-e / mu + mu / 2.0)
+    b = e + _LOG_NDTR(-e / mu - mu / 2.0)
+    out = _log_diff_exp(a, np.minimum(a, b))
+    return float(out) if np.ndim(eps) == 0 else out
+
+
+def gdp_delta(eps, mu: float):
+    r"""delta(eps) of mu-GDP: :math:`\Phi(-\varepsilon/\mu + \mu/2) - e^\varepsilon\Phi(-\varepsilon/\mu - \mu/2)`.
+
+    Dong, Roth and Su (2022), Corollary 2.13. This is also the exact privacy profile of the Gaussian
+    mechanism with sensitivity/sigma = mu.
+    """
+    return np.exp(gdp_log_delta(eps, mu))
+
+
+def gdp_epsilon(delta: float, mu: float) -> float:
+    """The smallest eps with delta_mu(eps) <= delta (exact inversion of :func:`gdp_delta`)."""
+    delta = check_delta(delta)
+    mu = check_positive("mu", mu)
+    return epsilon_from_delta(lambda e: gdp_delta(e, mu), delta, log_delta_fn=lambda e: gdp_log_delta(e, mu))
+
+
+def gdp_mu(epsilon: float, delta: float) -> float:
+    """The largest mu such that mu-GDP implies (epsilon, delta)-DP (delta_mu(eps) is increasing in mu)."""
+    epsilon = check_finite("epsilon", epsilon)
+    if epsilon < 0:
+        raise DPValueError(f"epsilon must be >= 0, got {epsilon!r}")
+    delta = check_delta(delta)
+    lo, hi = 1e-8, 1.0
+    while gdp_delta(epsilon, hi) < delta:
+        hi *= 2.0
+        if hi > 1e6:
+            raise NumericalError("gdp_mu: could not bracket mu")
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if gdp_delta(epsilon, mid) <= delta:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-14 * hi:
+            break
+    return lo
+
+
+def gdp_tradeoff(alpha, mu: float):
+    r"""Trade-off curve :math:`G_\mu(\alpha) = \Phi(\Phi^{-1}(1 - \alpha) - \mu)` for alpha in [0, 1]."""
+    mu = check_positive("mu", mu)
+    a = np.asarray(alpha, dtype=float)
+    if np.any((a < 0) | (a > 1) | ~np.isfinite(a)):
+        raise DPValueError("alpha must lie in [0, 1]")
+    return special.ndtr(special.ndtri(1.0 - a) - mu)
+
+
+# inversion and duality --------------------------------------------------------------------------
+def epsilon_from_delta(
+    delta_fn: Callable[[float], float],
+    delta: float,
+    *,
+    eps_max: float = 1e4,
+    tol: float = 1e-10,
+    log_delta_fn: Callable[[float], float] | None = None,
+) -> float:
+    """Invert a non-increasing privacy profile: the smallest eps >= 0 with ``delta_fn(eps) <= delta``.
+
+    Brackets the root by doubling from eps = 1 up to ``eps_max``, then bisects (on log delta when
+    ``log_delta_fn`` is given, which is better conditioned for tiny deltas) until the bracket is narrower
+    than ``tol`` (absolute, or relative for eps > 1). Returns the **upper** end of the final bracket, so
+    the answer is conservative: ``delta_fn(result) <= delta`` always holds.
+
+    Raises:
+        DPValueError: delta outside (0, 1).
+        NumericalError: ``delta_fn`` returns NaN, or stays above ``delta`` up to ``eps_max``
+            (e.g. an infinite-loss mass larger than delta).
+    """
+    delta = check_delta(delta)
+    f = log_delta_fn if log_delta_fn is not None else delta_fn
+    target = math.log(delta) if log_delta_fn is not None else delta
+
+    def val(e: float) -> float:
+        v = float(f(e))
+        if math.isnan(v):
+            raise NumericalError(f"the privacy profile returned NaN at eps={e!r}")
+        return v
+
+    if val(0.0) <= target:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while val(hi) > target:
+        lo = hi
+        hi *= 2.0
+        if hi > eps_max:
+            raise NumericalError(
+                f"no epsilon <= {eps_max:g} achieves delta={delta:g} (delta(eps={eps_max:g}) is still above it)"
+            )
+    for _ in range(300):
+        if hi - lo <= tol * max(1.0, hi):
+            break
+        mid = 0.5 * (lo + hi)
+        if val(mid) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def tradeoff_from_profile(alpha, eps_grid, delta_values):
+    r"""Lower envelope :math:`f(\alpha) = \max(0, \max_i 1 - \delta(\varepsilon_i) - e^{\varepsilon_i}\alpha)`.
+
+    With the profile sampled on a grid of eps (include negative values for the part of the curve above
+    the diagonal's reflection) this is a valid lower bound on the trade-off curve, exact in the limit of
+    a fine grid (Dong et al. 2022, Proposition 2.12).
+    """
+    a = np.asarray(alpha, dtype=float)[..., None]
+    e = np.asarray(eps_grid, dtype=float)
+    d = np.asarray(delta_values, dtype=float)
+    vals = 1.0 - d - np.exp(e) * a
+    return np.maximum(vals.max(axis=-1), 0.0)
+
+
+def profile_from_tradeoff(eps, alpha_grid, f_values):
+    r""":math:`\delta(\varepsilon) = \max(0, \max_j 1 - f(\alpha_j) - e^\varepsilon\alpha_j)` from a sampled trade-off curve.
+
+    A grid that includes alpha = 0 and 1 gives a lower bound that converges to the exact profile.
+    """
+    e = np.asarray(eps, dtype=float)[..., None]
+    al = np.asarray(alpha_grid, dtype=float)
+    fv = np.asarray(f_values, dtype=float)
+    vals = 1.0 - fv - np.exp(e) * al
+    return np.maximum(vals.max(axis=-1), 0.0)
