@@ -281,7 +281,7 @@ class GaussianMixturePair(PrivacyLossPair):
     def log_delta(self, eps):
         eps, u = self._u(eps)
         mu = self.mu
-        with np.errstate(invalid="ignore", over="ignore"):
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             log_r = u * mu - mu * mu / 2.0
             if self.direction == "remove":
                 a = self.log_q_ + _log_ndtr(mu - u)

@@ -64,4 +64,4 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float | None = None, heigh
     use_style()
     w = width if width is not None else 5.2 * ncols
     h = height if height is not None else 3.6 * nrows
-    return plt.subplots(nrows, ncols, figsize=(w, h), squeeze=False if (ncols > 1 or nrows > 1) else True, **kw)
+    return plt.subplots(nrows, ncols, figsize=(w, h), **kw)

@@ -90,11 +90,27 @@ def execute_one(source: Path, output: Path, parameters: dict[str, Any], timeout:
             report["cell"] = cell
             report["error"] = f"{getattr(exc, 'ename', type(exc).__name__)}: {getattr(exc, 'evalue', '')}"
         report["traceback"] = "".join(traceback.format_exception_only(type(exc), exc))[-2000:]
+        report["source"] = _failing_source(output)
     finally:
         os.environ.clear()
         os.environ.update(env_backup)
     report["seconds"] = round(time.perf_counter() - t0, 2)
     return report
+
+
+def _failing_source(output: Path) -> str | None:
+    """First line of the code cell that raised, read from the executed copy (None if unavailable)."""
+    try:
+        import nbformat
+
+        nb = nbformat.read(output, as_version=4)
+        for c in nb.cells:
+            if c.cell_type == "code" and any(o.get("output_type") == "error" for o in c.get("outputs", [])):
+                lines = [ln for ln in c.source.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+                return lines[0][:120] if lines else c.source[:120]
+    except Exception:
+        return None
+    return None
 
 
 def _fix_input_path(output: Path, source: Path) -> None:
@@ -103,7 +119,10 @@ def _fix_input_path(output: Path, source: Path) -> None:
 
     nb = nbformat.read(output, as_version=4)
     meta = nb.metadata.get("papermill", {})
-    meta["input_path"] = str(source.relative_to(repo_root())) if source.is_absolute() else str(source)
+    try:
+        meta["input_path"] = str(source.resolve().relative_to(repo_root()))
+    except ValueError:
+        meta["input_path"] = str(source)
     nb.metadata["papermill"] = meta
     nbformat.write(nb, output)
 
@@ -143,6 +162,8 @@ def run_notebooks(profile: str = "full", only: list[str] | None = None, jobs: in
                 tqdm.write(f"[ok]     {rep['name']:32s} {rep['seconds']:8.1f} s", file=sys.stderr)
             else:
                 where = f"cell [{rep['cell']}]" if "cell" in rep else "before any cell"
+                if rep.get("source"):
+                    where += f" ({rep['source']})"
                 tqdm.write(f"[FAILED] {rep['name']:32s} {rep['seconds']:8.1f} s  {where}: {rep['error']}",
                            file=sys.stderr)
                 tqdm.write(f"         executed copy with the error: {rep['output']}", file=sys.stderr)

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import check_delta, check_epsilon, check_positive_int
+from ..errors import check_choice, check_delta, check_epsilon, check_positive_int
 
 #: The kinds of answers an accountant may give.
 KINDS = ("upper-bound", "lower-bound", "estimate", "approximation", "exact")
@@ -91,10 +91,8 @@ class Accountant(ABC):
     name: ClassVar[str] = "abstract"
 
     def __init__(self, direction: str = "both") -> None:
-        if direction not in ("both", "add", "remove"):
-            raise ValueError(f"direction must be 'both', 'add' or 'remove', got {direction!r}")
-        self.direction = direction
         self.ledger: list[tuple[Any, int]] = []
+        self.direction = check_choice("direction", direction, ("both", "add", "remove"))
 
     @property
     def directions(self) -> tuple[str, ...]:

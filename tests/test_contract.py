@@ -1,0 +1,73 @@
+"""Contracts between notebooks, profiles, the table of contents and the environment (no kernel needed)."""
+
+from pathlib import Path
+
+import jupytext
+import papermill as pm
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.md"))
+PROFILES = {name: yaml.safe_load((ROOT / "params" / f"{name}.yml").read_text()) or {} for name in ("smoke", "full", "paper")}
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "notebooks/*.md is empty"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_one_parameters_cell_and_kernel(path):
+    nb = jupytext.read(path)
+    tagged = [c for c in nb.cells if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, f"{path.name}: expected exactly one cell tagged parameters, found {len(tagged)}"
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    for line in tagged[0].source.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            assert ":" in line.split("=")[0] and "#" in line, f"{path.name}: parameter not annotated/commented: {line}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_outputs_in_sources(path):
+    nb = jupytext.read(path)
+    for c in nb.cells:
+        if c.cell_type == "code":
+            assert not c.get("outputs"), f"{path.name} carries outputs"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_profiles_only_use_declared_parameters_and_full_equals_defaults(path, tmp_path):
+    nb = jupytext.read(path)
+    ipynb = tmp_path / f"{path.stem}.ipynb"
+    jupytext.write(nb, ipynb)
+    declared = pm.inspect_notebook(str(ipynb))
+    assert path.stem in PROFILES["smoke"], f"params/smoke.yml has no block for {path.stem}"
+    for prof, data in PROFILES.items():
+        for key in (data.get(path.stem) or {}):
+            assert key in declared, f"params/{prof}.yml sets {key!r}, which {path.name} does not declare"
+    for key, value in (PROFILES["full"].get(path.stem) or {}).items():
+        default = declared[key]["default"]
+        assert eval(default) == value, f"{path.stem}.{key}: notebook default {default} != full profile {value}"  # noqa: S307
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_notebook_is_in_the_toc_and_saves_results(path):
+    toc = (ROOT / "_toc.yml").read_text()
+    assert f"book/methods/{path.stem}" in toc, f"{path.stem} is missing from _toc.yml"
+    text = path.read_text()
+    assert f'results.save(\n    "{path.stem}"' in text or f'results.save("{path.stem}"' in text, f"{path.name} never saves its results"
+    assert "assert" in text
+
+
+def test_environment_yml_defers_to_pyproject():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = [d for d in env["dependencies"] if isinstance(d, dict)][0]["pip"]
+    assert pip == ["-e .[book,test,lab]"]
+    assert any(str(d).startswith("python=3.11") for d in env["dependencies"])
+
+
+def test_torch_pin_resolves_to_the_cpu_wheel_range():
+    text = (ROOT / "pyproject.toml").read_text()
+    assert '"torch>=2.2,<2.14"' in text
+    assert '"jupyter-book>=1.0.4,<2"' in text

@@ -1,0 +1,29 @@
+"""Every notebook runs in the smoke profile through the same runner the book uses."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dputils.run import execute_one, load_profile, notebook_paths
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = notebook_paths(ROOT)
+SMOKE = load_profile("smoke", ROOT)
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_smoke(path, tmp_path):
+    report = execute_one(path, tmp_path / f"{path.stem}.ipynb", SMOKE.get(path.stem, {}), timeout=600,
+                         results_dir=tmp_path / "results")
+    assert report["ok"], f"{path.stem} failed at cell {report.get('cell')}: {report.get('error')}"
+    out = tmp_path / "results" / f"{path.stem}.json"
+    assert out.is_file(), f"{path.stem} did not save results/{path.stem}.json"
+    data = json.loads(out.read_text())
+    assert data["_meta"]["name"] == path.stem
+    assert len(data) > 1
+    if path.stem == "foundations":
+        for row in data["mnist_table"]:
+            assert row["pld_lower"] <= row["pld"] <= row["rdp"] <= row["rdp_classic"]
+        assert data["closed_form_vs_mpmath_max_rel"] < 1e-9
