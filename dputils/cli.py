@@ -153,7 +153,8 @@ def _calibrate(argv: Sequence[str]) -> dict[str, Any]:
     spec, args = _spec_and_args("calibrate", argv)
     if spec.noise_parameter is None:
         raise DPValueError(f"accountant {spec.name} cannot be calibrated")
-    setattr(args, spec.noise_parameter, 1.0) if getattr(args, spec.noise_parameter, None) is None else None
+    if getattr(args, spec.noise_parameter, None) is None:
+        setattr(args, spec.noise_parameter, 1.0)  # placeholder so the mechanism validates; the search sets it
     _validate_common(args, spec)
     eps = check_positive("epsilon", args.epsilon)
     delta = check_delta(args.delta)
