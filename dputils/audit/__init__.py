@@ -1,0 +1,46 @@
+"""One-run privacy auditing: the Gaussian auditor of {cite}`gauss_audit`, the thresholding baselines of
+Steinke et al. and Mahloujifar et al., the Andrew et al. statistic, and Model-1 simulations.
+
+Every auditor takes arrays of IN and OUT canary scores, a delta and alpha (1 - confidence) and returns an
+:class:`AuditResult` whose ``epsilon_lower`` is the empirical lower bound.
+"""
+
+from .andrew import andrew_epsilon, andrew_statistic
+from .gauss import AuditResult, bonferroni_box, bootstrap_ellipsoid, epsilon_of_theta, fit_theta, gauss_audit
+from .gaussian_pair import delta_pair, epsilon_pair, log_delta_directed, log_delta_pair
+from .onerun import fdp_epsilon, steinke_epsilon, steinke_p_value, threshold_audit
+
+__all__ = [
+    "AuditResult",
+    "andrew_epsilon",
+    "andrew_statistic",
+    "audit_all",
+    "bonferroni_box",
+    "bootstrap_ellipsoid",
+    "delta_pair",
+    "epsilon_of_theta",
+    "epsilon_pair",
+    "fdp_epsilon",
+    "fit_theta",
+    "gauss_audit",
+    "log_delta_directed",
+    "log_delta_pair",
+    "steinke_epsilon",
+    "steinke_p_value",
+    "threshold_audit",
+]
+
+
+def audit_all(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0.05, *, selection: str = "split",
+              n_bootstrap: int = 2000, seed: int = 0, pool_variance: bool = False) -> dict[str, float]:
+    """The four auditors on one set of scores: ``{"gauss", "gauss-bonferroni", "steinke", "fdp"}`` -> lower bound."""
+    return {
+        "gauss": gauss_audit(in_scores, out_scores, delta, alpha, region="ellipsoid", n_bootstrap=n_bootstrap,
+                             seed=seed, pool_variance=pool_variance).epsilon_lower,
+        "gauss-bonferroni": gauss_audit(in_scores, out_scores, delta, alpha, region="bonferroni",
+                                        pool_variance=pool_variance).epsilon_lower,
+        "steinke": threshold_audit(in_scores, out_scores, delta, alpha, method="steinke", selection=selection,
+                                   seed=seed).epsilon_lower,
+        "fdp": threshold_audit(in_scores, out_scores, delta, alpha, method="fdp", selection=selection,
+                               seed=seed).epsilon_lower,
+    }

@@ -1,0 +1,7 @@
+"""``python -m dputils.audit``: the audit command line (same as ``python -m dputils audit``)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
