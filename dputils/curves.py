@@ -37,71 +37,104 @@ def _log_diff_exp(a, b):
     return np.where(np.isneginf(a), -np.inf, out)
 
 
-def _log_interval(lo, hi):
-    """log P[lo < Z <= hi] for standard normal Z, accurate in both tails (lo <= hi elementwise)."""
-    lo = np.asarray(lo, dtype=float)
-    hi = np.asarray(hi, dtype=float)
-    # use the side away from the bulk: if the interval lies right of 0, use upper tails
-    right = lo > 0
-    a = np.where(right, _LOG_NDTR(-lo), _LOG_NDTR(hi))
-    b = np.where(right, _LOG_NDTR(-hi), _LOG_NDTR(lo))
-    return _log_diff_exp(a, np.minimum(a, b))
+_SQRT1_2 = np.sqrt(0.5)
+
+
+def _log_interval_mass(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """log(Phi(b) - Phi(a)) for a <= b (standard normal), stable in both tails and near zero."""
+    out = np.full(np.broadcast(a, b).shape, -np.inf)
+    a, b = np.broadcast_arrays(a, b)
+    upper = a > 0  # both in the upper tail: use survival functions
+    lower = b < 0  # both in the lower tail: use CDFs
+    mid = ~(upper | lower)
+    with np.errstate(all="ignore"):
+        if np.any(upper):
+            la, lb = _LOG_NDTR(-a[upper]), _LOG_NDTR(-b[upper])
+            out[upper] = la + np.log1p(-np.exp(lb - la))
+        if np.any(lower):
+            la, lb = _LOG_NDTR(a[lower]), _LOG_NDTR(b[lower])
+            out[lower] = lb + np.log1p(-np.exp(la - lb))
+        if np.any(mid):
+            # a <= 0 <= b: Phi(b) - Phi(a) = (erf(b/sqrt2) + erf(-a/sqrt2)) / 2, a sum of two non-negatives.
+            out[mid] = np.log(0.5 * (special.erf(b[mid] * _SQRT1_2) + special.erf(-a[mid] * _SQRT1_2)))
+    return out
+
+
+def gaussian_log_delta_vec(eps, mu_p, s_p, mu_q, s_q) -> np.ndarray:
+    """log H_{e^eps}(N(mu_p, s_p^2) || N(mu_q, s_q^2)), ``-inf`` where the divergence is 0.
+
+    Vectorised: all arguments broadcast. ``eps`` may be any real number. ``s_p, s_q`` must be > 0.
+    See the module docstring for the maths (privacy-loss region of a quadratic loss).
+    """
+    eps, mu_p, s_p, mu_q, s_q = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (eps, mu_p, s_p, mu_q, s_q)))
+    shape = eps.shape
+    eps, mu_p, s_p, mu_q, s_q = (v.ravel() for v in (eps, mu_p, s_p, mu_q, s_q))
+    if np.any(~(s_p > 0)) or np.any(~(s_q > 0)):
+        raise DPValueError("standard deviations of the Gaussian pair must be > 0")
+    with np.errstate(all="ignore"):
+        ip, iq = 1.0 / s_p**2, 1.0 / s_q**2
+        A = 0.5 * (iq - ip)
+        B = mu_p * ip - mu_q * iq
+        c = 0.5 * (mu_q**2 * iq - mu_p**2 * ip) + np.log(s_q / s_p) - eps
+        # treat A as zero when it is at rounding level relative to the precisions
+        a_zero = np.abs(A) <= 1e-13 * (ip + iq)
+        disc = B * B - 4.0 * A * c
+        sq = np.sqrt(np.where(disc > 0, disc, 0.0))
+        sgn = np.where(B >= 0, 1.0, -1.0)
+        qq = -0.5 * (B + sgn * sq)
+        r1 = np.where(qq != 0, c / qq, 0.0)  # the root that stays finite as A -> 0
+        r2 = np.where(A != 0, qq / A, np.inf)
+        lo = np.minimum(r1, r2)
+        hi = np.maximum(r1, r2)
+
+        log_p = np.full(eps.shape, -np.inf)
+        log_q = np.full(eps.shape, -np.inf)
+        whole = np.zeros(eps.shape, dtype=bool)
+
+        # A < 0: interval (lo, hi) if disc > 0, else empty
+        m_int = (~a_zero) & (A < 0) & (disc > 0)
+        if np.any(m_int):
+            log_p[m_int] = _log_interval_mass((lo[m_int] - mu_p[m_int]) / s_p[m_int], (hi[m_int] - mu_p[m_int]) / s_p[m_int])
+            log_q[m_int] = _log_interval_mass((lo[m_int] - mu_q[m_int]) / s_q[m_int], (hi[m_int] - mu_q[m_int]) / s_q[m_int])
+        # A > 0: two tails if disc > 0, else the whole line
+        m_two = (~a_zero) & (A > 0) & (disc > 0)
+        if np.any(m_two):
+            zl_p, zh_p = (lo[m_two] - mu_p[m_two]) / s_p[m_two], (hi[m_two] - mu_p[m_two]) / s_p[m_two]
+            zl_q, zh_q = (lo[m_two] - mu_q[m_two]) / s_q[m_two], (hi[m_two] - mu_q[m_two]) / s_q[m_two]
+            log_p[m_two] = np.logaddexp(_LOG_NDTR(zl_p), _LOG_NDTR(-zh_p))
+            log_q[m_two] = np.logaddexp(_LOG_NDTR(zl_q), _LOG_NDTR(-zh_q))
+        whole |= (~a_zero) & (A > 0) & ~(disc > 0)
+        # A = 0: half-line {B x + c > 0}
+        m_half = a_zero & (B != 0)
+        if np.any(m_half):
+            x0 = -c[m_half] / B[m_half]
+            up = B[m_half] > 0
+            zp = (x0 - mu_p[m_half]) / s_p[m_half]
+            zq = (x0 - mu_q[m_half]) / s_q[m_half]
+            log_p[m_half] = np.where(up, _LOG_NDTR(-zp), _LOG_NDTR(zp))
+            log_q[m_half] = np.where(up, _LOG_NDTR(-zq), _LOG_NDTR(zq))
+        whole |= a_zero & (B == 0) & (c > 0)
+        log_p[whole] = 0.0
+        log_q[whole] = 0.0
+
+        t = eps + log_q - log_p
+        out = np.where((log_p > -np.inf) & (t < 0), log_p + np.log1p(-np.exp(t)), -np.inf)
+    if np.any(np.isnan(out)):
+        raise NumericalError("hockey-stick divergence of a Gaussian pair evaluated to NaN")
+    return out.reshape(shape)
 
 
 def gaussian_log_delta(eps, mu_p: float, sigma_p: float, mu_q: float, sigma_q: float):
-    r"""log of :func:`gaussian_delta` (``-inf`` where the divergence is 0)."""
+    r"""log of :func:`gaussian_delta` (``-inf`` where the divergence is 0); scalar pair, any array of eps."""
     mu_p = check_finite("mu_p", mu_p)
     mu_q = check_finite("mu_q", mu_q)
     sp = check_positive("sigma_p", sigma_p)
     sq = check_positive("sigma_q", sigma_q)
-    eps = np.asarray(eps, dtype=float)
-    if np.any(~np.isfinite(eps)):
+    e = np.asarray(eps, dtype=float)
+    if np.any(~np.isfinite(e)):
         raise DPValueError("eps must be finite")
-    scalar = eps.ndim == 0
-    eps = np.atleast_1d(eps)
-    out = np.empty_like(eps)
-    # log p(x) - log q(x) = A x^2 + B x + C
-    A = 0.5 / sq**2 - 0.5 / sp**2
-    B = mu_p / sp**2 - mu_q / sq**2
-    C = 0.5 * mu_q**2 / sq**2 - 0.5 * mu_p**2 / sp**2 + math.log(sq / sp)
-    for i, e in enumerate(eps):
-        out[i] = _gauss_log_delta_one(e, mu_p, sp, mu_q, sq, A, B, C)
-    return float(out[0]) if scalar else out
-
-
-def _gauss_log_delta_one(e, mu_p, sp, mu_q, sq, A, B, C) -> float:
-    # S = {x : A x^2 + B x + (C - e) > 0}; delta = P(S) - e^e Q(S) as logs
-    c0 = C - e
-    rel = abs(A) * max(sp, sq) ** 2
-    if rel < 1e-12:  # equal variances: S is a half-line
-        if B == 0:  # identical distributions: delta = (1 - e^eps)_+
-            return math.log(-math.expm1(e)) if e < 0 else -math.inf
-        t = -c0 / B
-        if B > 0:  # x > t
-            lp = float(_LOG_NDTR(-(t - mu_p) / sp))
-            lq = float(_LOG_NDTR(-(t - mu_q) / sq))
-        else:  # x < t
-            lp = float(_LOG_NDTR((t - mu_p) / sp))
-            lq = float(_LOG_NDTR((t - mu_q) / sq))
-        return float(_log_diff_exp(lp, min(e + lq, lp)))
-    disc = B * B - 4 * A * c0
-    if A > 0:
-        # parabola opens up: S is the complement of [r1, r2] (or all of R if no real root)
-        if disc <= 0:
-            return math.log(-math.expm1(min(e, 0.0))) if e < 0 else -math.inf
-        s = math.sqrt(disc)
-        r1, r2 = sorted(((-B - s) / (2 * A), (-B + s) / (2 * A)))
-        lp = float(np.logaddexp(_LOG_NDTR((r1 - mu_p) / sp), _LOG_NDTR(-(r2 - mu_p) / sp)))
-        lq = float(np.logaddexp(_LOG_NDTR((r1 - mu_q) / sq), _LOG_NDTR(-(r2 - mu_q) / sq)))
-    else:
-        # opens down: S = (r1, r2) or empty
-        if disc <= 0:
-            return -math.inf
-        s = math.sqrt(disc)
-        r1, r2 = sorted(((-B - s) / (2 * A), (-B + s) / (2 * A)))
-        lp = float(_log_interval((r1 - mu_p) / sp, (r2 - mu_p) / sp))
-        lq = float(_log_interval((r1 - mu_q) / sq, (r2 - mu_q) / sq))
-    return float(_log_diff_exp(lp, min(e + lq, lp)))
+    out = gaussian_log_delta_vec(e, mu_p, sp, mu_q, sq)
+    return float(out) if e.ndim == 0 else out
 
 
 def gaussian_delta(eps, mu_p: float, sigma_p: float, mu_q: float, sigma_q: float):

@@ -28,9 +28,9 @@ Everything here is exact up to floating point; nothing is an approximation.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import erf, log_ndtr
 
-from ..errors import DPValueError, NumericalError, check_choice, check_delta
+from .. import curves as _curves
+from ..errors import NumericalError, check_choice, check_delta
 
 __all__ = ["log_delta_directed", "log_delta_pair", "delta_pair", "epsilon_pair", "DIRECTIONS"]
 
@@ -38,91 +38,8 @@ __all__ = ["log_delta_directed", "log_delta_pair", "delta_pair", "epsilon_pair",
 #: ``"out_in"``: H(OUT||IN).
 DIRECTIONS = ("both", "in_out", "out_in")
 
-_SQRT1_2 = np.sqrt(0.5)
-
-
-def _log_interval_mass(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """log(Phi(b) - Phi(a)) for a <= b (standard normal), stable in both tails and near zero."""
-    out = np.full(np.broadcast(a, b).shape, -np.inf)
-    a, b = np.broadcast_arrays(a, b)
-    upper = a > 0  # both in the upper tail: use survival functions
-    lower = b < 0  # both in the lower tail: use CDFs
-    mid = ~(upper | lower)
-    with np.errstate(all="ignore"):
-        if np.any(upper):
-            la, lb = log_ndtr(-a[upper]), log_ndtr(-b[upper])
-            out[upper] = la + np.log1p(-np.exp(lb - la))
-        if np.any(lower):
-            la, lb = log_ndtr(a[lower]), log_ndtr(b[lower])
-            out[lower] = lb + np.log1p(-np.exp(la - lb))
-        if np.any(mid):
-            # a <= 0 <= b: Phi(b) - Phi(a) = (erf(b/sqrt2) + erf(-a/sqrt2)) / 2, a sum of two non-negatives.
-            out[mid] = np.log(0.5 * (erf(b[mid] * _SQRT1_2) + erf(-a[mid] * _SQRT1_2)))
-    return out
-
-
-def log_delta_directed(eps, mu_p, s_p, mu_q, s_q) -> np.ndarray:
-    """log H_{e^eps}(N(mu_p, s_p^2) || N(mu_q, s_q^2)), ``-inf`` where the divergence is 0.
-
-    Vectorised: all arguments broadcast. ``eps`` may be any real number. ``s_p, s_q`` must be > 0.
-    See the module docstring for the maths (privacy-loss region of a quadratic loss).
-    """
-    eps, mu_p, s_p, mu_q, s_q = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (eps, mu_p, s_p, mu_q, s_q)))
-    shape = eps.shape
-    eps, mu_p, s_p, mu_q, s_q = (v.ravel() for v in (eps, mu_p, s_p, mu_q, s_q))
-    if np.any(~(s_p > 0)) or np.any(~(s_q > 0)):
-        raise DPValueError("standard deviations of the Gaussian pair must be > 0")
-    with np.errstate(all="ignore"):
-        ip, iq = 1.0 / s_p**2, 1.0 / s_q**2
-        A = 0.5 * (iq - ip)
-        B = mu_p * ip - mu_q * iq
-        c = 0.5 * (mu_q**2 * iq - mu_p**2 * ip) + np.log(s_q / s_p) - eps
-        # treat A as zero when it is at rounding level relative to the precisions
-        a_zero = np.abs(A) <= 1e-13 * (ip + iq)
-        disc = B * B - 4.0 * A * c
-        sq = np.sqrt(np.where(disc > 0, disc, 0.0))
-        sgn = np.where(B >= 0, 1.0, -1.0)
-        qq = -0.5 * (B + sgn * sq)
-        r1 = np.where(qq != 0, c / qq, 0.0)  # the root that stays finite as A -> 0
-        r2 = np.where(A != 0, qq / A, np.inf)
-        lo = np.minimum(r1, r2)
-        hi = np.maximum(r1, r2)
-
-        log_p = np.full(eps.shape, -np.inf)
-        log_q = np.full(eps.shape, -np.inf)
-        whole = np.zeros(eps.shape, dtype=bool)
-
-        # A < 0: interval (lo, hi) if disc > 0, else empty
-        m_int = (~a_zero) & (A < 0) & (disc > 0)
-        if np.any(m_int):
-            log_p[m_int] = _log_interval_mass((lo[m_int] - mu_p[m_int]) / s_p[m_int], (hi[m_int] - mu_p[m_int]) / s_p[m_int])
-            log_q[m_int] = _log_interval_mass((lo[m_int] - mu_q[m_int]) / s_q[m_int], (hi[m_int] - mu_q[m_int]) / s_q[m_int])
-        # A > 0: two tails if disc > 0, else the whole line
-        m_two = (~a_zero) & (A > 0) & (disc > 0)
-        if np.any(m_two):
-            zl_p, zh_p = (lo[m_two] - mu_p[m_two]) / s_p[m_two], (hi[m_two] - mu_p[m_two]) / s_p[m_two]
-            zl_q, zh_q = (lo[m_two] - mu_q[m_two]) / s_q[m_two], (hi[m_two] - mu_q[m_two]) / s_q[m_two]
-            log_p[m_two] = np.logaddexp(log_ndtr(zl_p), log_ndtr(-zh_p))
-            log_q[m_two] = np.logaddexp(log_ndtr(zl_q), log_ndtr(-zh_q))
-        whole |= (~a_zero) & (A > 0) & ~(disc > 0)
-        # A = 0: half-line {B x + c > 0}
-        m_half = a_zero & (B != 0)
-        if np.any(m_half):
-            x0 = -c[m_half] / B[m_half]
-            up = B[m_half] > 0
-            zp = (x0 - mu_p[m_half]) / s_p[m_half]
-            zq = (x0 - mu_q[m_half]) / s_q[m_half]
-            log_p[m_half] = np.where(up, log_ndtr(-zp), log_ndtr(zp))
-            log_q[m_half] = np.where(up, log_ndtr(-zq), log_ndtr(zq))
-        whole |= a_zero & (B == 0) & (c > 0)
-        log_p[whole] = 0.0
-        log_q[whole] = 0.0
-
-        t = eps + log_q - log_p
-        out = np.where((log_p > -np.inf) & (t < 0), log_p + np.log1p(-np.exp(t)), -np.inf)
-    if np.any(np.isnan(out)):
-        raise NumericalError("hockey-stick divergence of a Gaussian pair evaluated to NaN")
-    return out.reshape(shape)
+# the vectorised hockey-stick divergence lives in the foundation (one implementation for the book)
+log_delta_directed = _curves.gaussian_log_delta_vec
 
 
 def log_delta_pair(eps, mu_out, s_out, mu_in, s_in, direction: str = "both") -> np.ndarray:
