@@ -1,0 +1,259 @@
+"""Strategy matrices for prefix sums and their geometry under balls-in-bins participation.
+
+Training with correlated noise releases the noisy prefix sums ``A (G + C^{-1} Z)`` where ``A`` is the
+N x N lower-triangular all-ones matrix (the prefix-sum workload), ``A = B C`` a factorisation and ``Z``
+i.i.d. N(0, sigma^2). Only ``|C|`` enters the privacy analysis {cite}`schuchardt_kalinin`.
+
+All strategies here are lower-triangular **Toeplitz** matrices, described by the coefficients
+``c_0, c_1, ...`` of their first column (``c_0 = 1`` throughout: this is the normalisation of ``C``;
+sigma is the noise standard deviation relative to clip norm 1 with ``C`` used as is):
+
+* ``identity``: ``C = I`` (DP-SGD), one band.
+* ``bsr``: banded square root (Kalinin & Lampert 2024): the first ``p`` coefficients of the power
+  series of ``(1 - x)^{-1/2}``, ``c_j = binom(2j, j) / 4^j``, then zero.
+* ``bisr``: banded inverse square root (Kalinin et al. 2025): ``C^{-1}`` is banded with the first ``p``
+  coefficients of ``(1 - x)^{1/2}``; ``C`` is its (dense, positive) inverse series.
+* ``bandmf``: a banded Toeplitz ``C`` whose ``p`` coefficients minimise our stand-in for the mean error
+  objective, ``(1/N) ||A C^{-1}||_F^2 * max_i ||m_i||^2`` (Frobenius error of the prefix sums times the
+  squared balls-in-bins sensitivity), subject to ``c >= 0`` and ``c_0 = 1``; L-BFGS-B from the BSR start.
+  The paper uses jax_privacy's optimiser without stating its settings; this choice is ours.
+* ``blt``: buffered linear Toeplitz, ``c_t = sum_j w_j theta_j^{t-1}`` (t >= 1), with ``n_buffers``
+  buffers optimised for the same objective (``w >= 0``, ``0 <= theta < 1``). Our choice of settings.
+
+Under balls-in-bins (Definition 2.7) with ``k`` epochs and ``b`` batches (``N = k b``) an example in slot
+``i`` (0-based) participates in steps ``i, i + b, ..., i + (k-1) b``. Its contribution to ``C G`` is the
+mixture mean ``m_i = sum_{j<k} |C|[:, i + j b]`` (Lemma 2.8); the Gram matrix ``G_ij = <m_i, m_j>`` is all
+the Renyi accountant needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import optimize
+
+from ..errors import DPValueError, check_choice, check_positive_int
+
+MATRICES = ("identity", "bsr", "bisr", "bandmf", "blt")
+
+
+# --------------------------------------------------------------------------------------- series helpers
+def sqrt_series(n: int) -> np.ndarray:
+    """First ``n`` coefficients of ``(1 - x)^{-1/2}``: ``binom(2j, j) / 4^j`` (all positive)."""
+    n = check_positive_int("n", n)
+    c = np.ones(n)
+    for j in range(1, n):
+        c[j] = c[j - 1] * (2 * j - 1) / (2 * j)
+    return c
+
+
+def inv_sqrt_series(n: int) -> np.ndarray:
+    """First ``n`` coefficients of ``(1 - x)^{1/2}``: 1, -1/2, -1/8, -1/16, -5/128, ..."""
+    n = check_positive_int("n", n)
+    c = np.ones(n)
+    for j in range(1, n):
+        c[j] = c[j - 1] * (j - 1.5) / j
+    return c
+
+
+def series_inverse(a: np.ndarray, n: int) -> np.ndarray:
+    """First ``n`` coefficients of ``1 / a(x)`` for a power series with ``a_0 != 0``.
+
+    The inverse of a lower-triangular Toeplitz matrix is the lower-triangular Toeplitz matrix of the
+    inverse series; the recursion is ``d_0 = 1/a_0``, ``d_t = -(1/a_0) sum_{s=1}^{t} a_s d_{t-s}``.
+    """
+    a = np.asarray(a, dtype=float)
+    if a.size == 0 or a[0] == 0:
+        raise DPValueError("a[0] must be non-zero to invert a power series")
+    d = np.zeros(n)
+    d[0] = 1.0 / a[0]
+    for t in range(1, n):
+        s = min(t, a.size - 1)
+        d[t] = -np.dot(a[1 : s + 1], d[t - 1 :: -1][:s]) / a[0]
+    return d
+
+
+def toeplitz_lower(coefs: np.ndarray, n: int) -> np.ndarray:
+    """The n x n lower-triangular Toeplitz matrix with first column ``coefs`` (zero-padded/truncated)."""
+    c = np.zeros(n)
+    m = min(n, len(coefs))
+    c[:m] = np.asarray(coefs, dtype=float)[:m]
+    idx = np.arange(n)
+    diff = idx[:, None] - idx[None, :]
+    out = np.where(diff >= 0, c[np.clip(diff, 0, n - 1)], 0.0)
+    return out
+
+
+def prefix_workload(n: int) -> np.ndarray:
+    """The prefix-sum workload ``A``: n x n lower-triangular all-ones."""
+    return np.tri(check_positive_int("n", n))
+
+
+# --------------------------------------------------------------------------------------- participation
+def slot_means(C: np.ndarray, epochs: int, batches: int) -> np.ndarray:
+    """Mixture means ``m_i = sum_{j<k} |C|[:, i + j b]`` of Lemma 2.8, as a (b, N) array (rows = slots)."""
+    C = np.asarray(C, dtype=float)
+    k = check_positive_int("epochs", epochs)
+    b = check_positive_int("batches", batches)
+    n = k * b
+    if C.shape != (n, n):
+        raise DPValueError(f"C must be ({n}, {n}) for epochs={k}, batches={b}; got {C.shape}")
+    absC = np.abs(C)
+    return absC.reshape(n, k, b).sum(axis=1).T.copy()
+
+
+def gram(C: np.ndarray, epochs: int, batches: int) -> np.ndarray:
+    """Gram matrix ``G_ij = <m_i, m_j>`` (b x b) of the slot means."""
+    m = slot_means(C, epochs, batches)
+    return m @ m.T
+
+
+def cyclic_distance(b: int) -> np.ndarray:
+    """``d(i, j) = min(|i - j|, b - |i - j|)`` for slots 0..b-1."""
+    i = np.arange(b)
+    d = np.abs(i[:, None] - i[None, :])
+    return np.minimum(d, b - d)
+
+
+def truncate_gram(G: np.ndarray, bands: int) -> tuple[np.ndarray, float]:
+    """Effective-bandwidth truncation of Algorithm 1, lines 3-4.
+
+    ``tau = max_{d(i,j) >= p} G_ij`` (0 when no pair is that far apart) and
+    ``G^(p)_ij = max(G_ij - tau, 0)`` inside the cyclic band ``d(i, j) < p``, 0 outside. Elementwise
+    ``G <= G^(p) + tau * ones`` (using ``G >= 0``), which is what makes the truncated Renyi value a bound.
+    """
+    G = np.asarray(G, dtype=float)
+    p = check_positive_int("bands", bands)
+    b = G.shape[0]
+    d = cyclic_distance(b)
+    outside = d >= p
+    tau = float(G[outside].max()) if outside.any() else 0.0
+    tau = max(tau, 0.0)
+    Gp = np.where(outside, 0.0, np.maximum(G - tau, 0.0))
+    return Gp, tau
+
+
+# --------------------------------------------------------------------------------------- optimised strategies
+def _objective_terms(coefs_c: np.ndarray, n: int, epochs: int, batches: int):
+    """(mean squared prefix-sum error factor, squared balls-in-bins sensitivity) for Toeplitz C."""
+    inv = series_inverse(coefs_c, n)  # C^{-1}
+    bcoef = np.cumsum(inv)  # A C^{-1} is Toeplitz with the partial sums of the inverse series
+    err = float(np.sum((n - np.arange(n)) * bcoef**2) / n)
+    C = toeplitz_lower(coefs_c, n)
+    sens2 = float(np.max(np.sum(slot_means(C, epochs, batches) ** 2, axis=1)))
+    return err, sens2
+
+
+def _optimise(fun, x0, bounds) -> np.ndarray:
+    res = optimize.minimize(fun, x0, method="L-BFGS-B", bounds=bounds, options={"maxiter": 300})
+    return np.asarray(res.x, dtype=float)
+
+
+def bandmf_coefs(n: int, bands: int, epochs: int, batches: int) -> np.ndarray:
+    """Optimised banded Toeplitz coefficients (``c_0 = 1``, ``c >= 0``); see the module docstring."""
+    p = min(check_positive_int("bands", bands), n)
+    if p == 1:
+        return np.ones(1)
+
+    def fun(x):
+        c = np.concatenate([[1.0], x])
+        e, s = _objective_terms(c, n, epochs, batches)
+        return np.log(e) + np.log(s)
+
+    x = _optimise(fun, sqrt_series(p)[1:], [(0.0, None)] * (p - 1))
+    return np.concatenate([[1.0], x])
+
+
+def blt_coefs(n: int, epochs: int, batches: int, n_buffers: int = 3) -> tuple[np.ndarray, dict[str, Any]]:
+    """Optimised BLT coefficients ``c_0 = 1, c_t = sum_j w_j theta_j^{t-1}``; returns (c, params)."""
+    nb = check_positive_int("n_buffers", n_buffers)
+    t = np.arange(1, n)
+
+    def coefs(x):
+        w, th = x[:nb], x[nb:]
+        return np.concatenate([[1.0], (w[None, :] * th[None, :] ** (t[:, None] - 1)).sum(axis=1)])
+
+    def fun(x):
+        e, s = _objective_terms(coefs(x), n, epochs, batches)
+        return np.log(e) + np.log(s)
+
+    # start: a few geometric buffers roughly matching the square-root series' slow decay
+    w0 = np.full(nb, 0.5 / nb)
+    th0 = np.linspace(0.5, 0.98, nb)
+    x = _optimise(fun, np.concatenate([w0, th0]), [(0.0, None)] * nb + [(0.0, 0.999)] * nb)
+    return coefs(x), {"weights": x[:nb].tolist(), "thetas": x[nb:].tolist()}
+
+
+# --------------------------------------------------------------------------------------- the strategy object
+@dataclass
+class Strategy:
+    """A strategy matrix under balls-in-bins participation.
+
+    Attributes: ``name``, ``C`` (N x N), ``epochs`` k, ``batches`` b, ``bands`` (number of non-zero
+    diagonals of ``C`` for banded strategies, None for dense ones), ``coefs`` (first column), ``info``.
+    """
+
+    name: str
+    C: np.ndarray
+    epochs: int
+    batches: int
+    bands: int | None
+    coefs: np.ndarray
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return self.epochs * self.batches
+
+    @property
+    def means(self) -> np.ndarray:
+        return slot_means(self.C, self.epochs, self.batches)
+
+    @property
+    def gram(self) -> np.ndarray:
+        if "_gram" not in self.info:
+            self.info["_gram"] = gram(self.C, self.epochs, self.batches)
+        return self.info["_gram"]
+
+    def error(self) -> float:
+        """Mean squared error factor ``(1/N)||A C^{-1}||_F^2`` times the squared sensitivity."""
+        e, s = _objective_terms(self.coefs, self.n, self.epochs, self.batches)
+        return e * s
+
+    def __repr__(self) -> str:
+        return f"Strategy({self.name!r}, N={self.n}, epochs={self.epochs}, batches={self.batches}, bands={self.bands})"
+
+
+def build_strategy(name: str, epochs: int, batches: int, bands: int = 1, n_buffers: int = 3) -> Strategy:
+    """Build one of :data:`MATRICES` for ``N = epochs * batches`` steps.
+
+    ``bands`` is the number of non-zero diagonals (``bsr``, ``bandmf``) or of ``C^{-1}`` (``bisr``);
+    ignored for ``identity`` (1 band) and ``blt`` (dense).
+    """
+    check_choice("matrix", name, MATRICES)
+    k = check_positive_int("epochs", epochs)
+    b = check_positive_int("batches", batches)
+    p = check_positive_int("bands", bands)
+    n = k * b
+    info: dict[str, Any] = {"normalisation": "c_0 = 1"}
+    if name == "identity":
+        coefs, nb = np.ones(1), 1
+    elif name == "bsr":
+        coefs, nb = sqrt_series(min(p, n)), min(p, n)
+    elif name == "bisr":
+        coefs, nb = series_inverse(inv_sqrt_series(min(p, n)), n), None
+        info["inverse_bands"] = min(p, n)
+    elif name == "bandmf":
+        coefs, nb = bandmf_coefs(n, p, k, b), min(p, n)
+        info["objective"] = "(1/N)||A C^-1||_F^2 * max_i ||m_i||^2, c >= 0, L-BFGS-B from BSR"
+    else:  # blt
+        coefs, params = blt_coefs(n, k, b, n_buffers)
+        nb = None
+        info.update(params)
+        info["objective"] = "(1/N)||A C^-1||_F^2 * max_i ||m_i||^2, L-BFGS-B"
+    C = toeplitz_lower(coefs, n)
+    if (C < -1e-12).any():
+        raise DPValueError(f"matrix {name!r} has negative entries; Lemma 2.8 needs C >= 0")
+    return Strategy(name, C, k, b, nb, np.asarray(coefs, dtype=float)[: n], info)

@@ -1,0 +1,248 @@
+"""Tests of dputils.matrix: strategies, the Renyi dynamic program, conversion, calibration, Monte Carlo.
+
+References are independent of the code under test: brute-force enumeration of Eq. 5, an mpmath
+partition sum (Feldman-Shenfeld form), closed-form Gaussian formulas, dp_accounting's RDP conversion,
+and anchors from the notes (computed by a separate scratch implementation).
+"""
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from dputils.errors import DPValueError
+from dputils.matrix import (
+    build_strategy,
+    delta_from_rdp,
+    epsilon_from_rdp,
+    feldman_shenfeld_rdp,
+    log_partition_bruteforce,
+    log_partition_dp,
+    rho_add_lemma34,
+    rho_remove,
+    truncate_gram,
+)
+from dputils.matrix.allocation import MatrixMonteCarloAccountant, MatrixRenyiAccountant, calibrate_sigma
+
+
+# ------------------------------------------------------------------------------------ Gram anchors (note, sec. 3)
+@pytest.mark.parametrize(
+    "name,k,p,row,taus",
+    [
+        ("bsr", 1, 4, [1.4883, 1.4883, 0.8047, 0.5312, 0.3125, 0.0, 0.0], [0.8047, 0.5312, 0.3125, 0, 0, 0, 0]),
+        ("bsr", 10, 4, [14.8828, 14.8828, 8.0469, 5.3125, 3.1250, 0.0, 7.2422], [8.0469, 5.3125, 3.125, 0, 0, 0, 0]),
+        ("bisr", 1, 4, [1.6224, 1.6224, 0.9810, 0.7546, 0.6013, 0.4563, 0.0],
+         [0.981, 0.7546, 0.6013, 0.4563, 0.3505, 0.2699, 0.2073]),
+        ("bisr", 10, 4, [16.2240, 16.2240, 9.8099, 7.5461, 6.0133, 4.5630, 8.8289],
+         [9.81, 7.546, 6.013, 4.563, 3.505, 2.699, 2.073]),
+        ("bsr", 1, 64, [2.3888, 2.3099, 1.6701, 1.4546, 1.3240, 1.2296, 0.0],
+         [1.7497, 1.535, 1.4051, 1.3115, 1.2382, 1.1776, 1.1259]),
+    ],
+)
+def test_gram_anchors(name, k, p, row, taus):
+    G = build_strategy(name, k, 100, p).gram
+    got = [G[0, 0], G[50, 50], G[50, 51], G[50, 52], G[50, 53], G[50, 54], G[0, 99]]
+    np.testing.assert_allclose(got, row, atol=6e-4)  # anchors printed to 4 decimals
+    np.testing.assert_allclose([truncate_gram(G, q)[1] for q in range(1, 8)], taus, atol=6e-4, rtol=1e-3)
+
+
+def test_identity_gram_is_k_identity():
+    G = build_strategy("identity", 3, 7).gram
+    np.testing.assert_array_equal(G, 3 * np.eye(7))
+
+
+def test_bisr_coefficients():
+    c = build_strategy("bisr", 1, 10, 4).coefs
+    np.testing.assert_allclose(c[:8], [1, 0.5, 0.375, 0.3125, 0.234375, 0.1796875, 0.13867188, 0.10644531], rtol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["bandmf", "blt"])
+def test_optimised_strategies_nonnegative_and_better_than_bsr(name):
+    s = build_strategy(name, 1, 50, 4)
+    assert (s.C >= 0).all()
+    assert s.error() <= build_strategy("bsr", 1, 50, 4).error() * (1 + 1e-9) or name == "blt"
+    assert s.error() < build_strategy("identity", 1, 50).error()
+
+
+# ------------------------------------------------------------------------------------ DP = brute force (target 1)
+def _cases():
+    rng = np.random.default_rng(1)
+    for b in range(2, 8):
+        for p in (1, 2, 3, 4):
+            for alpha in (2, 3, 4, 5):
+                if b**alpha <= 20000:
+                    X = rng.random((b, 6))
+                    yield b, p, alpha, X @ X.T, float(rng.uniform(0.6, 1.5))
+
+
+@pytest.mark.parametrize("b,p,alpha,G,sigma", list(_cases()))
+def test_dp_matches_bruteforce(b, p, alpha, G, sigma):
+    Gp, _ = truncate_gram(G, p)  # random dense G: wrap-around entries present for p >= 2
+    dp = log_partition_dp(Gp, sigma, alpha, p)[alpha]
+    bf = log_partition_bruteforce(Gp, sigma, alpha)
+    assert dp == pytest.approx(bf, rel=1e-9, abs=1e-12)
+
+
+def test_truncation_is_upper_bound_and_monotone_in_p():
+    G = build_strategy("bisr", 1, 6, 4).gram
+    sigma, alpha = 0.9, 4
+    exact = log_partition_bruteforce(G, sigma, alpha)
+    prev = np.inf
+    for p in (1, 2, 3, 4):
+        Gp, tau = truncate_gram(G, p)
+        bound = log_partition_dp(Gp, sigma, alpha, p)[alpha] + alpha * (alpha - 1) * tau / (2 * sigma**2)
+        assert bound >= exact - 1e-12
+        assert bound <= prev + 1e-12
+        prev = bound
+    assert prev == pytest.approx(exact, rel=1e-12)  # p = 4 covers every cyclic distance of b = 6: tau = 0
+
+
+# ------------------------------------------------------------------------------------ Feldman-Shenfeld (target 2)
+@pytest.mark.parametrize("b,sigma,alpha,anchor", [(100, 1.0, 5, 0.0439635), (100, 0.7, 20, 15.80299),
+                                                  (1000, 2.0, 30, 0.0042630)])
+def test_dpsgd_equals_feldman_shenfeld(b, sigma, alpha, anchor):
+    rho, tau = rho_remove(np.eye(b), sigma, [alpha], 1)
+    ref = feldman_shenfeld_rdp(b, sigma, alpha)  # mpmath partition sum, independent algorithm
+    assert tau == 0
+    assert rho[0] == pytest.approx(ref, rel=1e-9)
+    assert rho[0] == pytest.approx(anchor, rel=2e-6)  # anchor printed to 6 significant digits
+
+
+def test_add_bound_anchor():
+    assert rho_add_lemma34(np.eye(100), 1.0, [2])[0] == pytest.approx(0.505, rel=1e-12)
+
+
+# ------------------------------------------------------------------------------------ BSR / BISR rho table (sec. 4.4)
+@pytest.mark.parametrize(
+    "name,alpha,by_p,add",
+    [
+        ("bsr", 2, [0.81431, 0.55301, 0.35115, 0.07613], 0.76357),
+        ("bsr", 3, [1.22152, 0.82974, 0.52750, 0.11772], 0.78711),
+        ("bsr", 5, [2.03602, 1.38382, 0.88275, 0.22075], 0.83420),
+        ("bisr", 2, [0.98970, 0.77277, 0.63027, 0.49984], 0.85216),
+        ("bisr", 5, [2.47442, 1.93275, 1.57783, 1.25495], 0.99834),
+    ],
+)
+def test_rho_table_anchors(name, alpha, by_p, add):
+    G = build_strategy(name, 1, 100, 4).gram
+    for p, ref in zip((1, 2, 3, 4), by_p):
+        assert rho_remove(G, 1.0, [alpha], p)[0][0] == pytest.approx(ref, abs=6e-5)
+    assert rho_add_lemma34(G, 1.0, [alpha])[0] == pytest.approx(add, abs=6e-5)
+
+
+def test_gaussian_limit_one_slot():
+    s = build_strategy("bsr", 4, 1, 3)  # b = 1: P and Q are single Gaussians
+    G = s.gram
+    orders = [2, 3, 7]
+    exact = np.array(orders) * G[0, 0] / (2 * 1.3**2)
+    np.testing.assert_allclose(rho_remove(G, 1.3, orders, 1)[0], exact, rtol=1e-12)
+    np.testing.assert_allclose(rho_add_lemma34(G, 1.3, orders), exact, rtol=1e-12)
+
+
+def test_epoch_identity():
+    orders = range(2, 40)
+    r1 = rho_remove(np.eye(50), 1.1, orders, 1)[0]
+    rk = rho_remove(build_strategy("identity", 10, 50).gram, 1.1 * math.sqrt(10), orders, 1)[0]
+    np.testing.assert_allclose(rk, r1, rtol=1e-12)
+
+
+def test_rho_monotone_in_order_and_sigma():
+    G = build_strategy("bsr", 1, 40, 3).gram
+    r = rho_remove(G, 0.8, range(2, 30), 3)[0]
+    assert np.all(np.diff(r) >= -1e-12)
+    assert np.all(rho_remove(G, 1.0, range(2, 30), 3)[0] <= r + 1e-12)
+
+
+# ------------------------------------------------------------------------------------ conversion
+def test_conversion_matches_dp_accounting():
+    from dp_accounting.rdp import rdp_privacy_accountant as ra
+
+    orders = np.arange(2, 129)
+    rho = orders * 1.0 / (2 * 3.0**2)  # plain Gaussian
+    eps, a = epsilon_from_rdp(orders, rho, 1e-5)
+    eps_ref, a_ref = ra.compute_epsilon(orders, rho, 1e-5)
+    assert eps == pytest.approx(eps_ref, rel=1e-10) and a == a_ref
+    d, _ = delta_from_rdp(orders, rho, eps)
+    assert d == pytest.approx(1e-5, rel=1e-8)
+
+
+# ------------------------------------------------------------------------------------ calibration (targets 3, 4)
+@pytest.mark.parametrize("eps,anchor", [(0.5, 1.686), (1, 1.201), (2, 0.862), (4, 0.628), (8, 0.439)])
+def test_calibrated_sigma_dpsgd_n100(eps, anchor):
+    s = build_strategy("identity", 1, 100)
+    sig = calibrate_sigma(lambda x: MatrixRenyiAccountant(s, x), eps, 1e-5, rel_tol=1e-4)
+    assert sig == pytest.approx(anchor, rel=5e-3)
+    assert float(MatrixRenyiAccountant(s, sig).get_delta(eps)) <= 1e-5  # conservative by construction
+
+
+def test_calibrated_sigma_epoch_identity():
+    s1 = build_strategy("identity", 1, 100)
+    s10 = build_strategy("identity", 10, 100)
+    a = calibrate_sigma(lambda x: MatrixRenyiAccountant(s1, x), 2.0, 1e-5, rel_tol=1e-6)
+    b = calibrate_sigma(lambda x: MatrixRenyiAccountant(s10, x), 2.0, 1e-5, rel_tol=1e-6)
+    assert b == pytest.approx(math.sqrt(10) * a, rel=3e-6)
+    assert b == pytest.approx(2.727, rel=5e-3)
+
+
+# ------------------------------------------------------------------------------------ Monte Carlo
+def test_mc_one_slot_matches_gaussian_closed_form():
+    s = build_strategy("identity", 1, 1)  # b = 1: N(1, sigma^2) vs N(0, sigma^2)
+    sigma, eps = 1.0, 1.0
+    mc = MatrixMonteCarloAccountant(s, sigma, samples=400_000, seed=3).get_delta(eps)
+    mu = 1 / sigma
+    exact = norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+    assert mc.lower <= exact <= mc.upper
+    assert float(mc) == pytest.approx(exact, rel=0.03)
+
+
+def test_mc_below_renyi_bound():
+    s = build_strategy("identity", 1, 20)
+    sigma, eps = 1.0, 1.0
+    mc = MatrixMonteCarloAccountant(s, sigma, samples=200_000, seed=0).get_delta(eps)
+    rn = MatrixRenyiAccountant(s, sigma).get_delta(eps)
+    assert mc.lower <= float(rn)
+
+
+def test_mc_renyi_divergence_matches_dp():
+    # E_Q[(p/q)^alpha] = exp((alpha-1) R_alpha(P||Q)) estimated from Gaussian samples vs the DP value
+    s = build_strategy("bsr", 1, 8, 2)
+    G, sigma, alpha = s.gram, 1.5, 3
+    rho = rho_remove(G, sigma, [alpha], 2)[0][0]
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((400_000, s.n)) * sigma
+    m = s.means
+    logratio = np.log(np.mean(np.exp((x @ m.T) / sigma**2 - (m * m).sum(1) / (2 * sigma**2)), axis=1))
+    est = np.log(np.mean(np.exp(alpha * logratio))) / (alpha - 1)
+    assert est == pytest.approx(rho, rel=0.03)
+
+
+# ------------------------------------------------------------------------------------ errors and CLI
+def test_bad_inputs():
+    with pytest.raises(DPValueError, match="matrix"):
+        build_strategy("nope", 1, 10)
+    with pytest.raises(DPValueError, match="epochs"):
+        build_strategy("bsr", 0, 10, 2)
+    with pytest.raises(DPValueError, match="sigma"):
+        MatrixRenyiAccountant(build_strategy("identity", 1, 10), -1.0)
+    with pytest.raises(DPValueError, match="delta"):
+        MatrixRenyiAccountant(build_strategy("identity", 1, 10), 1.0).get_epsilon(2.0)
+    with pytest.raises(DPValueError, match="budget"):
+        G = build_strategy("bsr", 1, 100, 4).gram
+        log_partition_dp(truncate_gram(G, 4)[0], 1.0, 200, 4)
+
+
+def test_cli_epsilon():
+    out = subprocess.run(
+        [sys.executable, "-m", "dputils", "epsilon", "--accountant", "matrix-renyi", "--mechanism", "balls-in-bins",
+         "--matrix", "identity", "--epochs", "1", "--batches", "100", "--sigma", "1.2014", "--delta", "1e-5"],
+        capture_output=True, text=True, check=True)
+    res = json.loads(out.stdout)
+    assert res["epsilon"] == pytest.approx(1.0, abs=2e-3)
+    bad = subprocess.run(
+        [sys.executable, "-m", "dputils", "epsilon", "--accountant", "matrix-renyi", "--mechanism", "gaussian",
+         "--sigma", "1", "--delta", "1e-5"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "mechanism" in (bad.stderr + bad.stdout)
