@@ -13,21 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
+
+from _timing import best_time  # noqa: E402  (benchmarks/ is the script's folder)
 
 import numpy as np
 
 from dputils.matrix import build_strategy, feldman_shenfeld_rdp, rho_remove, truncate_gram, log_partition_dp
 from dputils.matrix.allocation import MatrixMonteCarloAccountant
-
-
-def best_time(fn, repeat):
-    best, val = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        val = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, val
 
 
 def main() -> None:

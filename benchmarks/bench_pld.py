@@ -11,21 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
+
+from _timing import best_time  # noqa: E402  (benchmarks/ is the script's folder)
 
 import dp_accounting
 
 from dputils.accountants import PLDAccountant
 from dputils.mechanisms import SubsampledGaussianMechanism
-
-
-def best_time(fn, repeat):
-    best, val = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        val = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, val
 
 
 def main() -> None:

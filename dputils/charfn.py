@@ -40,7 +40,7 @@ from scipy import optimize
 from scipy.special import logsumexp
 
 from .errors import DPValueError, NumericalError, check_choice, check_delta, check_finite
-from .mechanisms import GaussianMixturePair, Mechanism, PrivacyLossPair
+from .mechanisms import Mechanism, PrivacyLossPair
 
 __all__ = ["FourierProfile", "fourier_delta", "fourier_epsilon"]
 
@@ -65,14 +65,7 @@ def _gl(edges: np.ndarray, sub: np.ndarray | None = None):
 
 
 def _loss(pair: PrivacyLossPair, x: np.ndarray) -> np.ndarray:
-    if isinstance(pair, GaussianMixturePair) and pair.q < 1.0:
-        s, d, q = pair.sigma, pair.sensitivity, pair.q
-        t = (2 * x * d - d * d) / (2 * s * s)
-        with np.errstate(over="ignore"):
-            small = np.log1p(q * np.expm1(np.minimum(t, 30.0)))
-        big = np.logaddexp(math.log1p(-q), math.log(q) + t)
-        lm = np.where(t < 30.0, small, big)
-        return lm if pair.direction == "remove" else -lm
+    """The privacy loss (the pair's own, cancellation-free formula)."""
     return np.asarray(pair.loss(x), dtype=float)
 
 

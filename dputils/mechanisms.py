@@ -227,7 +227,14 @@ class GaussianMixturePair(PrivacyLossPair):
         x = _as_array(x)
         s, d = self.sigma, self.sensitivity
         t = (2 * x * d - d * d) / (2 * s * s)
-        lm = t if self.q == 1.0 else np.logaddexp(self.log1m_q, self.log_q_ + t)
+        if self.q == 1.0:
+            lm = t
+        else:
+            # log(1 - q + q e^t): log1p(q expm1(t)) is exact near t = 0 (where the loss is tiny), the
+            # log-sum-exp form avoids overflow for large t
+            with np.errstate(over="ignore"):
+                small = np.log1p(self.q * np.expm1(np.minimum(t, 30.0)))
+            lm = np.where(t < 30.0, small, np.logaddexp(self.log1m_q, self.log_q_ + t))
         out = lm if self.direction == "remove" else -lm
         return _maybe_scalar(out, x)
 

@@ -248,15 +248,7 @@ def _domain(pair: PrivacyLossPair) -> tuple[list[float], float]:
 
 
 def _loss(pair: PrivacyLossPair, x: np.ndarray) -> np.ndarray:
-    """The privacy loss, with a cancellation-free formula for the subsampled Gaussian."""
-    if isinstance(pair, GaussianMixturePair) and pair.q < 1.0:
-        s, d, q = pair.sigma, pair.sensitivity, pair.q
-        t = (2 * x * d - d * d) / (2 * s * s)
-        with np.errstate(over="ignore"):
-            small = np.log1p(q * np.expm1(np.minimum(t, 30.0)))
-        big = np.logaddexp(math.log1p(-q), math.log(q) + t)
-        lm = np.where(t < 30.0, small, big)
-        return lm if pair.direction == "remove" else -lm
+    """The privacy loss (the pair's own, cancellation-free formula)."""
     return np.asarray(pair.loss(x), dtype=float)
 
 
