@@ -1,0 +1,209 @@
+"""White-box one-run audit of real DP-SGD training with Dirac gradient canaries ({cite}`gauss_audit`, Sec. 5.1).
+
+Training is :func:`dputils.training.train` with Poisson sampling (rate ``q = batch_size / n_train``),
+individual clipping at norm C and noise ``N(0, (C sigma)^2 I)`` (``noise_multiplier_scale = 1``: add/remove
+adjacency, the setting of the PLD accountant).  Canary j is a *gradient* ``C e_{k_j}`` on its own parameter
+coordinate ``k_j`` (distinct coordinates, so the canaries are exactly orthogonal, the paper's Fig. 4(a));
+it is IN with probability 1/2 and, when IN, joins each step's batch independently with probability q
+(injected with the ``extra_gradients`` hook; its norm is exactly C, so clipping leaves it unchanged).
+
+Observations and scores (the note's Definitions 1-2, repository instantiation): for a Dirac canary the
+unit direction is ``u_t = e_{k_j}`` at every step, so the canary-aligned observation is the ``k_j``-th
+coordinate of the released noisy sum, ``X_t = Ubar_t[k_j]`` (before any division by the batch size; the
+noise on it has std ``sigma C``), recorded for IN and OUT canaries alike.  The raw score is
+``sum_t X_t`` and the normalised score (Definition 2) is ``S_T = sum_t X_t / sqrt(T)``.  Under Model 1
+(Proposition 1) ``E[S_T(1)] - E[S_T(0)] = sqrt(T) q C``, i.e. the raw sums differ by ``q C T`` on average;
+real training adds, at each canary coordinate, the clipped gradients of the background data (a drift
+common to IN and OUT, and extra spread across coordinates).
+
+The scores are audited with the package's auditors (:func:`dputils.audit.audit_all`: Gaussian ellipsoid
+and Bonferroni box, Steinke et al., f-DP); the theoretical epsilon is the PLD accountant's upper bound
+for ``SubsampledGaussianMechanism(sigma, q)`` composed T times (:func:`dputils.audit.model1.theoretical_epsilon`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import DPValueError, check_delta, check_positive, check_positive_int, check_probability
+
+__all__ = ["WhiteboxRun", "run_whitebox_audit", "audit_whitebox"]
+
+
+@dataclass
+class WhiteboxRun:
+    """Result of :func:`run_whitebox_audit`. ``in_sums``/``out_sums`` are the raw scores ``sum_t Ubar_t[k_j]``."""
+
+    in_sums: np.ndarray
+    out_sums: np.ndarray
+    in_counts: np.ndarray  # how many steps each IN canary was sampled in (K_j ~ Binomial(T, q))
+    in_coords: np.ndarray
+    out_coords: np.ndarray
+    T: int
+    q: float
+    sigma: float
+    clip: float
+    delta: float
+    epsilon_theory: float  # PLD upper bound at delta for the claimed (sigma, q, T)
+    accountant: str
+    steps_per_second: float
+    train_seconds: float
+    device: str
+    n_params: int
+    noise_multiplier_scale: float = 1.0  # actual noise std / (C sigma); 1 for a correct run
+    history: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def in_scores(self) -> np.ndarray:
+        """Definition 2: ``S_T = sum_t X_t / sqrt(T)`` for the IN canaries."""
+        return self.in_sums / math.sqrt(self.T)
+
+    @property
+    def out_scores(self) -> np.ndarray:
+        return self.out_sums / math.sqrt(self.T)
+
+    @property
+    def expected_shift(self) -> float:
+        """Model-1 mean difference of the raw sums, IN minus OUT: ``q C T``."""
+        return self.q * self.clip * self.T
+
+
+def run_whitebox_audit(
+    m: int = 1000,
+    *,
+    sigma: float = 1.0,
+    clip: float = 1.0,
+    epochs: int = 10,
+    batch_size: int = 50,
+    n_train: int = 1000,
+    dim: int = 20,
+    n_classes: int = 10,
+    hidden: int = 64,
+    lr: float = 0.5,
+    delta: float = 1e-5,
+    p_in: float = 0.5,
+    noise_multiplier_scale: float = 1.0,
+    pld_discretization: float = 1e-3,
+    device: str = "auto",
+    seed: int = 0,
+    progress: bool = True,
+) -> WhiteboxRun:
+    """Train with DP-SGD (Poisson, individual clipping) on :func:`dputils.data.gaussian_blobs` with ``m`` Dirac
+    gradient canaries and return their scores (see the module docstring).
+
+    Args:
+        m: number of canaries (distinct coordinates, so ``m <= `` number of model parameters).
+        sigma: noise multiplier claimed to the accountant; clip: clipping norm C.
+        epochs, batch_size, n_train: ``q = batch_size / n_train`` and ``T = epochs * round(n_train / batch_size)``.
+        dim, n_classes, hidden: the data (blobs in R^dim) and the model (:func:`dputils.training.make_mlp`).
+        lr: outer step size (the update is ``lr * Ubar / batch_size``).
+        delta: delta of the theoretical epsilon (use the audit's delta).
+        p_in: probability that a canary is IN (paper: 1/2).
+        noise_multiplier_scale: the *actual* noise std is ``noise_multiplier_scale * C * sigma`` while the
+            accountant is told sigma: 1 for a correct run; < 1 simulates a broken implementation.
+        device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``, ...
+        progress: tqdm bar over steps (the runner's ``TQDM_DISABLE=1`` silences it).
+    """
+    import torch
+
+    from .. import data
+    from ..training import DPSGDConfig, make_mlp, resolve_device, train
+    from .model1 import theoretical_epsilon
+
+    m = check_positive_int("m", m)
+    if m < 4:
+        raise DPValueError(f"m must be >= 4 (the auditors need IN and OUT canaries), got {m}")
+    sigma = check_positive("sigma", sigma)
+    clip = check_positive("clip", clip)
+    epochs = check_positive_int("epochs", epochs)
+    batch_size = check_positive_int("batch_size", batch_size)
+    n_train = check_positive_int("n_train", n_train)
+    if batch_size > n_train:
+        raise DPValueError(f"batch_size must be <= n_train ({n_train}), got {batch_size}")
+    lr = check_positive("lr", lr)
+    delta = check_delta(delta)
+    p_in = check_probability("p_in", p_in, allow_zero=False, allow_one=False)
+    noise_multiplier_scale = check_positive("noise_multiplier_scale", noise_multiplier_scale)
+    hidden = int(hidden)
+    if hidden < 0:
+        raise DPValueError(f"hidden must be >= 0, got {hidden}")
+
+    q = batch_size / n_train
+    T = epochs * max(1, round(n_train / batch_size))
+    X, y = data.gaussian_blobs(n_train, dim=dim, n_classes=n_classes, seed=seed)
+    torch.manual_seed(seed)
+    model = make_mlp(dim, n_classes, hidden)
+    D = sum(p.numel() for p in model.parameters())
+    if m > D:
+        raise DPValueError(f"m must be <= the number of model parameters ({D}) for distinct Dirac canaries, got {m}")
+
+    rng = np.random.default_rng([seed, 7])
+    coords = rng.choice(D, size=m, replace=False)
+    is_in = rng.random(m) < p_in
+    if is_in.all() or not is_in.any():  # the auditors need both groups (probability 2^(1-m))
+        is_in[0], is_in[1] = True, False
+
+    eps = theoretical_epsilon(sigma, q, T, delta, discretization=pld_discretization)
+    dev = resolve_device(device)
+    coords_t = torch.as_tensor(coords, device=dev)
+    in_coords_t = coords_t[torch.as_tensor(is_in, device=dev)]
+    n_in = int(is_in.sum())
+    canary_gen = torch.Generator(device="cpu").manual_seed(int(seed) + 17)  # canary sampling coins
+    sums = torch.zeros(m, dtype=torch.float32, device=dev)
+    counts = torch.zeros(n_in, dtype=torch.int64)
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=T, desc=f"white-box DP-SGD (eps_PLD={eps['epsilon']:.2f})", unit="step")
+
+    def extra_gradients(info):
+        nonlocal counts
+        hit = torch.rand(n_in, generator=canary_gen) < q
+        counts += hit.long()
+        rows = torch.zeros(int(hit.sum()), D, device=dev)
+        if rows.shape[0]:
+            rows[torch.arange(rows.shape[0], device=dev), in_coords_t[hit.to(dev)]] = clip
+        return rows
+
+    def on_round(info):
+        sums.add_(info.released[coords_t])  # X_t = Ubar_t[k_j] for every canary, IN and OUT
+        if bar is not None:
+            bar.update(1)
+
+    config = DPSGDConfig(epochs=epochs, sub_batch_size=1, sub_batches=batch_size, clip=clip, sigma=sigma, lr=lr,
+                         sampler="poisson", noise_multiplier_scale=noise_multiplier_scale, device=str(dev), seed=seed)
+    t0 = time.perf_counter()
+    res = train(model, X, y, config, extra_gradients=extra_gradients, on_round=on_round)
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - t0
+    if bar is not None:
+        bar.close()
+    if res.rounds != T:  # pragma: no cover - guards the T formula against changes in train()
+        raise DPValueError(f"internal: expected {T} rounds, train() ran {res.rounds}")
+    s = sums.double().cpu().numpy()
+    return WhiteboxRun(
+        in_sums=s[is_in], out_sums=s[~is_in], in_counts=counts.numpy(), in_coords=coords[is_in],
+        out_coords=coords[~is_in], T=T, q=q, sigma=sigma, clip=clip, delta=delta, epsilon_theory=eps["epsilon"],
+        accountant=eps["accountant"], steps_per_second=T / seconds, train_seconds=seconds,
+        device=str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})", n_params=D,
+        noise_multiplier_scale=noise_multiplier_scale, history=res.history,
+    )
+
+
+def audit_whitebox(run: WhiteboxRun, alpha: float = 0.05, *, n_bootstrap: int = 2000, selection: str = "split",
+                   seed: int = 0) -> dict[str, float]:
+    """Empirical lower bounds from :func:`dputils.audit.audit_all` on the Definition-2 scores of ``run``
+    (Gaussian ellipsoid and Bonferroni box, Steinke et al., f-DP) at ``run.delta``."""
+    from . import audit_all
+
+    if not isinstance(run, WhiteboxRun):
+        raise DPValueError(f"run must be a WhiteboxRun, got {type(run).__name__}")
+    return audit_all(run.in_scores, run.out_scores, run.delta, alpha, selection=selection,
+                     n_bootstrap=n_bootstrap, seed=seed)
