@@ -365,33 +365,28 @@ class PLDAccountant(Accountant):
             self._cache[direction] = _DirectionPLD(parts, self.window_tail)
         return self._cache[direction]
 
-    def get_delta(self, epsilon: float) -> AccountingResult:
-        eps = self._checked_epsilon(epsilon)
+    def _worst(self, quantity: str, upper_fn, lower_fn) -> AccountingResult:
+        """Upper bound of the worse direction and the largest lower bound, over ``self.directions``.
+
+        delta_both(eps) = max over directions, so both its bounds are maxima; eps(delta) likewise.
+        """
         ups, lows = {}, {}
         for d in self.directions:
             dp = self._direction(d)
-            ups[d] = dp.delta_upper(eps)
-            lows[d] = min(dp.delta_lower(eps), ups[d])
+            ups[d] = float(upper_fn(dp))
+            lows[d] = min(float(lower_fn(dp)), ups[d])
         worst = max(ups, key=ups.get)
-        up = ups[worst]
-        lo = max(lows.values())
-        up, lo = float(up), float(lo)
-        return AccountingResult(up, lo, up, "upper-bound", self.name, "delta",
+        up, lo = ups[worst], max(lows.values())
+        return AccountingResult(up, lo, up, "upper-bound", self.name, quantity,
                                 {"direction": worst, "discretization": self.h})
+
+    def get_delta(self, epsilon: float) -> AccountingResult:
+        eps = self._checked_epsilon(epsilon)
+        return self._worst("delta", lambda dp: dp.delta_upper(eps), lambda dp: dp.delta_lower(eps))
 
     def get_epsilon(self, delta: float) -> AccountingResult:
         delta = self._checked_delta(delta)
-        ups, lows = {}, {}
-        for d in self.directions:
-            dp = self._direction(d)
-            ups[d] = dp.epsilon_upper(delta)
-            lows[d] = min(dp.epsilon_lower(delta), ups[d])
-        worst = max(ups, key=ups.get)
-        up = ups[worst]
-        lo = max(lows.values())
-        up, lo = float(up), float(lo)
-        return AccountingResult(up, lo, up, "upper-bound", self.name, "epsilon",
-                                {"direction": worst, "discretization": self.h})
+        return self._worst("epsilon", lambda dp: dp.epsilon_upper(delta), lambda dp: dp.epsilon_lower(delta))
 
 
 def _build(args: argparse.Namespace) -> PLDAccountant:
