@@ -178,25 +178,25 @@ def _tau(T, q, sigma, C):
     return math.sqrt((sigma * C) ** 2 + q * (1 - q) * C * C)
 
 
-def exact_standardized_cdf(x, T: int, q: float, sigma: float, C: float = 1.0) -> np.ndarray:
-    """F_T(x) = Pr[(S_T(1) - sqrt(T) q C) / tau <= x], exactly, from the Binomial mixture."""
+def _standardized_z(x, T, q, sigma, C):
+    """Binomial weights w_k and the per-component z so that F_T(x) = sum_k w_k Phi(z_k(x))."""
     T, q, sigma, C = _check(T, q, sigma, C)
     x = np.asarray(x, dtype=float)
     k, logw = _binom_support(T, q, 1e-40)
-    w = np.exp(logw)
     tau = _tau(T, q, sigma, C)
     z = (x[..., None] * tau + math.sqrt(T) * q * C - C * k / math.sqrt(T)) / (sigma * C)
+    return np.exp(logw), z
+
+
+def exact_standardized_cdf(x, T: int, q: float, sigma: float, C: float = 1.0) -> np.ndarray:
+    """F_T(x) = Pr[(S_T(1) - sqrt(T) q C) / tau <= x], exactly, from the Binomial mixture."""
+    w, z = _standardized_z(x, T, q, sigma, C)
     return np.sum(w * special.ndtr(z), axis=-1)
 
 
 def exact_standardized_sf(x, T: int, q: float, sigma: float, C: float = 1.0) -> np.ndarray:
     """1 - F_T(x), computed directly from survival functions (accurate in the upper tail)."""
-    T, q, sigma, C = _check(T, q, sigma, C)
-    x = np.asarray(x, dtype=float)
-    k, logw = _binom_support(T, q, 1e-40)
-    w = np.exp(logw)
-    tau = _tau(T, q, sigma, C)
-    z = (x[..., None] * tau + math.sqrt(T) * q * C - C * k / math.sqrt(T)) / (sigma * C)
+    w, z = _standardized_z(x, T, q, sigma, C)
     return np.sum(w * special.ndtr(-z), axis=-1)
 
 
