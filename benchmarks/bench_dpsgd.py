@@ -25,46 +25,7 @@ import torch
 from torch import nn
 
 from dputils.training import clip_rows, per_sample_gradients, resolve_device
-
-
-class _Block(nn.Module):
-    def __init__(self, cin: int, cout: int, stride: int, groups: int = 16):
-        super().__init__()
-        self.n1 = nn.GroupNorm(min(groups, cin), cin)
-        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.n2 = nn.GroupNorm(min(groups, cout), cout)
-        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.short = None if (cin == cout and stride == 1) else nn.Conv2d(cin, cout, 1, stride, bias=False)
-
-    def forward(self, x):
-        o = torch.relu(self.n1(x))
-        y = self.c1(o)
-        y = self.c2(torch.relu(self.n2(y)))
-        return y + (x if self.short is None else self.short(o))
-
-
-def wide_resnet(depth: int = 16, width: int = 4, n_classes: int = 10) -> nn.Module:
-    """WideResNet-depth-width with GroupNorm (BatchNorm would couple the examples of a batch)."""
-    n = (depth - 4) // 6
-    chans = [16, 16 * width, 32 * width, 64 * width]
-    layers: list[nn.Module] = [nn.Conv2d(3, chans[0], 3, 1, 1, bias=False)]
-    cin = chans[0]
-    for i, cout in enumerate(chans[1:]):
-        for j in range(n):
-            layers.append(_Block(cin, cout, 2 if (i > 0 and j == 0) else 1))
-            cin = cout
-    layers += [nn.GroupNorm(16, cin), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, n_classes)]
-    return nn.Sequential(*layers)
-
-
-def small_cnn(n_classes: int = 10) -> nn.Module:
-    return nn.Sequential(
-        nn.Conv2d(3, 32, 3, 1, 1), nn.GroupNorm(8, 32), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, 1, 1), nn.GroupNorm(8, 64), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(64, 64, 3, 1, 1), nn.GroupNorm(8, 64), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(64, 128, 3, 1, 1), nn.GroupNorm(8, 128), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(), nn.Linear(128, n_classes),
-    )
+from dputils.training.models import small_cnn, wide_resnet
 
 
 def _sync(device):
