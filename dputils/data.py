@@ -6,6 +6,9 @@
   ``data_batch_5``, ``test_batch``; pickled dicts with ``b"data"`` (N x 3072 uint8, channel-major
   32x32) and ``b"labels"``).  Nothing is downloaded.
 * :func:`write_cifar10_like`: writes a tiny folder in that format (for tests and offline demos).
+* :func:`synthetic_images`: CIFAR-shaped (3x32x32) classification data generated offline, for runs of the image
+  models when no CIFAR-10 copy is at hand (same shapes and scale, so speed and memory are representative).
+* :func:`image_data`: CIFAR-10 from a folder when it holds one, otherwise :func:`synthetic_images`, saying which.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import numpy as np
 
 from .errors import DPValueError, check_positive, check_positive_int
 
-__all__ = ["gaussian_blobs", "train_test_split", "load_cifar10", "write_cifar10_like", "CIFAR10_TRAIN_FILES"]
+__all__ = ["gaussian_blobs", "train_test_split", "load_cifar10", "write_cifar10_like", "synthetic_images", "image_data",
+           "CIFAR10_TRAIN_FILES"]
 
 CIFAR10_TRAIN_FILES = tuple(f"data_batch_{i}" for i in range(1, 6))
 
@@ -102,3 +106,35 @@ def write_cifar10_like(folder: str | Path, n_per_batch: int = 10, seed: int = 0,
         with open(folder / name, "wb") as fh:
             pickle.dump(d, fh)
     return folder
+
+
+def synthetic_images(n: int, n_classes: int = 10, separation: float = 2.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` standardised 3x32x32 "images": label y uniform on ``n_classes``; x = pattern_y + N(0, I), with smooth
+    random class patterns (8x8 noise upsampled 4x, so convolutions have spatial structure to find) scaled so that
+    every pattern has norm ``separation / sqrt(2)``. Returns (X float32 (n, 3, 32, 32), y int64)."""
+    n = check_positive_int("n", n)
+    k = check_positive_int("n_classes", n_classes)
+    if k < 2:
+        raise DPValueError(f"n_classes must be >= 2, got {k}")
+    sep = check_positive("separation", separation)
+    rng = np.random.default_rng(seed)
+    coarse = rng.standard_normal((k, 3, 8, 8))
+    patterns = np.repeat(np.repeat(coarse, 4, axis=2), 4, axis=3).reshape(k, -1)
+    patterns *= (sep / math.sqrt(2)) / np.linalg.norm(patterns, axis=1, keepdims=True)
+    y = rng.integers(0, k, size=n)
+    X = (patterns[y] + rng.standard_normal((n, 3 * 32 * 32))).reshape(n, 3, 32, 32)
+    return X.astype(np.float32), y.astype(np.int64)
+
+
+def image_data(folder: str | Path | None, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
+    """The first ``n`` CIFAR-10 training images of ``folder`` if it is a CIFAR-10 python folder, else ``n``
+    :func:`synthetic_images`. Returns ``(X, y, source)`` with ``source`` naming what was used, so a run can report
+    honestly which data it trained on."""
+    n = check_positive_int("n", n)
+    if folder is not None and Path(folder).is_dir() and any((Path(folder) / f).is_file() for f in CIFAR10_TRAIN_FILES):
+        X, y = load_cifar10(folder)
+        if n > len(X):
+            raise DPValueError(f"n must be <= the {len(X)} CIFAR-10 training images in {str(folder)!r}, got {n}")
+        return X[:n], y[:n], f"cifar10:{folder}"
+    X, y = synthetic_images(n, seed=seed)
+    return X, y, "synthetic-images"

@@ -58,3 +58,30 @@ def test_cifar10_errors(tmp_path):
         pickle.dump({b"data": np.zeros((2, 10), np.uint8), b"labels": [0, 1]}, fh)
     with pytest.raises(DPValueError, match="3072"):
         data.load_cifar10(tmp_path / "empty", train=False)
+
+
+def test_synthetic_images_shape_and_class_separation():
+    from dputils.data import synthetic_images
+
+    X, y = synthetic_images(2000, n_classes=4, separation=3.0, seed=1)
+    assert X.shape == (2000, 3, 32, 32) and X.dtype == np.float32 and set(np.unique(y)) <= {0, 1, 2, 3}
+    flat = X.reshape(len(X), -1).astype(float)
+    n0, n1 = (y == 0).sum(), (y == 1).sum()
+    diff = flat[y == 0].mean(0) - flat[y == 1].mean(0)
+    # E|mean_0 - mean_1|^2 = |p_0 - p_1|^2 + 3072 (1/n0 + 1/n1); patterns of norm 3/sqrt(2) in 3072 dimensions are
+    # nearly orthogonal, so |p_0 - p_1|^2 ~ 9 (sampling sd ~0.5)
+    est = diff @ diff - 3072 * (1 / n0 + 1 / n1)
+    assert 7.0 < est < 11.0
+    assert abs(flat.std() - 1.0) < 0.05  # standardised scale, like normalised CIFAR-10
+
+
+def test_image_data_prefers_cifar_folder_and_says_so(tmp_path):
+    from dputils.data import image_data, write_cifar10_like
+
+    X, y, src = image_data(tmp_path / "missing", 20)
+    assert src == "synthetic-images" and X.shape == (20, 3, 32, 32)
+    folder = write_cifar10_like(tmp_path / "c10", n_per_batch=15, batches=2)
+    X, y, src = image_data(folder, 25)
+    assert src.startswith("cifar10:") and X.shape == (25, 3, 32, 32) and len(y) == 25
+    with pytest.raises(DPValueError, match="n must be"):
+        image_data(folder, 31)
