@@ -1,5 +1,5 @@
 """Generalized DP-SGD (Algorithm 1 of ``vandijk_shuffling``) in torch: individual or batch clipping,
-shuffling, subsampling or Poisson sampling, inner first-order procedures, canary hooks, ``device="auto"``."""
+shuffling, subsampling or Poisson sampling, inner first-order procedures, canary hooks, ``device="auto"``; single-pass DP-FTRL with tree-aggregated noise (:mod:`.ftrl`)."""
 
 from .dpsgd import (
     DPSGDConfig,
@@ -12,6 +12,19 @@ from .dpsgd import (
     resolve_device,
     train,
 )
+from .ftrl import (
+    FTRLConfig,
+    FTRLResult,
+    FTRLStep,
+    TreeAggregator,
+    calibrate_sigma_node,
+    prefix_noise_variance,
+    released_ancestors,
+    train_ftrl,
+    tree_depth,
+    tree_epsilon,
+    tree_mu,
+)
 
 __all__ = [
     "DPSGDConfig",
@@ -23,4 +36,15 @@ __all__ = [
     "per_sample_gradients",
     "resolve_device",
     "train",
+    "FTRLConfig",
+    "FTRLResult",
+    "FTRLStep",
+    "TreeAggregator",
+    "calibrate_sigma_node",
+    "prefix_noise_variance",
+    "released_ancestors",
+    "train_ftrl",
+    "tree_depth",
+    "tree_epsilon",
+    "tree_mu",
 ]
