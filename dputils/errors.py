@@ -77,17 +77,26 @@ def check_probability(name: str, value: Any, *, allow_zero: bool = False, allow_
     return x
 
 
-def check_positive_int(name: str, value: Any) -> int:
-    """An integer >= 1 (floats with integral values are accepted)."""
+def _check_int(name: str, value: Any, low: int) -> int:
     if isinstance(value, bool):
-        raise DPValueError(f"{name} must be an integer >= 1, got {value!r}")
+        raise DPValueError(f"{name} must be an integer >= {low}, got {value!r}")
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise DPValueError(f"{name} must be an integer >= 1, got {value!r}") from None
-    if not math.isfinite(x) or x != int(x) or x < 1:
-        raise DPValueError(f"{name} must be an integer >= 1, got {value!r}")
+        raise DPValueError(f"{name} must be an integer >= {low}, got {value!r}") from None
+    if not math.isfinite(x) or x != int(x) or x < low:
+        raise DPValueError(f"{name} must be an integer >= {low}, got {value!r}")
     return int(x)
+
+
+def check_positive_int(name: str, value: Any) -> int:
+    """An integer >= 1 (floats with integral values are accepted)."""
+    return _check_int(name, value, 1)
+
+
+def check_nonnegative_int(name: str, value: Any) -> int:
+    """An integer >= 0 (floats with integral values are accepted)."""
+    return _check_int(name, value, 0)
 
 
 def check_choice(name: str, value: Any, choices: tuple[str, ...] | list[str]) -> str:

@@ -125,3 +125,24 @@ def test_bad_input_raises(kw):
 def test_audit_whitebox_rejects_non_runs():
     with pytest.raises(DPValueError):
         audit_whitebox({"in": [1.0], "out": [0.0]})
+
+
+def test_image_model_on_a_cifar_folder_with_microbatches(tmp_path):
+    # the paper profile's path (CNN/WRN on CIFAR-10 from a local folder, per-sample gradients in chunks) on a tiny
+    # generated CIFAR-10 folder: the data source is reported, the IN - OUT mean shift is q C T within 5 SE
+    from dputils.data import write_cifar10_like
+
+    folder = write_cifar10_like(tmp_path / "cifar-10-batches-py", n_per_batch=40, batches=2)
+    run = run_whitebox_audit(300, sigma=1.0, epochs=2, batch_size=16, n_train=80, model="cnn", data_dir=str(folder),
+                             microbatch=8, progress=False, seed=1)
+    assert run.model == "cnn" and run.data.startswith("cifar10:") and run.T == 10
+    assert run.n_params > 100_000
+    diff, se = _diff_and_se(run.in_sums, run.out_sums)
+    assert abs(diff - run.expected_shift) < 5 * se
+    synth = run_whitebox_audit(300, sigma=1.0, epochs=1, batch_size=16, n_train=80, model="cnn",
+                               data_dir=str(tmp_path / "absent"), progress=False)
+    assert synth.data == "synthetic-images"
+    with pytest.raises(DPValueError, match="model"):
+        run_whitebox_audit(300, model="vgg", progress=False)
+    with pytest.raises(DPValueError, match="microbatch"):
+        run_whitebox_audit(300, microbatch=-2, progress=False)

@@ -171,3 +171,32 @@ def test_bad_config(blobs):
 def test_device_auto():
     dev = resolve_device("auto")
     assert dev.type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@pytest.mark.parametrize("sampler", ["poisson", "shuffle"])
+def test_microbatched_clipped_sum_equals_the_full_batch(blobs, sampler):
+    # per-sample gradients in chunks of 7 rows: the same released sums (up to float32 summation order) and the
+    # same trajectory as one big per-sample-gradient matrix; a canary hook still adds its clipped row
+    X, y = blobs
+    torch.manual_seed(3)
+    model = make_mlp(5, 3, hidden=8)
+    twin = copy.deepcopy(model)
+    D = sum(p.numel() for p in model.parameters())
+
+    def extra(info):
+        row = torch.zeros(1, D)
+        row[0, 2] = 10.0
+        return row
+
+    sums = {0: [], 7: []}
+    for mb, mdl in ((0, model), (7, twin)):
+        cfg = DPSGDConfig(epochs=2, sub_batch_size=1, sub_batches=40, clip=0.5, sigma=1.0, lr=0.1, seed=0,
+                          sampler=sampler, noise_multiplier_scale=1.0, microbatch=mb)
+        train(mdl, X, y, cfg, extra_gradients=extra, on_round=lambda i, mb=mb: sums[mb].append(i.released.clone()))
+    assert len(sums[0]) == len(sums[7]) == 12
+    for a, b in zip(sums[0], sums[7]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    for p0, p1 in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(p0, p1, rtol=1e-4, atol=1e-5)
+    with pytest.raises(DPValueError, match="microbatch"):
+        train(make_mlp(5, 3), X, y, DPSGDConfig(sub_batches=24, microbatch=-1))

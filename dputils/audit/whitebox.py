@@ -26,10 +26,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
-from ..errors import DPValueError, check_delta, check_positive, check_positive_int, check_probability
+from ..errors import (DPValueError, check_choice, check_delta, check_nonnegative_int, check_positive,
+                      check_positive_int, check_probability)
 
 __all__ = ["WhiteboxRun", "run_whitebox_audit", "audit_whitebox"]
 
@@ -56,6 +58,8 @@ class WhiteboxRun:
     n_params: int
     noise_multiplier_scale: float = 1.0  # actual noise std / (C sigma); 1 for a correct run
     history: list[dict[str, float]] = field(default_factory=list)
+    model: str = "mlp"  # the trained network (dputils.training.models)
+    data: str = "gaussian-blobs"  # what it was trained on: gaussian-blobs, cifar10:FOLDER or synthetic-images
 
     @property
     def in_scores(self) -> np.ndarray:
@@ -91,9 +95,15 @@ def run_whitebox_audit(
     device: str = "auto",
     seed: int = 0,
     progress: bool = True,
+    model: str = "mlp",
+    data_dir: str | None = None,
+    microbatch: int = 0,
 ) -> WhiteboxRun:
-    """Train with DP-SGD (Poisson, individual clipping) on :func:`dputils.data.gaussian_blobs` with ``m`` Dirac
-    gradient canaries and return their scores (see the module docstring).
+    """Train with DP-SGD (Poisson, individual clipping) with ``m`` Dirac gradient canaries and return their
+    scores (see the module docstring). The data are :func:`dputils.data.gaussian_blobs` for ``model="mlp"``;
+    for the image models (``"cnn"``, ``"wrn16-4"``, the paper's WideResNet-16-4) the first ``n_train`` CIFAR-10
+    training images of ``data_dir`` when it holds a CIFAR-10 python folder, else CIFAR-shaped synthetic images
+    (:func:`dputils.data.image_data`; the run's ``data`` field says which).
 
     Args:
         m: number of canaries (distinct coordinates, so ``m <= `` number of model parameters).
@@ -107,11 +117,16 @@ def run_whitebox_audit(
             accountant is told sigma: 1 for a correct run; < 1 simulates a broken implementation.
         device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``, ...
         progress: tqdm bar over steps (the runner's ``TQDM_DISABLE=1`` silences it).
+        model: ``"mlp"`` (``dim``, ``hidden`` apply), ``"cnn"`` or ``"wrn16-4"`` (:mod:`dputils.training.models`).
+        data_dir: CIFAR-10 python folder for the image models (``~`` is expanded); None or missing: synthetic.
+        microbatch: per-sample gradients in chunks of this many examples (0: the whole batch at once); needed
+            for WRN-16-4 at the paper's batch of 4096 (:class:`dputils.training.DPSGDConfig`).
     """
     import torch
 
     from .. import data
-    from ..training import DPSGDConfig, make_mlp, resolve_device, train
+    from ..training import DPSGDConfig, resolve_device, train
+    from ..training.models import MODELS, make_model
     from .model1 import theoretical_epsilon
 
     m = check_positive_int("m", m)
@@ -132,12 +147,21 @@ def run_whitebox_audit(
     if hidden < 0:
         raise DPValueError(f"hidden must be >= 0, got {hidden}")
 
+    check_choice("model", model, MODELS)
+    microbatch = check_nonnegative_int("microbatch", microbatch)
+
     q = batch_size / n_train
     T = epochs * max(1, round(n_train / batch_size))
-    X, y = data.gaussian_blobs(n_train, dim=dim, n_classes=n_classes, seed=seed)
+    if model == "mlp":
+        X, y = data.gaussian_blobs(n_train, dim=dim, n_classes=n_classes, seed=seed)
+        source = "gaussian-blobs"
+    else:
+        folder = None if not data_dir else Path(data_dir).expanduser()
+        X, y, source = data.image_data(folder, n_train, seed=seed)
+        n_classes = 10
     torch.manual_seed(seed)
-    model = make_mlp(dim, n_classes, hidden)
-    D = sum(p.numel() for p in model.parameters())
+    net = make_model(model, in_dim=dim, n_classes=n_classes, hidden=hidden)
+    D = sum(p.numel() for p in net.parameters())
     if m > D:
         raise DPValueError(f"m must be <= the number of model parameters ({D}) for distinct Dirac canaries, got {m}")
 
@@ -177,9 +201,10 @@ def run_whitebox_audit(
             bar.update(1)
 
     config = DPSGDConfig(epochs=epochs, sub_batch_size=1, sub_batches=batch_size, clip=clip, sigma=sigma, lr=lr,
-                         sampler="poisson", noise_multiplier_scale=noise_multiplier_scale, device=str(dev), seed=seed)
+                         sampler="poisson", noise_multiplier_scale=noise_multiplier_scale, device=str(dev), seed=seed,
+                         microbatch=microbatch)
     t0 = time.perf_counter()
-    res = train(model, X, y, config, extra_gradients=extra_gradients, on_round=on_round)
+    res = train(net, X, y, config, extra_gradients=extra_gradients, on_round=on_round)
     if dev.type == "cuda":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
@@ -193,7 +218,7 @@ def run_whitebox_audit(
         out_coords=coords[~is_in], T=T, q=q, sigma=sigma, clip=clip, delta=delta, epsilon_theory=eps["epsilon"],
         accountant=eps["accountant"], steps_per_second=T / seconds, train_seconds=seconds,
         device=str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})", n_params=D,
-        noise_multiplier_scale=noise_multiplier_scale, history=res.history,
+        noise_multiplier_scale=noise_multiplier_scale, history=res.history, model=model, data=source,
     )
 
 
