@@ -1,25 +1,41 @@
-r"""High-accuracy "truth" for delta(eps) and eps(delta) of composed privacy losses.
+r"""High-accuracy "truth" for delta(eps) and eps(delta) of composed privacy losses (the book's one truth evaluator).
 
-The privacy profile of :math:`L = \sum_j L_j` (independent, CGF :math:`K = \sum_j c_j K_j`) is the
-inverse-Laplace (Bromwich) integral (Alghamdi et al. {cite}`alghamdi_spa`, eq. 35-37 and 48-49)
+The privacy profile of :math:`L = \sum_j L_j` (independent, CGF :math:`K = \sum_j c_j K_j`) is
+:math:`\delta(\varepsilon) = \mathbb{E}_P[(1 - e^{\varepsilon - L})_+]`. The two-sided Laplace transform of
+:math:`g_\varepsilon(\ell) = (1 - e^{\varepsilon - \ell})_+` is :math:`e^{-z\varepsilon}/(z(1+z))` for
+:math:`\operatorname{Re} z > 0`, so by Bromwich inversion (Alghamdi et al. {cite}`alghamdi_spa`, eq. 35-37
+and 48-49)
 
 .. math:: \delta(\varepsilon) = \frac{1}{2\pi}\int_{-\infty}^{\infty} e^{F_\varepsilon(t + iy)}\, dy,
           \qquad F_\varepsilon(z) = K(z) - \varepsilon z - \log z - \log(1+z),
 
-for any real :math:`t > 0`. We place the contour at the saddle point :math:`\hat t`, where the
-integrand is non-oscillatory near :math:`y = 0` and decays like a Gaussian, so double precision
-suffices (no mpmath). :math:`K(\hat t + iy) - K(\hat t) = \sum_j c_j \log \varphi_j(y)` with
-:math:`\varphi_j` the characteristic function of the tilted loss :math:`L_{j,\hat t}`, computed from the
-weighted-point laws of :mod:`dputils.cumulants` on a grid refined so that the oscillation
-:math:`e^{iyL}` is resolved (closed form for the Gaussian). :math:`\varphi^{c}` is formed as
-:math:`\exp(c \log\varphi)` with the principal logarithm, exact for integer counts.
+for any real :math:`t > 0`. Composition adds the CGFs, so the cost does not depend on the counts. We
+place the contour at the saddle point :math:`\hat t` (:func:`dputils.accountants.spa.saddle_point`), where the
+integrand is non-oscillatory near :math:`y = 0` and decays like a Gaussian, and its size is comparable with
+:math:`\delta` (no :math:`e^\varepsilon` amplification of errors, unlike Gil-Pelaez inversion of the two
+distribution functions of Eq. (3.1) of {cite}`wang_edgeworth`), so double precision suffices (no mpmath).
+:math:`K(\hat t + iy) - K(\hat t) = \sum_j c_j \log \varphi_j(y)` with :math:`\varphi_j` the characteristic
+function of the tilted loss :math:`L_{j,\hat t}`, computed from the weighted-point laws of
+:mod:`dputils.cumulants` with panels fine enough to resolve :math:`e^{iyL}` up to the truncation point
+(closed form for the Gaussian). :math:`\varphi^{c}` is formed as :math:`\exp(c \log\varphi)` with the principal
+logarithm, exact for integer counts.
 
 The y-integral is a composite Gauss-Legendre rule on :math:`[0, Y]` (the integrand is Hermitian, so
 :math:`\delta = \frac{1}{\pi}\int_0^\infty \mathrm{Re}\,e^{F}\,dy`), with :math:`Y` grown until the
-integrand is below 1e-18 of its peak and the number of panels doubled until two successive values
-agree to ``rtol``; otherwise :class:`NumericalError`. This is an exact representation evaluated
-numerically, not an approximation: its accuracy is checked against closed forms (Gaussian), the
+integrand is below 1e-18 of its peak on :math:`[Y, 2Y]` and the number of panels doubled until two
+successive values agree to ``rtol``; otherwise :class:`NumericalError`. This is an exact representation
+evaluated numerically, not an approximation: its accuracy is checked against closed forms (Gaussian), the
 authors' 20-digit mpmath values, and dp_accounting's PLD in tests/test_truth.py.
+
+Losses with atoms (Laplace, subsampled Laplace) are supported: :math:`g_\varepsilon` is continuous, so the
+inversion is exact for them too, but their characteristic function does not decay (it keeps the atoms'
+mass :math:`A` in modulus, and the composition :math:`A^{c}`). With few compositions the integrand then does not
+fall below 1e-18 at any :math:`Y` and :class:`NumericalError` is raised; use the PLD accountant there.
+
+Entry points: :func:`truth_delta`, :func:`truth_log_delta`, :func:`truth_epsilon` for one direction given as a
+ledger of ``(pair, count)``; :func:`composition_delta`, :func:`composition_epsilon` for a ledger of
+``(mechanism, count)``, the larger of the two directions (Lemma 3.3 of {cite}`wang_edgeworth`), each with an
+error estimate.
 """
 
 from __future__ import annotations
@@ -29,11 +45,12 @@ from typing import Any, Sequence
 
 import numpy as np
 from scipy import optimize
+from scipy.special import logsumexp
 
 from .cumulants import composed_cgf_derivatives, pair_key, tilted_points
-from .errors import DPValueError, NumericalError, check_delta, check_epsilon
+from .errors import DPValueError, NumericalError, check_choice, check_delta, check_epsilon
 
-__all__ = ["truth_delta", "truth_log_delta", "truth_epsilon"]
+__all__ = ["truth_delta", "truth_log_delta", "truth_epsilon", "composition_delta", "composition_epsilon"]
 
 
 def _char_logs(ledger, t: float, y: np.ndarray, y_max: float) -> np.ndarray:
@@ -46,17 +63,12 @@ def _char_logs(ledger, t: float, y: np.ndarray, y_max: float) -> np.ndarray:
             v = d * d / (sigma * sigma)  # tilted variance 2 eta
             total += count * (-0.5 * v * y * y)
             continue
-        refine = 1.0
-        if key[0] == "gm":
-            _, sigma, _q, d, _ = key
-            # resolve exp(i y L(x)): L'(x) <= d / sigma^2, grid step min(sigma, sigma^2/d)/(12 refine)
-            refine = max(1.0, y_max * d / (sigma * sigma) * min(sigma, sigma * sigma / d) / (12.0 * 0.5))
-        pts = tilted_points(pair, t, refine=refine)
+        pts = tilted_points(pair, t, freq=y_max)  # panels resolve exp(i y L) for |y| <= y_max
         lw = pts.log_weights + t * pts.values
         lw = lw - lw.max()
         w = np.exp(lw)
         w = w / w.sum()
-        keep = w > 1e-300
+        keep = w > 1e-30  # the rest changes phi by less than 1e-26 (the decay threshold is 1e-18)
         w, L = w[keep], pts.values[keep]
         m = float(np.dot(w, L))
         c = L - m
@@ -69,63 +81,102 @@ def _char_logs(ledger, t: float, y: np.ndarray, y_max: float) -> np.ndarray:
     return total
 
 
-def _integrand(ledger, t, eps, K1, y, y_max):
-    # F(t+iy) - F(t) = sum c log phi(y) + i y (K'(t) - eps) - log(1 + iy/t) - log(1 + iy/(1+t))
-    z = _char_logs(ledger, t, y, y_max) + 1j * y * (K1 - eps) - np.log1p(1j * y / t) - np.log1p(1j * y / (1.0 + t))
-    return np.exp(z).real
-
-
-def _gl_integral(f, a, b, panels: int, nodes: int = 24) -> float:
+def _gl_rule(a: float, b: float, panels: int, nodes: int = 24) -> tuple[np.ndarray, np.ndarray]:
     u, w = np.polynomial.legendre.leggauss(nodes)
     edges = np.linspace(a, b, panels + 1)
     mids = 0.5 * (edges[1:] + edges[:-1])
     half = 0.5 * (edges[1:] - edges[:-1])
-    y = (mids[:, None] + half[:, None] * u[None, :]).ravel()
-    ww = (half[:, None] * w[None, :]).ravel()
-    return float(np.dot(ww, f(y)))
+    return (mids[:, None] + half[:, None] * u[None, :]).ravel(), (half[:, None] * w[None, :]).ravel()
 
 
-def truth_log_delta(ledger: Sequence[tuple[Any, int]], epsilon: float, rtol: float = 1e-10) -> tuple[float, float]:
-    """(log delta(epsilon), relative error estimate) by the saddle-point contour integral."""
-    from .accountants.spa import _ess_sup, saddle_point
+class _Contour:
+    r"""The contour :math:`\operatorname{Re} z = t` with its quadrature in y, for one ledger.
 
+    Precomputes :math:`G(y) = \exp\big(K(t+iy) - K(t) - \log(1 + iy/t) - \log(1 + iy/(1+t))\big)` on a composite
+    Gauss-Legendre rule in y, so that :math:`\delta(\varepsilon) = e^{F_\varepsilon(t)}\pi^{-1}
+    \int_0^Y \operatorname{Re}[G(y) e^{-iy\varepsilon}]\,dy` costs one dot product per epsilon. The
+    truncation Y and the number of panels are set so that the value at ``eps0`` (for which ``t`` is the saddle
+    point) has converged to ``rtol``; epsilons near ``eps0`` are then as accurate (used for root finding).
+    """
+
+    def __init__(self, ledger, t: float, eps0: float, rtol: float):
+        d, _ = composed_cgf_derivatives(ledger, t, 2)
+        self.t = t
+        self.K, K1, K2 = (float(v) for v in d)
+        F2 = K2 + t**-2 + (1 + t) ** -2
+        # atoms keep |phi| from decaying: the mean of |phi_j(y)|^2 over large y is the sum A_j of the squared
+        # tilted atom masses (Wiener), so by Jensen max |phi_j^c| >= A_j^(c/2) on long y-intervals. When every
+        # summand has atoms and the product of these floors is above the threshold, fail fast.
+        log_floor = 0.0
+        for pair, count in ledger:
+            pts = None if pair_key(pair)[0] == "gm" else tilted_points(pair, t)
+            if pts is None or pts.n_atoms == 0:
+                log_floor = -math.inf
+                break
+            lw = pts.log_weights + t * pts.values
+            lw = lw - logsumexp(lw)
+            log_floor += 0.5 * count * float(logsumexp(2.0 * lw[: pts.n_atoms]))
+        if log_floor > math.log(1e-18):
+            raise NumericalError(
+                f"truth: the contour integrand does not decay: the atoms of the losses keep |phi|^count near "
+                f"{math.exp(log_floor):.2g} (too few compositions of a Laplace-type mechanism; use the PLD accountant)")
+        # grow Y until the integrand magnitude is negligible on [Y, 2Y] (sampled: with atoms it oscillates)
+        Y = 12.0 / math.sqrt(F2)
+        for _ in range(30):
+            ys = Y * np.linspace(1.0, 2.0, 9)
+            mag = float(np.max(np.abs(self._G(ledger, ys, ys[-1], 0.0))))
+            if mag < 1e-18:
+                break
+            Y *= 1.5
+        else:
+            raise NumericalError("truth: the contour integrand does not decay (too few compositions, or a loss with "
+                                 "heavy atoms such as the Laplace mechanism; use the PLD accountant)")
+        panels, prev = 16, None
+        for _ in range(9):
+            y, w = _gl_rule(0.0, Y, panels)
+            G = self._G(ledger, y, Y, K1)
+            cur = float(np.dot(w, (G * np.exp(-1j * y * eps0)).real))
+            if prev is not None:
+                rel = abs(cur - prev) / abs(cur) if cur != 0 else math.inf
+                if rel < rtol:
+                    if cur <= 0:
+                        raise NumericalError("truth: non-positive contour integral")
+                    self.y, self.w, self.G, self.rel = y, w, G, rel
+                    return
+            prev = cur
+            panels *= 2
+        raise NumericalError(f"truth: contour quadrature did not converge (last relative change {rel:.2e})")
+
+    def _G(self, ledger, y, y_max, K1):
+        t = self.t
+        z = _char_logs(ledger, t, y, y_max) + 1j * y * K1 - np.log1p(1j * y / t) - np.log1p(1j * y / (1.0 + t))
+        return np.exp(z)
+
+    def log_delta(self, eps: float) -> float:
+        """log delta(eps) on this contour (-inf where the quadrature gives a non-positive value)."""
+        cur = float(np.dot(self.w, (self.G * np.exp(-1j * self.y * eps)).real))
+        if not cur > 0:
+            return -math.inf
+        return self.K - eps * self.t - math.log(self.t) - math.log1p(self.t) + math.log(cur / math.pi)
+
+
+def _checked_ledger(ledger) -> list[tuple[Any, int]]:
     ledger = [(p, int(c)) for p, c in ledger]
     if not ledger:
         raise DPValueError("ledger must contain at least one (pair, count) entry")
-    if any(pair_key(p)[0] == "laplace" for p, _ in ledger):
-        # atoms make the characteristic function non-decaying: the contour integral is only
-        # conditionally convergent and this quadrature does not apply
-        raise DPValueError("truth: Laplace pairs (losses with atoms) are not supported; use the PLD accountant")
+    return ledger
+
+
+def truth_log_delta(ledger: Sequence[tuple[Any, int]], epsilon: float, rtol: float = 1e-10) -> tuple[float, float]:
+    """(log delta(epsilon), relative error estimate) by the contour integral through the saddle point of epsilon."""
+    from .accountants.spa import _ess_sup, saddle_point
+
+    ledger = _checked_ledger(ledger)
     eps = check_epsilon(epsilon)
     if eps >= _ess_sup(ledger) * (1 - 1e-12):
         return -math.inf, 0.0
-    t = saddle_point(ledger, eps)
-    d, _ = composed_cgf_derivatives(ledger, t, 2)
-    K, K1, K2 = (float(v) for v in d)
-    F0 = K - eps * t - math.log(t) - math.log1p(t)
-    F2 = K2 + t**-2 + (1 + t) ** -2
-    # grow Y until the integrand magnitude is negligible
-    Y = 12.0 / math.sqrt(F2)
-    for _ in range(30):
-        mag = abs(_integrand(ledger, t, eps, K1, np.array([Y]), Y)[0])
-        if mag < 1e-18:
-            break
-        Y *= 1.5
-    else:
-        raise NumericalError("truth: the contour integrand does not decay (too few compositions?)")
-    f = lambda y: _integrand(ledger, t, eps, K1, y, Y)  # noqa: E731
-    panels = 16
-    prev = _gl_integral(f, 0.0, Y, panels)
-    for _ in range(8):
-        panels *= 2
-        cur = _gl_integral(f, 0.0, Y, panels)
-        rel = abs(cur - prev) / abs(cur) if cur != 0 else math.inf
-        if rel < rtol:
-            if cur <= 0:
-                raise NumericalError("truth: non-positive contour integral")
-            return F0 + math.log(cur / math.pi), rel
-        prev = cur
-    raise NumericalError(f"truth: contour quadrature did not converge (last relative change {rel:.2e})")
+    c = _Contour(ledger, saddle_point(ledger, eps), eps, rtol)
+    return c.log_delta(eps), c.rel
 
 
 def truth_delta(ledger: Sequence[tuple[Any, int]], epsilon: float, rtol: float = 1e-10) -> float:
@@ -133,31 +184,108 @@ def truth_delta(ledger: Sequence[tuple[Any, int]], epsilon: float, rtol: float =
     return math.exp(truth_log_delta(ledger, epsilon, rtol)[0])
 
 
+def _bracket_root(g, lo: float, hi: float) -> tuple[float, float] | None:
+    """Widen [lo, hi] until g(lo) >= 0 >= g(hi) (g decreasing); None when g(0) < 0 (the root is eps = 0)."""
+    lo, hi = max(0.0, lo), max(hi, lo + 1e-9)
+    for _ in range(60):
+        if g(lo) >= 0:
+            break
+        if lo == 0.0:
+            return None
+        hi, lo = lo, max(0.0, lo - max(0.05, 0.2 * lo))
+    for _ in range(60):
+        if g(hi) <= 0:
+            return lo, hi
+        lo, hi = hi, 1.3 * hi + 0.05
+    raise NumericalError("truth: could not bracket epsilon")
+
+
+def _epsilon_with_error(ledger, delta: float, guess: float, xtol: float, rtol: float) -> tuple[float, float]:
+    from .accountants.spa import _ess_sup, saddle_point
+
+    ld = math.log(delta)
+    root = max(guess, 1e-3)
+    for _ in range(2):  # contour at the saddle of the guess, then at the saddle of the first root
+        e0 = min(root, _ess_sup(ledger) * (1 - 1e-6))
+        c = _Contour(ledger, saddle_point(ledger, e0), e0, rtol)
+        g = lambda e: max(c.log_delta(e), -1e4) - ld  # noqa: E731
+        br = _bracket_root(g, 0.97 * root - 1e-3, 1.03 * root + 1e-3)
+        if br is None:
+            if truth_log_delta(ledger, 0.0, rtol)[0] <= ld:
+                return 0.0, 0.0
+            br = (0.0, max(root, 1e-3))  # the contour far from its centre misjudged eps = 0
+        root = float(optimize.brentq(g, br[0], br[1], xtol=xtol, rtol=1e-13))
+    # error: Brent's tolerance plus the quadrature's relative accuracy over |d log delta / d eps| = t
+    return root, xtol + max(c.rel, 1e-13) / c.t
+
+
 def truth_epsilon(ledger: Sequence[tuple[Any, int]], delta: float, bracket: tuple[float, float] | None = None,
                   xtol: float = 1e-11) -> float:
-    """epsilon(delta): root of log truth_delta(eps) = log delta (Brent), bracketed by the SPA bounds."""
+    """epsilon(delta): root of log delta(eps) = log delta (0 when delta(0) <= delta).
+
+    The starting point is the middle of ``bracket`` or, by default, the SP-CLT estimate. Two passes: a
+    contour through the saddle point of the starting point (on which Brent's method runs, one dot product
+    per step), then one through the saddle point of that root.
+    """
     from .accountants.spa import spa_epsilon
 
     delta = check_delta(delta)
-    ld = math.log(delta)
-    if bracket is None:
-        lo = spa_epsilon(ledger, delta, "lower")[0]
-        hi = spa_epsilon(ledger, delta, "upper")[0]
-    else:
-        lo, hi = bracket
-    g = lambda e: truth_log_delta(ledger, e)[0] - ld  # noqa: E731
-    glo, ghi = g(lo), g(hi)
-    for _ in range(20):
-        if glo >= 0 >= ghi:
-            break
-        if glo < 0:
-            lo = max(0.0, lo - max(0.05, lo * 0.1))
-            glo = g(lo)
-        if ghi > 0:
-            hi = hi * 1.2 + 0.05
-            ghi = g(hi)
-    else:
-        raise NumericalError(f"truth: could not bracket epsilon for delta={delta!r}")
-    if glo == 0:
-        return lo
-    return float(optimize.brentq(g, lo, hi, xtol=xtol, rtol=1e-13))
+    ledger = _checked_ledger(ledger)
+    guess = spa_epsilon(ledger, delta, "clt")[0] if bracket is None else 0.5 * (bracket[0] + bracket[1])
+    return _epsilon_with_error(ledger, delta, guess, xtol, 1e-10)[0]
+
+
+# ------------------------------------------------------------------------------------------------
+# ledgers of mechanisms: the larger profile of the two directions
+# ------------------------------------------------------------------------------------------------
+def _mechanism_ledger(mechanisms) -> list[tuple[Any, int]]:
+    if hasattr(mechanisms, "pair"):
+        return [(mechanisms, 1)]
+    out = [(m, int(k)) for m, k in mechanisms]
+    if not out:
+        raise DPValueError("ledger must contain at least one (mechanism, count) entry")
+    return out
+
+
+def _directions(direction: str) -> tuple[str, ...]:
+    if direction == "both":
+        return ("remove", "add")
+    return (check_choice("direction", direction, ("remove", "add")),)
+
+
+def composition_delta(mechanisms, epsilon: float, direction: str = "both", rtol: float = 1e-10) -> tuple[float, float]:
+    """(delta(epsilon), absolute error estimate) of a composition of mechanisms, the larger over the directions.
+
+    ``mechanisms``: a mechanism or a list of ``(mechanism, count)``. The error estimate is delta times the
+    relative change of the contour quadrature under the last doubling of its panels.
+    """
+    led = _mechanism_ledger(mechanisms)
+    best, err = 0.0, 0.0
+    for d in _directions(direction):
+        ld, rel = truth_log_delta([(m.pair(d), k) for m, k in led], epsilon, rtol)
+        v = math.exp(ld)
+        if v > best:
+            best, err = v, v * rel
+    return best, err
+
+
+def composition_epsilon(mechanisms, delta: float, direction: str = "both", eps_guess: float | None = None,
+                        xtol: float = 1e-11, rtol: float = 1e-10) -> tuple[float, float]:
+    r"""(epsilon(delta), error estimate) of a composition of mechanisms, the larger over the directions.
+
+    Per direction the root of the contour integral (see :func:`truth_epsilon`), started from ``eps_guess``
+    (default: the SP-CLT estimate). Error estimate: ``xtol`` plus the quadrature's relative accuracy of
+    delta divided by :math:`|d\log\delta/d\varepsilon| \approx \hat t` (the contour's tilt).
+    """
+    from .accountants.spa import spa_epsilon
+
+    delta = check_delta(delta)
+    led = _mechanism_ledger(mechanisms)
+    best, err = 0.0, 0.0
+    for d in _directions(direction):
+        ledger = [(m.pair(d), k) for m, k in led]
+        g = spa_epsilon(ledger, delta, "clt")[0] if eps_guess is None else float(eps_guess)
+        e, er = _epsilon_with_error(ledger, delta, g, xtol, rtol)
+        if e >= best:
+            best, err = e, er
+    return best, err

@@ -1,9 +1,11 @@
-"""Tests of the Edgeworth accountant (dputils.accountants.edgeworth) and of the Fourier truth (dputils.charfn).
+"""Tests of the Edgeworth accountant (dputils.accountants.edgeworth) and of its use of the shared truth
+(dputils.truth.composition_delta / composition_epsilon).
 
-Independent references: closed forms (Gaussian mechanism / mu-GDP), the published value of the
-Derumigny-Girard-Guyonvarch R package README, the moments of dputils.cumulants (a different quadrature
-written by another developer), the foundation's PLD accountant (certified bracket), and the numbers of the
-team's note (computed with dp_accounting PLD / prv_accountant; marked as anchors).
+Independent references: closed forms (Gaussian mechanism / mu-GDP, Gaussian moments), the published value of
+the Derumigny-Girard-Guyonvarch R package README, the foundation's PLD accountant (certified bracket), and the
+numbers of the team's note (computed with scipy quadrature, dp_accounting PLD and prv_accountant; marked as
+anchors). The one-step moments themselves (dputils.cumulants.loss_moments) are validated against mpmath in
+tests/test_cumulants.py.
 """
 
 import argparse
@@ -12,17 +14,18 @@ import math
 import numpy as np
 import pytest
 
-from dputils import cumulants as C
 from dputils.accountants.edgeworth import (
     EdgeworthAccountant,
     SubsampledLaplaceMechanism,
     dgg_bound_iid_skew,
-    loss_moments,
+    prop45_tail_bound,
+    summarize,
 )
-from dputils.charfn import fourier_delta, fourier_epsilon
+from dputils.cumulants import loss_moments
 from dputils.curves import gdp_delta, gdp_epsilon
 from dputils.errors import DPValueError
-from dputils.mechanisms import GaussianMechanism, LaplaceMechanism, SubsampledGaussianMechanism
+from dputils.mechanisms import GaussianMechanism, SubsampledGaussianMechanism
+from dputils.truth import composition_delta, composition_epsilon
 
 
 def test_dgg_port_reproduces_package_readme():
@@ -32,9 +35,9 @@ def test_dgg_port_reproduces_package_readme():
     assert dgg_bound_iid_skew(1000, K3, K3 + 1, K4, 0.621 * K3) == pytest.approx(0.1626857, abs=5e-8)
 
 
-def test_cumulants_match_note_T8_and_cumulants_module():
+def test_cumulants_match_note_T8():
     pr = SubsampledGaussianMechanism(0.8, 0.01).pair("remove")
-    # note T8 (paper's X = our loss under Q, paper's Y = our loss under P), rel. tol 1e-5
+    # note T8 (paper's X = our loss under Q, paper's Y = our loss under P; the note used scipy quad), rel. tol 1e-5
     ref = {"q": (-1.67165e-4, 3.17105e-4, 8.3368, 161.087), "p": (1.76653e-4, 3.74280e-4, 9.6413, 226.49)}
     for under, (k1, k2, l3, l4) in ref.items():
         k = loss_moments(pr, under).cumulants
@@ -42,24 +45,17 @@ def test_cumulants_match_note_T8_and_cumulants_module():
         assert k[1] == pytest.approx(k2, rel=1e-5)
         assert k[2] / k[1] ** 1.5 == pytest.approx(l3, rel=1e-5)
         assert k[3] / k[1] ** 2 == pytest.approx(l4, rel=1e-5)  # standardized 4th cumulant
-    # independent implementation (trapezoid grid of dputils.cumulants): under P = tilt 0, under Q = tilt -1
-    for d in ("remove", "add"):
-        pair = SubsampledGaussianMechanism(0.8, 0.01).pair(d)
-        for under, t in (("p", 0.0), ("q", -1.0)):
-            mine = np.array(loss_moments(pair, under).cumulants)
-            theirs = np.asarray(C.cgf_derivatives(pair, t, order=6))[1:]
-            np.testing.assert_allclose(mine, theirs, rtol=1e-8)
 
 
-def test_gaussian_closed_form_moments_match_quadrature():
+def test_lemma43_inputs_gaussian_closed_form():
+    # L ~ N(mu^2/2, mu^2): K3 = E|Z|^3 = 2 sqrt(2/pi), K4 = E Z^4 = 3, K3tilde = K3 + E|Z| = 3 sqrt(2/pi),
+    # lambda3 = 0, whatever the number of steps and the law (P or Q)
     pr = GaussianMechanism(1.3).pair("remove")
     for under in "pq":
-        a = loss_moments(pr, under)
-        b = loss_moments(pr, under, force_quadrature=True)
-        assert a.mean == pytest.approx(b.mean, rel=1e-12)
-        np.testing.assert_allclose(a.central, b.central, rtol=1e-10, atol=1e-12)
-        assert a.abs1 == pytest.approx(b.abs1, rel=1e-10)
-        assert a.abs3 == pytest.approx(b.abs3, rel=1e-10)
+        s = summarize([(loss_moments(pr, under), 7)])
+        c = math.sqrt(2 / math.pi)
+        assert (s.K3, s.K3tilde, s.K4, s.lam3) == pytest.approx((2 * c, 3 * c, 3.0, 0.0), rel=1e-13, abs=1e-15)
+        assert s.mean == pytest.approx(7 * (1 if under == "p" else -1) / (2 * 1.3**2), rel=1e-14)
 
 
 @pytest.mark.parametrize("order", [0, 1, 2, 3])
@@ -76,18 +72,18 @@ def test_aea_orders_match_note_fig2_left():
     assert acc.get_epsilon(0.015).value == pytest.approx(got[2])
 
 
-def test_fourier_truth_against_closed_forms_and_pld():
+def test_truth_against_closed_forms_and_pld():
     g = GaussianMechanism(10.0)
-    d, err = fourier_delta([(g, 100)], 2.0)
+    d, err = composition_delta([(g, 100)], 2.0)
     assert d == pytest.approx(gdp_delta(2.0, 1.0), rel=1e-9)
-    e, _ = fourier_epsilon([(g, 100)], 1e-5, eps_guess=4.0)
+    e, _ = composition_epsilon([(g, 100)], 1e-5, eps_guess=4.0)
     assert e == pytest.approx(gdp_epsilon(1e-5, 1.0), abs=1e-8)
     # subsampled Gaussian vs the foundation's certified PLD bracket (different algorithm)
     from dputils.accountants.pld import PLDAccountant
 
     mech = SubsampledGaussianMechanism(0.8, 0.01)
     r = PLDAccountant(discretization=1e-4).compose(mech, 1000).get_delta(1.0)
-    d, _ = fourier_delta([(mech, 1000)], 1.0)
+    d, _ = composition_delta([(mech, 1000)], 1.0)
     assert r.lower <= d <= r.upper
 
 
@@ -98,13 +94,13 @@ def test_eeai_brackets_truth_T7():
     dP, dQ = acc.error_bounds()["remove"]
     assert dP == pytest.approx(0.031, rel=0.05)  # note T7, Delta_Y at 1e5
     r = acc.get_epsilon(0.1)
-    truth, _ = fourier_epsilon([(mech, m)], 0.1, eps_guess=0.72)
+    truth, _ = composition_epsilon([(mech, m)], 0.1, eps_guess=0.72)
     assert r.lower <= truth <= r.upper
     assert r.lower == pytest.approx(0.413, abs=0.02) and r.upper == pytest.approx(1.455, abs=0.02)
     assert truth == pytest.approx(0.7257, abs=5e-4)  # note T6
     # delta bracket at a fixed eps contains the truth as well
     rd = acc.get_delta(0.7)
-    td, _ = fourier_delta([(mech, m)], 0.7)
+    td, _ = composition_delta([(mech, m)], 0.7)
     assert rd.lower <= td <= rd.upper
 
 
@@ -121,9 +117,9 @@ def test_heterogeneous_composition_sums_cumulants():
     ma, mb = loss_moments(a.pair("remove"), "p"), loss_moments(b.pair("remove"), "p")
     assert s.mean == pytest.approx(500 * (ma.mean + mb.mean), rel=1e-12)
     assert s.sd**2 == pytest.approx(500 * (ma.var + mb.var), rel=1e-12)
-    # against the Fourier truth of the same heterogeneous composition, at a larger m where the AEA is good
+    # against the truth of the same heterogeneous composition, at a larger m where the AEA is good
     acc2 = EdgeworthAccountant().compose(a, 5000).compose(b, 5000)
-    truth, err = fourier_epsilon([(a, 5000), (b, 5000)], 0.1, eps_guess=3.6)
+    truth, err = composition_epsilon([(a, 5000), (b, 5000)], 0.1, eps_guess=3.6)
     assert err < 1e-6
     assert acc2.get_epsilon(0.1).value == pytest.approx(truth, abs=1e-3)
 
@@ -161,3 +157,32 @@ def test_delta_monotone_and_value_inside_bracket():
         assert r.lower <= r.value <= r.upper
     lo, up = acc.delta_bounds_curve(np.linspace(0, 3, 200))
     assert np.all(np.diff(up) <= 0) and np.all(np.diff(lo) <= 0) and np.all(lo <= up)
+
+
+def test_prop45_hoeffding_tail_bound():
+    import mpmath as mp
+
+    b, p, m = 1.0, 0.3, 20
+    mech = SubsampledLaplaceMechanism(b, p)
+    eps = np.array([-1.0, 0.0, 1.0, 2.5])
+    got = prop45_tail_bound(mech, m, eps)
+    # the exponent from mpmath integrals of the paper's definitions (eta = -max E X, tau = range of X)
+    with mp.workdps(30):
+        mu, pp = mp.mpf(1) / b, mp.mpf(p)
+        lap = lambda x, c: mp.exp(-abs(x - c)) / 2  # noqa: E731
+        ell = lambda x: mp.log(1 - pp + pp * mp.exp(abs(x) - abs(x - mu)))  # noqa: E731
+        ex1 = mp.quad(lambda x: lap(x, 0) * ell(x), [-mp.inf, 0, mu, mp.inf])
+        ex2 = -mp.quad(lambda x: ((1 - pp) * lap(x, 0) + pp * lap(x, mu)) * ell(x), [-mp.inf, 0, mu, mp.inf])
+        eta = -max(ex1, ex2)
+        tau = mp.log(1 - pp + pp * mp.e**mu) - mp.log(1 - pp + pp * mp.e**-mu)
+        ref = [float(mp.exp(-2 * (e + m * eta) ** 2 / (m * tau**2))) if e + m * eta >= 0 else 1.0 for e in eps]
+    np.testing.assert_allclose(got, ref, rtol=1e-12)
+    # and it bounds the Monte Carlo tails of both sums (200k sums of m = 20 losses under Q)
+    rng = np.random.default_rng(0)
+    for d in ("remove", "add"):
+        pair = mech.pair(d)
+        S = pair.loss(pair.sample(200_000 * m, rng, under="q")).reshape(-1, m).sum(axis=1)
+        freq = (S[:, None] >= eps[None, :]).mean(axis=0)
+        assert np.all(freq <= got), (d, freq, got)
+    with pytest.raises(DPValueError):
+        prop45_tail_bound(GaussianMechanism(1.0), 10, 1.0)

@@ -45,10 +45,12 @@ expansion turns those cumulants into tail probabilities:
 For mechanisms with two neighbouring directions the profile is the larger of the two (the paper's
 Lemma 3.3), and so is each bound.
 
-The moments of the privacy loss are computed once per (mechanism, direction) by composite
-Gauss-Legendre quadrature over the mechanism's output (closed form for the plain Gaussian), in double
-precision with relative accuracy ~1e-12 for the cumulants; the certified bracket is certified up to that
-floating-point accuracy.
+The moments of the one-step privacy loss (cumulants up to order 6, the fourth central moment and the
+absolute central moments :math:`E|L - \kappa_1|`, :math:`E|L - \kappa_1|^3` of Lemma 4.3, under P and under Q)
+come from :func:`dputils.cumulants.loss_moments`, the CGF machinery shared with the saddle-point accountant
+(under Q is the tilt :math:`t = -1`). They are computed once per (mechanism, direction) and cached, in double
+precision with relative accuracy ~1e-12 (closed form for the plain Gaussian); the certified bracket is
+certified up to that floating-point accuracy.
 """
 
 from __future__ import annotations
@@ -56,14 +58,14 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 from scipy import optimize, special
 
-from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_epsilon, check_positive_int
-from ..mechanisms import GaussianMixturePair, LaplacePair, Mechanism, PrivacyLossPair
+from ..cumulants import LossMoments, loss_moments, pair_key
+from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_positive_int
+from ..mechanisms import Mechanism, PrivacyLossPair
 from .base import Accountant, AccountingResult
 
 __all__ = [
@@ -80,10 +82,10 @@ __all__ = [
     "comparison_row",
     "clt_mu",
     "rdp_epsilon",
+    "prop45_tail_bound",
 ]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(20)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -93,8 +95,9 @@ class SubsampledLaplacePair(PrivacyLossPair):
     r"""Poisson-subsampled Laplace: ``"remove"``: :math:`P = (1-q)\mathrm{Lap}(0,b) + q\,\mathrm{Lap}(\Delta,b)`,
     :math:`Q = \mathrm{Lap}(0,b)`; ``"add"``: the pair reversed (Sec. 4.4 of the paper).
 
-    Only the densities, the loss and sampling are implemented (enough for moments and for Monte
-    Carlo); tails and the hockey-stick divergence are not available in closed form here.
+    Only the densities, the loss and sampling are implemented here (enough for Monte Carlo); its moments
+    and CGF come from :mod:`dputils.cumulants`, which recognises the pair; tails and the hockey-stick
+    divergence are not available in closed form here.
     """
 
     def __init__(self, scale: float, q: float, sensitivity: float = 1.0, direction: str = "remove"):
@@ -177,145 +180,6 @@ class SubsampledLaplaceMechanism(Mechanism):
 
 
 # ------------------------------------------------------------------------------------------------
-# Moments of the privacy loss of one step
-# ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class LossMoments:
-    r"""Moments of the privacy loss :math:`L` of one step under ``P`` or ``Q``.
-
-    ``mean`` = :math:`\kappa_1`; ``central[k]`` = :math:`E(L-\kappa_1)^k` for k = 2..6; ``abs1``, ``abs3`` =
-    :math:`E|L-\kappa_1|`, :math:`E|L-\kappa_1|^3` (needed by Lemma 4.3).
-    """
-
-    mean: float
-    central: tuple[float, float, float, float, float]  # c2..c6
-    abs1: float
-    abs3: float
-
-    @property
-    def var(self) -> float:
-        return self.central[0]
-
-    @property
-    def cumulants(self) -> tuple[float, ...]:
-        """kappa_1..kappa_6 from the central moments (kappa_4 = c4 - 3c2^2, ...)."""
-        c2, c3, c4, c5, c6 = self.central
-        return (
-            self.mean,
-            c2,
-            c3,
-            c4 - 3 * c2 * c2,
-            c5 - 10 * c3 * c2,
-            c6 - 15 * c4 * c2 - 10 * c3 * c3 + 30 * c2**3,
-        )
-
-
-def _gauss_moments(mu: float, under_sign: float) -> LossMoments:
-    """L ~ N(under_sign * mu^2/2, mu^2) exactly (plain Gaussian mechanism)."""
-    v = mu * mu
-    s = mu
-    return LossMoments(
-        mean=under_sign * v / 2.0,
-        central=(v, 0.0, 3 * v * v, 0.0, 15 * v**3),
-        abs1=s * math.sqrt(2.0 / math.pi),
-        abs3=2.0 * math.sqrt(2.0 / math.pi) * s**3,
-    )
-
-
-def _panels(edges: Iterable[float], width: float) -> tuple[np.ndarray, np.ndarray]:
-    """Composite Gauss-Legendre nodes/weights over sorted breakpoints, panels no wider than ``width``."""
-    e = np.unique(np.asarray(list(edges), dtype=float))
-    xs, ws = [], []
-    for a, b in zip(e[:-1], e[1:]):
-        n = max(1, int(math.ceil((b - a) / width)))
-        cuts = np.linspace(a, b, n + 1)
-        lo, hi = cuts[:-1, None], cuts[1:, None]
-        half = 0.5 * (hi - lo)
-        xs.append((0.5 * (hi + lo) + half * _GL_NODES[None, :]).ravel())
-        ws.append((half * _GL_WEIGHTS[None, :]).ravel())
-    return np.concatenate(xs), np.concatenate(ws)
-
-
-def _domain(pair: PrivacyLossPair) -> tuple[list[float], float]:
-    """Breakpoints (kinks of the densities or of the loss, and the integration range) and panel width."""
-    if isinstance(pair, GaussianMixturePair):
-        s, d = pair.sigma, pair.sensitivity
-        return [-40 * s, 0.0, d, d + 40 * s], s / 4.0
-    if isinstance(pair, (LaplacePair, SubsampledLaplacePair)):
-        b, d = pair.scale, pair.sensitivity
-        return [-70 * b, 0.0, d, d + 70 * b], min(b / 2.0, d / 8.0)
-    raise DPValueError(f"edgeworth: unsupported privacy-loss pair {pair!r}")
-
-
-def _loss(pair: PrivacyLossPair, x: np.ndarray) -> np.ndarray:
-    """The privacy loss (the pair's own, cancellation-free formula)."""
-    return np.asarray(pair.loss(x), dtype=float)
-
-
-def _pair_key(pair: PrivacyLossPair) -> tuple:
-    return (type(pair).__name__, repr(pair))
-
-
-_MOMENT_CACHE: dict[tuple, LossMoments] = {}
-
-
-def loss_moments(pair: PrivacyLossPair, under: str = "p", *, force_quadrature: bool = False) -> LossMoments:
-    r"""Mean, central moments (orders 2-6) and absolute central moments (1, 3) of one step's loss.
-
-    ``under="p"``: :math:`L(X), X\sim P`; ``under="q"``: :math:`X \sim Q`. Plain Gaussian pairs use the closed
-    form :math:`L \sim N(\pm\mu^2/2, \mu^2)` (unless ``force_quadrature``); other pairs use composite
-    20-point Gauss-Legendre quadrature over the output, split at the kinks and at the point where the
-    loss crosses its mean (so that :math:`|L - \kappa_1|` is integrated exactly piecewise). The mean is
-    computed first and the central moments directly (not from raw moments). Cached per pair.
-    """
-    check_choice("under", under, ("p", "q"))
-    key = (_pair_key(pair), under, force_quadrature)
-    if key in _MOMENT_CACHE:
-        return _MOMENT_CACHE[key]
-    if isinstance(pair, GaussianMixturePair) and pair.q == 1.0 and not force_quadrature:
-        out = _gauss_moments(pair.mu, 1.0 if under == "p" else -1.0)
-    else:
-        out = _quadrature_moments(pair, under)
-    _MOMENT_CACHE[key] = out
-    return out
-
-
-def _quadrature_moments(pair: PrivacyLossPair, under: str) -> LossMoments:
-    edges, width = _domain(pair)
-    x, w = _panels(edges, width)
-    logd = pair.log_p(x) if under == "p" else pair.log_q(x)
-    wd = w * np.exp(logd)
-    total = wd.sum()
-    if abs(total - 1.0) > 1e-10:
-        raise NumericalError(f"edgeworth: output density of {pair!r} integrates to {total!r}, not 1")
-    L = _loss(pair, x)
-    mean = float(np.dot(wd, L))
-    # split at the mean crossing for the absolute moments
-    d = L - mean
-    sgn = np.sign(d)
-    idx = np.nonzero(sgn[:-1] * sgn[1:] < 0)[0]
-    extra = []
-    for i in idx:
-        a, b = x[i], x[i + 1]
-        try:
-            extra.append(optimize.brentq(lambda t: float(_loss(pair, np.array([t]))[0]) - mean, a, b, xtol=1e-14))
-        except ValueError:  # pragma: no cover - monotone losses always bracket
-            pass
-    if extra:
-        x, w = _panels(list(edges) + extra, width)
-        logd = pair.log_p(x) if under == "p" else pair.log_q(x)
-        wd = w * np.exp(logd)
-        L = _loss(pair, x)
-        d = L - mean
-        mean2 = float(np.dot(wd, L))
-        d = L - mean2
-        mean = mean2
-    ad = np.abs(d)
-    c = [float(np.dot(wd, d**k)) for k in range(2, 7)]
-    return LossMoments(mean=mean, central=tuple(c), abs1=float(np.dot(wd, ad)), abs3=float(np.dot(wd, ad**3)))
-
-
-# ------------------------------------------------------------------------------------------------
 # Sums: standardized cumulants and the moment ratios of Lemma 4.3
 # ------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -339,7 +203,13 @@ class SumSummary:
 
 
 def summarize(items: list[tuple[LossMoments, int]]) -> SumSummary:
-    """Aggregate per-step moments over a ledger of (moments, count): cumulants add (O(#distinct steps))."""
+    r"""Aggregate per-step moments over a ledger of (moments, count): cumulants add (O(#distinct steps)).
+
+    :math:`M = \sum_i \kappa_{1,i}`, :math:`B^2 = \sum_i \kappa_{2,i}`, :math:`\ell_r = \sum_i\kappa_{r,i}/B^r`;
+    with :math:`\bar B = B/\sqrt n` the quantities of Lemma 4.3 are :math:`\lambda_3 = n^{-1}\sum\kappa_{3,i}/\bar B^3`,
+    :math:`K_3 = n^{-1}\sum E|L_i-\mu_i|^3/\bar B^3`, :math:`K_4 = n^{-1}\sum E(L_i-\mu_i)^4/\bar B^4` and
+    :math:`\tilde K_3 = K_3 + n^{-1}\sum E|L_i-\mu_i|\,\gamma_{2,i}/\bar B^3` (:math:`\gamma_{2,i}` the variance).
+    """
     n = sum(c for _, c in items)
     M = sum(c * mo.mean for mo, c in items)
     V = sum(c * mo.var for mo, c in items)
@@ -528,6 +398,44 @@ def lemma43_bound(s: SumSummary, e: float = 0.1) -> float:
 
 
 # ------------------------------------------------------------------------------------------------
+# Proposition 4.5: Hoeffding tail of the summed losses of the subsampled Laplace mechanism
+# ------------------------------------------------------------------------------------------------
+def prop45_tail_bound(mechanism: "SubsampledLaplaceMechanism", m: int, eps) -> np.ndarray | float:
+    r"""Prop. 4.5 of {cite}`wang_edgeworth`: a tail bound for the summed losses of the subsampled Laplace mechanism.
+
+    The paper's :math:`X^{(1)}_i` and :math:`X^{(2)}_i` are our losses under Q of the ``"remove"`` and ``"add"``
+    pairs. Both take values in an interval of length :math:`\tau = \log(1-p+pe^{\mu}) - \log(1-p+pe^{-\mu})`,
+    :math:`\mu = \Delta/b`, so Hoeffding's inequality gives, with :math:`\eta = -\max\{E X^{(1)}, E X^{(2)}\} > 0`
+    (the smaller of the two KL divergences),
+
+    .. math:: \max\Big\{\Pr\Big[\sum_{i=1}^m X^{(1)}_i \ge \varepsilon\Big],
+              \Pr\Big[\sum_{i=1}^m X^{(2)}_i \ge \varepsilon\Big]\Big\} \le
+              \exp\Big(-\frac{2(\varepsilon + m\eta)^2}{m\tau^2}\Big),
+
+    valid for :math:`\varepsilon + m\eta \ge 0` (we return 1 below that). This is a rigorous upper bound,
+    not an approximation; it decays like :math:`e^{-\Theta(\varepsilon^2/m)}`, which is what makes the tail
+    of Eq. (3.1) controllable at large epsilon (Sec. 4.3-4.4). The means come from
+    :func:`dputils.cumulants.loss_moments`. (Theorem 1, the Gaussian counterpart, is not implemented: the
+    paper's main text leaves its constant :math:`\eta(a)` undefined and the sign of one term is lost.)
+    """
+    if not isinstance(mechanism, SubsampledLaplaceMechanism):
+        raise DPValueError(f"prop45_tail_bound: mechanism must be a SubsampledLaplaceMechanism, got {mechanism!r}")
+    m = check_positive_int("m", m)
+    eps_arr = np.asarray(eps, dtype=float)
+    if not np.all(np.isfinite(eps_arr)):
+        raise DPValueError("eps must be finite")
+    mu = mechanism.sensitivity / mechanism.scale
+    p = mechanism.q
+    tau = math.log1p(p * math.expm1(mu)) - math.log1p(p * math.expm1(-mu))
+    eta = -max(loss_moments(mechanism.pair("remove"), "q").mean, loss_moments(mechanism.pair("add"), "q").mean)
+    if not eta > 0:  # pragma: no cover - a KL divergence of distinct laws
+        raise NumericalError(f"prop45_tail_bound: eta = {eta!r} is not positive")
+    s = eps_arr + m * eta
+    out = np.where(s >= 0, np.exp(-2.0 * np.maximum(s, 0.0) ** 2 / (m * tau * tau)), 1.0)
+    return float(out) if out.ndim == 0 else out
+
+
+# ------------------------------------------------------------------------------------------------
 # One direction of a composition
 # ------------------------------------------------------------------------------------------------
 class _Direction:
@@ -613,7 +521,8 @@ class EdgeworthAccountant(Accountant):
     def _check_supported(self, mechanism: Any) -> None:
         if not isinstance(mechanism, Mechanism):
             raise DPValueError(f"edgeworth: mechanism must be a dputils Mechanism, got {mechanism!r}")
-        _domain(mechanism.pair("remove"))  # raises for unsupported pairs
+        for d in self.directions:
+            pair_key(mechanism.pair(d))  # raises DPValueError for pairs without CGF machinery
 
     def _invalidate(self) -> None:
         self._dirs = None
@@ -827,13 +736,13 @@ def comparison_row(mechanism: Mechanism, m: int, delta: float, *, truth: bool = 
                    orders: tuple[int, ...] = (0, 1, 2, 3)) -> dict[str, Any]:
     """One row of the reproduction tables: AEA of each order, EEAI bracket, Lemma 4.3 Deltas, truth, GDP, RDP.
 
-    ``truth`` uses :func:`dputils.charfn.fourier_epsilon` (with its error estimate); GDP and RDP apply to
-    the (subsampled) Gaussian only.
+    ``truth`` uses :func:`dputils.truth.composition_epsilon` (contour integral through the saddle point, with
+    its error estimate); GDP and RDP apply to the (subsampled) Gaussian only.
     """
     import time
 
-    from ..charfn import fourier_epsilon
     from ..curves import gdp_epsilon
+    from ..truth import composition_epsilon
 
     t0 = time.perf_counter()
     acc = EdgeworthAccountant(order=2).compose(mechanism, m)
@@ -846,7 +755,7 @@ def comparison_row(mechanism: Mechanism, m: int, delta: float, *, truth: bool = 
     row["Delta_Y"], row["Delta_X"] = (float(v) for v in acc.error_bounds()["remove"])
     if truth:
         t0 = time.perf_counter()
-        row["truth"], row["truth_err"] = fourier_epsilon([(mechanism, m)], delta, eps_guess=max(row["ew2"], 0.05))
+        row["truth"], row["truth_err"] = composition_epsilon([(mechanism, m)], delta, eps_guess=max(row["ew2"], 0.05))
         row["truth_seconds"] = time.perf_counter() - t0
     sigma = getattr(mechanism, "sigma", None)
     if sigma is not None:
