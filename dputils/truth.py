@@ -204,10 +204,20 @@ def _epsilon_with_error(ledger, delta: float, guess: float, xtol: float, rtol: f
     from .accountants.spa import _ess_sup, saddle_point
 
     ld = math.log(delta)
+    sup = _ess_sup(ledger)
     root = max(guess, 1e-3)
     for _ in range(2):  # contour at the saddle of the guess, then at the saddle of the first root
-        e0 = min(root, _ess_sup(ledger) * (1 - 1e-6))
-        c = _Contour(ledger, saddle_point(ledger, e0), e0, rtol)
+        # a guess at or above the largest loss (a bounded direction, e.g. add for subsampled Gaussians, with a
+        # guess taken from the other direction) has no saddle point: centre the contour below the supremum,
+        # backing off until the tilt is finite; the bracket search below then finds the root from there
+        for backoff in (1e-6, 1e-3, 1e-2, 0.05, 0.2, 0.5):
+            e0 = min(root, sup * (1 - backoff))
+            try:
+                c = _Contour(ledger, saddle_point(ledger, e0), e0, rtol)
+                break
+            except NumericalError:
+                if e0 < sup * (1 - backoff) or backoff == 0.5:
+                    raise
         g = lambda e: max(c.log_delta(e), -1e4) - ld  # noqa: E731
         br = _bracket_root(g, 0.97 * root - 1e-3, 1.03 * root + 1e-3)
         if br is None:
@@ -277,14 +287,16 @@ def composition_epsilon(mechanisms, delta: float, direction: str = "both", eps_g
     (default: the SP-CLT estimate). Error estimate: ``xtol`` plus the quadrature's relative accuracy of
     delta divided by :math:`|d\log\delta/d\varepsilon| \approx \hat t` (the contour's tilt).
     """
-    from .accountants.spa import spa_epsilon
+    from .accountants.spa import _ess_sup, spa_epsilon
 
     delta = check_delta(delta)
     led = _mechanism_ledger(mechanisms)
     best, err = 0.0, 0.0
     for d in _directions(direction):
         ledger = [(m.pair(d), k) for m, k in led]
-        g = spa_epsilon(ledger, delta, "clt")[0] if eps_guess is None else float(eps_guess)
+        g = float(eps_guess) if eps_guess is not None else math.inf
+        if not g < _ess_sup(ledger):  # no guess, or one (from the other direction) beyond this direction's losses
+            g = spa_epsilon(ledger, delta, "clt")[0]
         e, er = _epsilon_with_error(ledger, delta, g, xtol, rtol)
         if e >= best:
             best, err = e, er

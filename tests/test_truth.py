@@ -89,3 +89,18 @@ def test_bad_input():
         T.truth_delta(ledger, -1.0)
     with pytest.raises(DPValueError):
         T.truth_epsilon(ledger, 1.5)
+
+
+def test_epsilon_with_a_guess_beyond_the_bounded_directions_largest_loss():
+    # add direction of the subsampled Gaussian: losses <= -m log(1 - q) = 1.0259 at m = 20, q = 0.05; a guess from
+    # the remove direction (~1.98) lies beyond it and has no saddle point. The truth must still find the add root,
+    # which the foundation's certified PLD bracket (h = 1e-5) pins down independently.
+    from dputils import PLDAccountant, SubsampledGaussianMechanism
+    from dputils.truth import composition_epsilon
+
+    mech = SubsampledGaussianMechanism(1.0, 0.05)
+    e_add, err = composition_epsilon([(mech, 20)], 1e-5, direction="add", eps_guess=1.98)
+    r = PLDAccountant(direction="add", discretization=1e-5).compose(mech, 20).get_epsilon(1e-5)
+    assert r.lower - 1e-9 <= e_add <= r.upper + 1e-9 and err < 1e-8
+    e_both, _ = composition_epsilon([(mech, 20)], 1e-5, eps_guess=1.98)
+    assert e_both > e_add
