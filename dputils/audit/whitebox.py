@@ -184,7 +184,14 @@ def run_whitebox_audit(
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=T, desc=f"white-box DP-SGD (eps_PLD={eps['epsilon']:.2f})", unit="step")
+        from ..accountants.rdp import INTEGER_ORDERS, rdp_to_epsilon, subsampled_gaussian_rdp
+
+        bar = tqdm(total=T, desc=f"white-box DP-SGD (final eps_PLD={eps['epsilon']:.2f})", unit="step")
+        # the privacy spent so far, shown as the run goes: RDP composes by addition, so after t steps it is
+        # t * rdp_1 (one cheap conversion per update); an upper bound, looser than the final PLD figure
+        rdp_orders = np.array(INTEGER_ORDERS[:63], dtype=float)  # orders 2..64
+        rdp_one = np.array([subsampled_gaussian_rdp(q, sigma, a) for a in rdp_orders])
+        every = max(1, T // 50)
 
     def extra_gradients(info):
         nonlocal counts
@@ -199,6 +206,9 @@ def run_whitebox_audit(
         sums.add_(info.released[coords_t])  # X_t = Ubar_t[k_j] for every canary, IN and OUT
         if bar is not None:
             bar.update(1)
+            t = info.round + 1
+            if t % every == 0 or t == T:
+                bar.set_postfix(eps_spent_rdp=f"{rdp_to_epsilon(rdp_orders, t * rdp_one, delta)[0]:.3f}")
 
     config = DPSGDConfig(epochs=epochs, sub_batch_size=1, sub_batches=batch_size, clip=clip, sigma=sigma, lr=lr,
                          sampler="poisson", noise_multiplier_scale=noise_multiplier_scale, device=str(dev), seed=seed,
