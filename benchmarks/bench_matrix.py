@@ -5,8 +5,12 @@
    both values are printed so that agreement is visible.
 2. Banded C (BSR, single epoch, b = 100): DP time for p = 1..4 and alpha_max = 8, 16, 32.
 3. Monte Carlo accountant: seconds per 1e6 privacy-loss samples (DP-SGD and BSR p = 4, b = 100).
+4. DP backends (``--backends``): BSR p = 4, b = 100, one pass for all orders up to alpha_max in 16..50, with
+   the original numpy gather step, the vectorised (grouped, matrix-product) numpy step and the numba kernel;
+   the largest difference of log S to the gather step is printed (must stay below 1e-12 relative).
+5. Tight add bound (``--backends``): seconds of rho_add_tight for DP-SGD and BSR p = 4, orders 2..64.
 
-    python benchmarks/bench_matrix.py [--repeat 2] [--json results/bench_matrix.json]
+    python benchmarks/bench_matrix.py [--repeat 2] [--json results/bench_matrix.json] [--only-backends]
 """
 
 from __future__ import annotations
@@ -20,14 +24,49 @@ import numpy as np
 
 from dputils.matrix import build_strategy, feldman_shenfeld_rdp, rho_remove, truncate_gram, log_partition_dp
 from dputils.matrix.allocation import MatrixMonteCarloAccountant
+from dputils.matrix.renyi import dp_backend, rho_add_tight
+
+
+def bench_backends(rows: list, repeat: int, amaxes=(16, 24, 32, 40, 50)) -> None:
+    """Time the DP step implementations on BSR p = 4, b = 100 (single epoch) and the tight add bound."""
+    sigma = 1.0
+    Gp, _ = truncate_gram(build_strategy("bsr", 1, 100, 4).gram, 4)
+    backends = ["numpy", "vectorised"] + (["numba"] if dp_backend("auto") == "numba" else [])
+    if "numba" in backends:
+        log_partition_dp(Gp, sigma, 4, 4, backend="numba")  # compile outside the timing
+    print("DP backends, BSR p=4, b=100: seconds for one pass (all orders <= alpha_max)")
+    for amax in amaxes:
+        ref = None
+        line = f"  alpha_max={amax:2d}:"
+        for be in backends:
+            t, val = best_time(lambda: log_partition_dp(Gp, sigma, amax, 4, work_budget=None, backend=be), repeat)
+            if ref is None:
+                ref = val
+            dev = float(np.max(np.abs(val - ref) / np.maximum(1.0, np.abs(ref))))
+            line += f"  {be} {t:7.2f}s (dev {dev:.1e})"
+            rows.append({"case": "dp_backend", "backend": be, "alpha_max": amax, "seconds": t, "max_rel_dev": dev})
+        print(line, flush=True)
+    print("Tight add bound (rho_add_tight), orders 2..64, sigma = 1")
+    for name, p in (("identity", 1), ("bsr", 4)):
+        G = build_strategy(name, 1, 100, p).gram
+        t, _ = best_time(lambda: rho_add_tight(G, sigma, range(2, 65)), repeat)
+        print(f"  {name}: {t:6.2f}s")
+        rows.append({"case": "tight_add", "matrix": name, "seconds": t})
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--only-backends", action="store_true", help="run only sections 4 and 5")
     args = ap.parse_args()
     rows: list[dict] = []
+    if args.only_backends:
+        bench_backends(rows, args.repeat)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(rows, fh, indent=2)
+        return
     sigma = 1.0
     print("DP-SGD: DP (all orders <= alpha) vs Feldman-Shenfeld partition sum (one order)")
     for b in (100, 1000):
@@ -49,6 +88,7 @@ def main() -> None:
         t, _ = best_time(lambda: MatrixMonteCarloAccountant(s, 1.0, samples=1_000_000).losses(), 1)
         print(f"  {name}: {t:7.2f}s")
         rows.append({"case": "mc", "matrix": name, "seconds_per_1e6": t})
+    bench_backends(rows, args.repeat)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=2)

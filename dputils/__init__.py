@@ -22,7 +22,8 @@ from .curves import (
     tradeoff_from_profile,
 )
 from .errors import DPValueError, NumericalError
-from .mechanisms import GaussianMechanism, LaplaceMechanism, SubsampledGaussianMechanism, make_mechanism
+from .mechanisms import (GaussianMechanism, GaussianMixtureMechanism, LaplaceMechanism, SubsampledGaussianMechanism,
+                         make_mechanism)
 
 __version__ = "0.1.0"
 
@@ -32,6 +33,7 @@ __all__ = [
     "DPValueError",
     "GDPAccountant",
     "GaussianMechanism",
+    "GaussianMixtureMechanism",
     "LaplaceMechanism",
     "NumericalError",
     "PLDAccountant",

@@ -34,7 +34,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 from scipy import special
 
-from .errors import DPValueError, check_choice, check_positive, check_probability
+from .errors import DPValueError, NumericalError, check_choice, check_positive, check_probability
 
 DIRECTIONS = ("remove", "add")
 
@@ -495,6 +495,289 @@ class LaplaceMechanism(Mechanism):
         import dp_accounting
 
         return dp_accounting.LaplaceDpEvent(self.scale / self.sensitivity)
+
+
+# mixtures of Gaussians -------------------------------------------------------------------------
+class MixtureGaussianPair(PrivacyLossPair):
+    r"""The pair of a 1-D Gaussian mixture against the zero-mean Gaussian.
+
+    :math:`P = \sum_j w_j N(s_j, \sigma^2)` with :math:`0 \le s_1 < \dots < s_K`, :math:`\sum_j w_j = 1`,
+    :math:`Q = N(0, \sigma^2)`; ``"remove"`` is (P, Q) and ``"add"`` is (Q, P). This is the per-step pair of
+    conditional composition (Algorithm 4 of {cite}`schuchardt_kalinin`; Choquette-Choo et al. 2024,
+    Cor. 4.7 reduce vector mixtures to it). With :math:`a_j(x) = (x s_j - s_j^2/2)/\sigma^2`
+
+    .. math:: L(x) = \log \frac{p(x)}{q(x)} = \log \sum_j w_j e^{a_j(x)},
+
+    a log-sum-exp of affine functions with non-negative slopes: **convex and increasing** in x (strictly,
+    as some :math:`s_j > 0`). Hence :math:`\{L > e\} = \{x > x^*(e)\}` and, with :math:`W_0` the weight of
+    a zero mean (0 if there is none) and :math:`T = \log(e^{e} - W_0)`, the threshold solves
+    :math:`E(x) := \log\sum_{s_j>0} w_j e^{a_j(x)} = T` (no root, :math:`x^* = -\infty`, when
+    :math:`e \le \log W_0`). :math:`E` is convex with slope in :math:`[s_{\min}^+, s_{\max}]/\sigma^2`, so Newton's
+    method started to the right of the root decreases monotonically to it; it is bracketed by
+    :math:`x_{hi} = (\sigma^2 (T - \log w_K) + s_K^2/2)/s_K` and
+    :math:`x_{lo} = \min_{s_j>0} (\sigma^2 (T - \log(1 - W_0)) + s_j^2/2)/s_j` and safeguarded by bisection.
+    The tails are then closed forms (log space, ``log_ndtr``):
+
+    * remove: :math:`P[L>\varepsilon] = \sum_j w_j \bar\Phi((x^*-s_j)/\sigma)`, :math:`Q[L>\varepsilon] = \bar\Phi(x^*/\sigma)`,
+      :math:`\delta = \sum_{s_j>0} w_j\bar\Phi((x^*-s_j)/\sigma) - e^{T}\bar\Phi(x^*/\sigma)` with :math:`x^* = x^*(\varepsilon)`
+      (the zero-mean part cancels exactly, as in :class:`GaussianMixturePair`);
+    * add: the loss is :math:`-L`, :math:`\{-L > \varepsilon\} = \{x < x^*(-\varepsilon)\}` and
+      :math:`\delta = e^{\varepsilon}[e^{T}\Phi(x^*/\sigma) - \sum_{s_j>0} w_j \Phi((x^*-s_j)/\sigma)]`, :math:`T = \log(e^{-\varepsilon} - W_0)`.
+
+    With the two means {0, s} this is :class:`GaussianMixturePair` with ``q = w_2``.
+    """
+
+    def __init__(self, sigma: float, sensitivities, weights, direction: str = "remove"):
+        self.sigma = check_positive("sigma", sigma)
+        self.sens = np.asarray(sensitivities, dtype=float)
+        self.weights = np.asarray(weights, dtype=float)
+        self.direction = check_choice("direction", direction, DIRECTIONS)
+        if self.sens.ndim != 1 or self.sens.shape != self.weights.shape or self.sens.size == 0:
+            raise DPValueError("sensitivities and weights must be non-empty 1-D arrays of the same length")
+        if np.any(np.diff(self.sens) <= 0) or self.sens[0] < 0 or self.sens[-1] <= 0 or np.any(self.weights <= 0):
+            raise DPValueError("sensitivities must be sorted, distinct, >= 0 with a positive one; weights > 0 "
+                               "(use GaussianMixtureMechanism, which normalises its input)")
+        self.log_w = np.log(self.weights)
+        zero = self.sens[0] == 0.0
+        self.W0 = float(self.weights[0]) if zero else 0.0
+        self.log_W0 = math.log(self.W0) if zero else -math.inf
+        self.pos = slice(1, None) if zero else slice(None)
+        self.s_pos = self.sens[self.pos]
+        self.lw_pos = self.log_w[self.pos]
+        self.log_1m_W0 = math.log1p(-self.W0)
+        self._cache_key = None
+        self._cache_val = None
+
+    def __repr__(self) -> str:
+        return (f"MixtureGaussianPair(sigma={self.sigma}, sensitivities={self.sens.tolist()}, "
+                f"weights={self.weights.tolist()}, direction={self.direction!r})")
+
+    # densities ---------------------------------------------------------------------------------
+    def _log_norm(self, x, m):
+        s = self.sigma
+        return -0.5 * ((x - m) / s) ** 2 - 0.5 * math.log(2 * math.pi) - math.log(s)
+
+    def _log_mix(self, x):
+        return special.logsumexp(self.log_w + self._log_norm(x[..., None], self.sens), axis=-1)
+
+    def _L(self, x):
+        """L(x) = log p_mix(x)/q_0(x) (the remove-direction loss)."""
+        a = (x[..., None] * self.sens - 0.5 * self.sens**2) / self.sigma**2
+        return special.logsumexp(self.log_w + a, axis=-1)
+
+    def log_p(self, x):
+        x = _as_array(x)
+        out = self._log_mix(x) if self.direction == "remove" else self._log_norm(x, 0.0)
+        return _maybe_scalar(out, x)
+
+    def log_q(self, x):
+        x = _as_array(x)
+        out = self._log_norm(x, 0.0) if self.direction == "remove" else self._log_mix(x)
+        return _maybe_scalar(out, x)
+
+    def loss(self, x):
+        x = _as_array(x)
+        out = self._L(x) if self.direction == "remove" else -self._L(x)
+        return _maybe_scalar(out, x)
+
+    @property
+    def loss_support(self) -> tuple[float, float]:
+        if self.direction == "remove":
+            return (self.log_W0, math.inf)
+        return (-math.inf, -self.log_W0)
+
+    def loss_quantile_range(self, tail: float) -> tuple[float, float]:
+        """(lo, hi) with P[L < lo] <= tail and P[L > hi] <= tail, in closed form (slightly wide).
+
+        L is increasing in x (remove; -L for add), and every mixture tail is at most the tail of its
+        extreme component: ``sum_j w_j Phibar((x - s_j)/sigma) <= Phibar((x - s_K)/sigma)`` and
+        ``sum_j w_j Phi((x - s_j)/sigma) <= Phi((x - s_1)/sigma)``. So with ``z = Phi^{-1}(1 - tail)`` the
+        outputs ``s_K + sigma z`` and ``s_1 - sigma z`` (remove) or ``+-sigma z`` (add, X ~ N(0, sigma^2)) bound
+        the loss quantiles.
+        """
+        z = -float(special.ndtri(tail))
+        s = self.sigma
+        if self.direction == "remove":
+            xs = np.array([self.sens[0] - s * z, self.sens[-1] + s * z])
+            lo, hi = (float(v) for v in self._L(xs))
+            return max(lo, self.log_W0), hi
+        xs = np.array([s * z, -s * z])
+        lo, hi = (float(-v) for v in self._L(xs))
+        return lo, min(hi, -self.log_W0)
+
+    # threshold ---------------------------------------------------------------------------------
+    def _threshold(self, e):
+        """(x*, T) with L(x*) = e, T = log(e^e - W0); x* = -inf (and T = -inf) where e <= log W0.
+
+        Vectorized Newton iteration on the convex increasing E(x) = logsumexp_{s_j>0}(log w_j + a_j(x))
+        from the right end of the bracket, with a bisection safeguard (see the class docstring).
+        """
+        e = np.asarray(e, dtype=float)
+        key = (e.shape, e.tobytes())
+        if key == self._cache_key:
+            return self._cache_val
+        flat = e.ravel()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.W0 > 0:
+                T = _log_diff_exp(flat, np.full_like(flat, self.log_W0))
+                T = np.where(flat > self.log_W0, T, -np.inf)
+            else:
+                T = flat.copy()
+        ok = np.isfinite(T)
+        if np.any(np.isnan(flat)):
+            raise DPValueError("epsilon must not be NaN")
+        x = np.full(flat.shape, -np.inf)
+        if np.any(ok):
+            # tiny positive means (far below sigma) overflow the bracket; the bisection safeguard copes
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                xc = self._newton(T[ok])
+            x[ok] = xc
+        out = (x.reshape(e.shape), T.reshape(e.shape))
+        self._cache_key, self._cache_val = key, out
+        return out
+
+    def _newton(self, t):
+        """Solve E(x) = t (vectorized Newton from the right end of the bracket, bisection safeguard)."""
+        s2 = self.sigma**2
+        sK, lwK = self.s_pos[-1], self.lw_pos[-1]
+        hi = (s2 * (t - lwK) + 0.5 * sK * sK) / sK
+        lo = np.min((s2 * (t[:, None] - self.log_1m_W0) + 0.5 * self.s_pos**2) / self.s_pos, axis=1)
+        lo = np.minimum(lo, hi)
+        xc = hi.copy()
+        active = np.ones(t.shape, dtype=bool)
+        for _ in range(200):
+            xa = xc[active]
+            z = self.lw_pos + (xa[:, None] * self.s_pos - 0.5 * self.s_pos**2) / s2
+            E = special.logsumexp(z, axis=1)
+            pi = np.exp(z - E[:, None])
+            dE = (pi @ self.s_pos) / s2
+            F = E - t[active]
+            # maintain the bracket: F >= 0 -> new hi, F < 0 -> new lo
+            h_a, l_a = hi[active], lo[active]
+            h_a = np.where(F >= 0, np.minimum(h_a, xa), h_a)
+            l_a = np.where(F < 0, np.maximum(l_a, xa), l_a)
+            step = F / dE
+            xn = xa - step
+            bad = ~((xn >= l_a) & (xn <= h_a)) | ~np.isfinite(xn)
+            xn = np.where(bad, 0.5 * (l_a + h_a), xn)
+            # stop when the step is at the rounding level of x or of F / E' (E carries ~ulp(|t|) noise)
+            tol = 8 * np.finfo(float).eps * (np.maximum(1.0, np.abs(xa)) + (1.0 + np.abs(t[active])) / dE)
+            done = (np.abs(xn - xa) <= tol) | (h_a - l_a <= tol) | (F == 0)
+            hi[active], lo[active] = h_a, l_a
+            xc[active] = xn
+            idx = np.flatnonzero(active)
+            active[idx[done]] = False
+            if not active.any():
+                break
+        else:
+            raise NumericalError("MixtureGaussianPair: the loss threshold did not converge")
+        if np.any(np.isnan(xc)):
+            raise NumericalError("MixtureGaussianPair: the loss threshold is not a number (degenerate means)")
+        return xc
+
+    def _x_eps(self, eps):
+        eps = _as_array(eps)
+        x, T = self._threshold(eps if self.direction == "remove" else -eps)
+        return eps, x, T
+
+    def _lse_ndtr(self, x, sign, which=slice(None)):
+        """log sum_j w_j Phi(sign (x - s_j)/sigma) over the components ``which``."""
+        z = sign * (x[..., None] - self.sens[which]) / self.sigma
+        return special.logsumexp(self.log_w[which] + _log_ndtr(z), axis=-1)
+
+    def log_sf_p(self, eps):
+        eps, x, _ = self._x_eps(eps)
+        if self.direction == "remove":
+            out = self._lse_ndtr(x, -1.0)
+        else:
+            out = _log_ndtr(x / self.sigma)
+        return _maybe_scalar(out, eps)
+
+    def log_sf_q(self, eps):
+        eps, x, _ = self._x_eps(eps)
+        if self.direction == "remove":
+            out = _log_ndtr(-x / self.sigma)
+        else:
+            out = self._lse_ndtr(x, 1.0)
+        return _maybe_scalar(out, eps)
+
+    def log_cdf_p(self, eps):
+        eps, x, _ = self._x_eps(eps)
+        if self.direction == "remove":
+            out = self._lse_ndtr(x, 1.0)
+        else:
+            out = _log_ndtr(-x / self.sigma)
+        return _maybe_scalar(out, eps)
+
+    def log_delta(self, eps):
+        eps, x, T = self._x_eps(eps)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            if self.direction == "remove":
+                a = self._lse_ndtr(x, -1.0, self.pos)
+                b = T + _log_ndtr(-x / self.sigma)
+                out = _log_diff_exp(a, np.minimum(b, a))
+                triv = np.isneginf(x)  # e^eps <= W0: {L > eps} is the whole line, delta = 1 - e^eps
+                if np.any(triv):
+                    out = np.where(triv, np.log(-np.expm1(np.minimum(eps, 0.0))), out)
+            else:
+                a = eps + T + _log_ndtr(x / self.sigma)
+                b = eps + self._lse_ndtr(x, 1.0, self.pos)
+                out = _log_diff_exp(a, np.minimum(b, a))
+                out = np.where(np.isneginf(x), -np.inf, out)  # eps >= -log W0: the loss never exceeds eps
+        return _maybe_scalar(out, eps)
+
+    def sample(self, n: int, rng: np.random.Generator, under: str = "p"):
+        check_choice("under", under, ("p", "q"))
+        mixture = (under == "p") == (self.direction == "remove")
+        z = rng.standard_normal(n) * self.sigma
+        if mixture:
+            z = z + self.sens[rng.choice(self.sens.size, size=n, p=self.weights)]
+        return z
+
+
+class GaussianMixtureMechanism(Mechanism):
+    r"""A scalar Gaussian mixture against N(0, sigma^2): ``P = sum_j w_j N(s_j, sigma^2)``, ``Q = N(0, sigma^2)``.
+
+    ``pair("remove")`` is (P, Q), ``pair("add")`` is (Q, P) (:class:`MixtureGaussianPair`). The input is
+    normalised: zero weights are dropped, equal sensitivities merged, weights renormalised (their sum
+    must be 1 up to 1e-6). Requires ``s_j >= 0`` and at least one ``s_j > 0`` with positive weight.
+    Equal mixtures compare and hash equal, so accountant ledgers merge repeated steps.
+    """
+
+    name = "gaussian-mixture"
+
+    def __init__(self, sigma: float, sensitivities, weights):
+        self.sigma = check_positive("sigma", sigma)
+        s = np.atleast_1d(np.asarray(sensitivities, dtype=float))
+        w = np.atleast_1d(np.asarray(weights, dtype=float))
+        if s.ndim != 1 or s.size == 0:
+            raise DPValueError(f"sensitivities must be a non-empty 1-D sequence, got shape {s.shape}")
+        if w.shape != s.shape:
+            raise DPValueError(f"weights must have the same length as sensitivities ({s.size}), got shape {w.shape}")
+        if not np.all(np.isfinite(s)) or np.any(s < 0):
+            raise DPValueError(f"sensitivities must be finite and >= 0, got {s.tolist()}")
+        if not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise DPValueError(f"weights must be finite and >= 0, got {w.tolist()}")
+        tot = float(w.sum())
+        if not abs(tot - 1.0) <= 1e-6:
+            raise DPValueError(f"weights must sum to 1 (up to 1e-6), got sum {tot!r}")
+        keep = w > 0
+        uniq, inv = np.unique(s[keep], return_inverse=True)
+        ww = np.bincount(inv, weights=w[keep], minlength=uniq.size)
+        if uniq[-1] <= 0:
+            raise DPValueError("sensitivities: at least one must be > 0 with a positive weight")
+        self.sensitivities = uniq
+        self.weights = ww / ww.sum()
+        self.symmetric = uniq.size == 1  # a single Gaussian
+
+    @property
+    def params(self) -> dict:
+        return {"sigma": self.sigma, "sensitivities": tuple(self.sensitivities.tolist()),
+                "weights": tuple(self.weights.tolist())}
+
+    def pair(self, direction: str) -> PrivacyLossPair:
+        return MixtureGaussianPair(self.sigma, self.sensitivities, self.weights,
+                                   check_choice("direction", direction, DIRECTIONS))
 
 
 MECHANISM_NAMES = ("gaussian", "subsampled-gaussian", "laplace")

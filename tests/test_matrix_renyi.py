@@ -246,3 +246,217 @@ def test_cli_epsilon():
         [sys.executable, "-m", "dputils", "epsilon", "--accountant", "matrix-renyi", "--mechanism", "gaussian",
          "--sigma", "1", "--delta", "1e-5"], capture_output=True, text=True)
     assert bad.returncode != 0 and "mechanism" in (bad.stderr + bad.stdout)
+
+
+# ------------------------------------------------------------------------------------ tight add direction
+from dputils.matrix.allocation import MatrixRenyiTightAccountant  # noqa: E402
+from dputils.matrix.renyi import (  # noqa: E402
+    log_neg_moment_independent,
+    rho_add_class_bound,
+    rho_add_exact_independent,
+    rho_add_tight,
+    slot_classes,
+)
+
+
+def _mp_two_slot_log_moment(v, r):
+    """log E[((W1 + W2)/2)^-r] for independent mean-one lognormals of log-variance v, in mpmath.
+
+    Rotating (z1, z2) to u = (z1+z2)/sqrt2, w = (z1-z2)/sqrt2: (W1+W2)/2 = e^{-v/2} e^{a u/sqrt2} cosh(a w/sqrt2),
+    so the moment is exp(r v/2 + r^2 v/4) E[cosh(a w / sqrt2)^-r] (a = sqrt v): a 1-d integral.
+    """
+    import mpmath as mp
+
+    with mp.workdps(30):
+        a = mp.sqrt(v)
+        f = lambda w: mp.exp(-w * w / 2) / mp.sqrt(2 * mp.pi) * mp.cosh(a * w / mp.sqrt(2)) ** (-r)  # noqa: E731
+        return float(r * v / 2 + r * r * v / 4 + mp.log(mp.quad(f, [-mp.inf, -5, 0, 5, mp.inf])))
+
+
+@pytest.mark.parametrize("v,r", [(1.0, 1), (1.0, 3), (0.25, 5), (4.0, 6), (9.0, 30), (25.0, 60), (0.01, 100),
+                                 (1.0, 127)])
+def test_negative_moment_two_slots_matches_mpmath(v, r):
+    ours, err = log_neg_moment_independent([v, v], [r], return_error=True)
+    ref = _mp_two_slot_log_moment(v, r)
+    assert ours[0] >= ref - 1e-12 * abs(ref)  # an upper bound (margin added) ...
+    assert ours[0] - ref <= 2e-9 * (1 + abs(ref))  # ... and exact up to the margin 1e-10 (1 + |value|)
+    assert err[0] < 1e-8 * (1 + abs(ref))
+
+
+def test_negative_moment_one_slot_closed_form():
+    r = np.array([1, 4, 50])
+    np.testing.assert_allclose(log_neg_moment_independent([0.7], r), r * (r + 1) * 0.7 / 2, rtol=1e-15)
+
+
+def _gh_log_moment(Sigma, r, nodes):
+    """log E[((1/b) sum_i exp(Y_i - Sigma_ii/2))^-r], Y ~ N(0, Sigma), by tensor Gauss-Hermite (b <= 3)."""
+    from itertools import product as iproduct
+
+    x, w = np.polynomial.hermite_e.hermegauss(nodes)
+    w = w / w.sum()
+    b = Sigma.shape[0]
+    L = np.linalg.cholesky(Sigma + 1e-300 * np.eye(b))
+    Z = np.array(list(iproduct(x, repeat=b)))
+    W = np.prod(np.array(list(iproduct(w, repeat=b))), axis=1)
+    Y = Z @ L.T
+    S = np.mean(np.exp(Y - np.diag(Sigma) / 2), axis=1)
+    return float(np.log(np.sum(W * S ** (-r))))
+
+
+@pytest.mark.parametrize("G,sigma", [
+    (np.array([[1.0, 0.6], [0.6, 1.0]]), 1.0),  # exchangeable pair: c = 1 is exact
+    (np.array([[2.0, 0.3], [0.3, 2.0]]), 1.5),
+    (np.array([[1.0, 1.2], [1.2, 2.0]]), 1.0),  # G_12 > G_11: the variance raise of step 2 is needed
+    (np.array([[1.0, 0.5, 0.1], [0.5, 1.2, 0.4], [0.1, 0.4, 0.8]]), 1.0),
+])
+def test_class_bound_against_quadrature(G, sigma):
+    orders = [2, 3, 4]
+    r = np.array(orders) - 1.0
+    b = G.shape[0]
+    nodes = 60 if b == 2 else 36
+    exact = np.array([_gh_log_moment(G / sigma**2, rr, nodes) for rr in r]) / r
+    check = np.array([_gh_log_moment(G / sigma**2, rr, nodes + 12) for rr in r]) / r
+    np.testing.assert_allclose(exact, check, rtol=1e-9)  # the reference itself is converged
+    for c in range(1, b + 1):
+        bound = rho_add_class_bound(G, sigma, orders, slot_classes(b, c))
+        assert np.all(bound >= exact - 1e-12)
+    tight = rho_add_tight(G, sigma, orders)
+    assert np.all(tight >= exact - 1e-12)
+    assert np.all(tight <= rho_add_lemma34(G, sigma, orders) + 1e-15)
+    if b == 2 and G[0, 0] == G[1, 1]:
+        # equal variances, one class: raising the covariance to G_12 changes nothing, so the bound is exact
+        np.testing.assert_allclose(rho_add_class_bound(G, sigma, orders, slot_classes(2, 1)), exact, rtol=1e-8)
+
+
+def _mc_add_divergence(strategy, sigma, orders, samples, seed):
+    """Monte Carlo estimate of R_alpha(Q||P) and its standard error (delta method), per order."""
+    L = MatrixMonteCarloAccountant(strategy, sigma, samples=samples, seed=seed, direction="add").losses()["add"]
+    est, se = [], []
+    for a in orders:
+        x = np.exp((a - 1) * (L - L.max()))
+        m = x.mean()
+        est.append((np.log(m) + (a - 1) * L.max()) / (a - 1))
+        se.append(x.std(ddof=1) / (m * math.sqrt(x.size)) / (a - 1))
+    return np.array(est), np.array(se)
+
+
+def test_add_divergence_dpsgd_anchor_and_mc():
+    # note 2.3.5: R_2(Q||P) ~ 0.0165 for DP-SGD, b = 100, sigma = 1 (MC, 1e6 samples); exact here
+    s = build_strategy("identity", 1, 100)
+    orders = [2, 3, 5]
+    exact = rho_add_exact_independent(s.gram, 1.0, orders)
+    mc, se = _mc_add_divergence(s, 1.0, orders, 1_000_000, 0)
+    assert exact[0] == pytest.approx(0.0165, abs=5e-4)
+    assert np.all(np.abs(exact - mc) <= 4 * se), (exact, mc, se)
+    assert exact[0] == pytest.approx(0.016641, abs=2e-6)  # value of this implementation (regression)
+    np.testing.assert_allclose(rho_add_tight(s.gram, 1.0, orders), exact, rtol=1e-12)  # c = 1 is exact
+
+
+def test_add_exact_independent_epoch_identity():
+    orders = range(2, 30)
+    a = rho_add_exact_independent(np.eye(50), 1.1, orders)
+    b = rho_add_exact_independent(build_strategy("identity", 10, 50).gram, 1.1 * math.sqrt(10), orders)
+    np.testing.assert_allclose(a, b, rtol=1e-9)
+    with pytest.raises(DPValueError, match="diagonal"):
+        rho_add_exact_independent(build_strategy("bsr", 1, 10, 2).gram, 1.0, [2])
+
+
+@pytest.mark.parametrize("name,k,p,sigma", [("bsr", 1, 4, 1.0), ("bisr", 1, 4, 1.0), ("blt", 1, 1, 1.5),
+                                             ("bsr", 10, 4, 4.0)])
+def test_tight_add_bound_above_mc_and_below_lemma34(name, k, p, sigma):
+    s = build_strategy(name, k, 100, p)
+    orders = [2, 3, 5]
+    tight, det = rho_add_tight(s.gram, sigma, orders, return_details=True)
+    l34 = rho_add_lemma34(s.gram, sigma, orders)
+    mc, se = _mc_add_divergence(s, sigma, orders, 300_000, 1)
+    assert np.all(tight >= mc - 4 * se), (tight, mc, se)  # a valid bound cannot fall below the estimate
+    assert np.all(tight <= l34)
+    if name == "bsr":
+        assert tight[0] < 0.25 * l34[0]  # the classes i mod 4 are independent: a large gain
+        assert det["classes"][0] == 4
+
+
+def test_tight_never_above_lemma34_random():
+    rng = np.random.default_rng(5)
+    for _ in range(6):
+        b = int(rng.integers(2, 12))
+        X = rng.random((b, 5)) * rng.random((1, 5))
+        G = X @ X.T
+        sigma = float(rng.uniform(0.5, 2.0))
+        assert np.all(rho_add_tight(G, sigma, range(2, 20)) <= rho_add_lemma34(G, sigma, range(2, 20)))
+
+
+def test_tight_add_gaussian_limit_one_slot():
+    s = build_strategy("bsr", 4, 1, 3)
+    orders = [2, 3, 7]
+    np.testing.assert_allclose(rho_add_tight(s.gram, 1.3, orders), np.array(orders) * s.gram[0, 0] / (2 * 1.3**2),
+                               rtol=1e-9)
+
+
+def test_slot_classes_cyclic_separation():
+    for b, c in [(100, 4), (101, 4), (103, 4), (30, 7)]:
+        lab = slot_classes(b, c)
+        assert lab.shape == (b,)
+        d = np.abs(np.arange(b)[:, None] - np.arange(b)[None, :])
+        d = np.minimum(d, b - d)
+        same = (lab[:, None] == lab[None, :]) & ~np.eye(b, dtype=bool)
+        assert d[same].min() >= c  # members of a class are at cyclic distance >= c
+
+
+def test_tight_accountant_calibration_dpsgd():
+    s = build_strategy("identity", 1, 100)
+    sig_t = calibrate_sigma(lambda x: MatrixRenyiTightAccountant(s, x), 2.0, 1e-5, rel_tol=1e-4)
+    sig_r = calibrate_sigma(lambda x: MatrixRenyiAccountant(s, x), 2.0, 1e-5, rel_tol=1e-4)
+    assert sig_t < sig_r
+    assert sig_t >= 0.8063 * (1 - 2e-4)  # remove-only sigma of the note is a lower limit (rho >= rho_remove)
+    assert sig_t >= 0.713 * 0.98  # Monte Carlo sigma (estimate, +-2%)
+    acc = MatrixRenyiTightAccountant(s, sig_t)
+    assert float(acc.get_delta(2.0)) <= 1e-5
+    assert acc.get_epsilon(1e-5).details["add_bound"] == "tight"
+
+
+def test_cli_epsilon_tight():
+    args = [sys.executable, "-m", "dputils", "epsilon", "--mechanism", "balls-in-bins", "--matrix", "identity",
+            "--epochs", "1", "--batches", "100", "--sigma", "1", "--delta", "1e-5", "--accountant"]
+    tight = json.loads(subprocess.run(args + ["matrix-renyi-tight"], capture_output=True, text=True,
+                                      check=True).stdout)
+    plain = json.loads(subprocess.run(args + ["matrix-renyi"], capture_output=True, text=True, check=True).stdout)
+    assert tight["accountant"] == "matrix-renyi-tight" and tight["kind"] == "upper-bound"
+    assert tight["epsilon"] < plain["epsilon"]
+    bad = subprocess.run(args + ["matrix-renyi-tight", "--add-classes", "x"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "add-classes" in (bad.stderr + bad.stdout)
+
+
+# ------------------------------------------------------------------------------------ DP backends (speed work)
+from dputils.matrix import renyi as _renyi  # noqa: E402
+
+
+def _backend_cases():
+    yield build_strategy("bsr", 1, 30, 4).gram, 4, 14, 0.9  # single epoch, no wrap
+    yield build_strategy("bsr", 10, 12, 3).gram, 3, 6, 0.6  # multi-epoch: wrap-around prefixes
+    yield build_strategy("bisr", 1, 20, 3).gram, 3, 10, 0.3  # truncated dense G, small sigma
+    yield build_strategy("identity", 1, 50).gram, 1, 40, 0.7  # p = 1: unfactored step
+    X = np.random.default_rng(3).random((7, 4))
+    yield X @ X.T, 3, 5, 1.1  # random G, b < 3p - 3 region of the closure
+
+
+@pytest.mark.parametrize("case", list(range(5)))
+@pytest.mark.parametrize("floor", [1e-200, 1e300])  # 1e300 forces the exact re-computation of every entry
+@pytest.mark.parametrize("pivot", [True, False])  # pivot of the compiled step's linear sums
+def test_dp_backends_agree(case, floor, pivot, monkeypatch):
+    G, p, amax, sigma = list(_backend_cases())[case]
+    monkeypatch.setattr(_renyi, "_UNDERFLOW_FLOOR", floor)
+    monkeypatch.setattr(_renyi, "_NUMBA_PIVOT", pivot)
+    Gp, _ = truncate_gram(G, p)
+    ref = log_partition_dp(Gp, sigma, amax, p, backend="numpy")
+    backends = ["vectorised"] + (["numba"] if _renyi.dp_backend("auto") == "numba" else [])
+    for be in backends:
+        got = log_partition_dp(Gp, sigma, amax, p, backend=be)
+        np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
+    if G.shape[0] <= 7:
+        assert ref[amax] == pytest.approx(log_partition_bruteforce(Gp, sigma, amax), rel=1e-9)
+
+
+def test_dp_backend_errors():
+    with pytest.raises(DPValueError, match="backend"):
+        log_partition_dp(np.eye(3), 1.0, 3, 1, backend="fortran")

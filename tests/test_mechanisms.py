@@ -8,9 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dputils.accountants.pld import PLDAccountant
 from dputils.errors import DPValueError
 from dputils.mechanisms import (
     GaussianMechanism,
+    GaussianMixtureMechanism,
     GaussianMixturePair,
     LaplaceMechanism,
     LaplacePair,
@@ -134,3 +136,148 @@ def test_bad_parameters_name_the_parameter(kwargs, match):
     name = kwargs.pop("name")
     with pytest.raises(DPValueError, match=match):
         make_mechanism(name, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------- Gaussian mixtures
+
+_MIXTURES = [
+    (1.0, [0.0, 0.5, 1.0], [0.7, 0.2, 0.1]),
+    (0.6, [0.2, 1.0, 1.7], [0.5, 0.3, 0.2]),  # no zero mean: the loss is unbounded below
+    (2.0, [0.0, 0.3, 0.9, 1.2], [0.25, 0.25, 0.25, 0.25]),
+]
+
+
+def _mp_mixture(sigma, sens, weights, direction):
+    s = mp.mpf(sigma)
+    mix = lambda x: sum(mp.mpf(w) * mp.npdf(x, mp.mpf(m), s) for m, w in zip(sens, weights))
+    base = lambda x: mp.npdf(x, 0, s)
+    return (mix, base) if direction == "remove" else (base, mix)
+
+
+@pytest.mark.parametrize("sigma,sens,weights", _MIXTURES)
+@pytest.mark.parametrize("direction", ["remove", "add"])
+@pytest.mark.parametrize("eps", [-0.4, 0.0, 0.05, 0.7, 3.0])
+def test_mixture_profile_matches_mpmath(sigma, sens, weights, direction, eps):
+    pair = GaussianMixtureMechanism(sigma, sens, weights).pair(direction)
+    p, q = _mp_mixture(sigma, sens, weights, direction)
+    ref = float(_mp_hockey_stick(p, q, eps, -15 * sigma - 2, 15 * sigma + 4))
+    got = float(pair.delta(eps))
+    assert got == pytest.approx(ref, rel=1e-9, abs=1e-300)  # tolerance: relative 1e-9 (40-digit quadrature)
+
+
+@pytest.mark.parametrize("sigma,sens,weights", _MIXTURES)
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_mixture_tails_match_mpmath(sigma, sens, weights, direction):
+    # P[L > eps], Q[L > eps], P[L <= eps] by quadrature over the half-line cut at the mpmath root of L = eps
+    pair = GaussianMixtureMechanism(sigma, sens, weights).pair(direction)
+    p, q = _mp_mixture(sigma, sens, weights, direction)
+    loss = lambda x: mp.log(p(x)) - mp.log(q(x))
+    for eps in (-0.2, 0.3, 2.5):
+        lo, hi = pair.loss_support
+        if not lo < eps < hi:
+            continue
+        x0 = mp.findroot(lambda x: loss(x) - eps, mp.mpf(1.0))
+        above = (lambda f: mp.quad(f, [x0, mp.inf])) if direction == "remove" else (lambda f: mp.quad(f, [mp.ninf, x0]))
+        below = (lambda f: mp.quad(f, [mp.ninf, x0])) if direction == "remove" else (lambda f: mp.quad(f, [x0, mp.inf]))
+        assert float(pair.sf_p(eps)) == pytest.approx(float(above(p)), rel=1e-10)
+        assert float(pair.sf_q(eps)) == pytest.approx(float(above(q)), rel=1e-10)
+        assert float(pair.cdf_p(eps)) == pytest.approx(float(below(p)), rel=1e-10)
+
+
+@pytest.mark.parametrize("sigma,q", [(1.0, 0.01), (0.7, 0.3), (2.0, 0.03), (1.3, 0.9), (0.4, 0.5)])
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_two_mean_mixture_is_the_subsampled_gaussian(sigma, q, direction):
+    # note check 10: with the means {0, s} the mixture pair is the Poisson-subsampled Gaussian pair
+    a = GaussianMixtureMechanism(sigma, [0.0, 1.0], [1 - q, q]).pair(direction)
+    b = SubsampledGaussianMechanism(sigma, q).pair(direction)
+    edge = -math.log1p(-q)  # loss-support edge; stay 1e-6 away from it (both sides round log(1 - q))
+    eps = np.linspace(-3.0, 8.0, 1101)
+    eps = eps[np.abs(np.abs(eps) - edge) > 1e-6]
+    for f in ("log_sf_p", "log_sf_q", "log_cdf_p", "log_delta"):
+        x, y = getattr(a, f)(eps), getattr(b, f)(eps)
+        assert np.array_equal(np.isfinite(x), np.isfinite(y)), f
+        fin = np.isfinite(y)
+        np.testing.assert_allclose(np.exp(x[fin] - y[fin]), 1.0, rtol=1e-11, atol=0, err_msg=f)  # relative 1e-11
+    xs = np.linspace(-4, 6, 41)
+    np.testing.assert_allclose(a.loss(xs), b.loss(xs), rtol=1e-12, atol=1e-14)
+
+
+def test_mixture_loss_is_log_density_ratio_and_increasing():
+    x = np.linspace(-6, 8, 301)
+    for sigma, sens, weights in _MIXTURES:
+        m = GaussianMixtureMechanism(sigma, sens, weights)
+        rem, add = m.pair("remove"), m.pair("add")
+        np.testing.assert_allclose(rem.loss(x), rem.log_p(x) - rem.log_q(x), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(add.loss(x), -rem.loss(x), rtol=0, atol=0)
+        assert np.all(np.diff(rem.loss(x)) > 0)
+
+
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_mixture_tails_match_monte_carlo(direction):
+    rng = np.random.default_rng(3)
+    pair = GaussianMixtureMechanism(0.8, [0.0, 0.4, 1.0], [0.6, 0.3, 0.1]).pair(direction)
+    n = 400_000
+    lp = pair.sample_loss(n, rng, "p")
+    lq = pair.loss(pair.sample(n, rng, "q"))
+    for e in (-0.1, 0.0, 0.1, 0.5):
+        for est, exact in (((lp > e).mean(), pair.sf_p(e)), ((lq > e).mean(), pair.sf_q(e))):
+            se = math.sqrt(max(exact * (1 - exact), 1e-12) / n)
+            assert abs(est - exact) < 5 * se + 1e-6
+
+
+def test_mixture_normalises_and_hashes():
+    a = GaussianMixtureMechanism(1.0, [1.0, 0.0, 1.0, 0.5], [0.25, 0.5, 0.25, 0.0])
+    b = GaussianMixtureMechanism(1.0, [0.0, 1.0], [0.5, 0.5])
+    np.testing.assert_array_equal(a.sensitivities, [0.0, 1.0])
+    assert a == b and hash(a) == hash(b) and a != GaussianMixtureMechanism(1.0, [0.0, 1.0], [0.4, 0.6])
+    assert len({a, b}) == 1
+    # the PLD ledger merges equal mixtures: 3 + 2 compositions equal 5 of one
+    acc1 = PLDAccountant(direction="remove", discretization=1e-3).compose(a, 3).compose(b, 2)
+    acc2 = PLDAccountant(direction="remove", discretization=1e-3).compose(a, 5)
+    assert float(acc1.get_delta(1.0)) == float(acc2.get_delta(1.0))
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(sigma=0.0, sensitivities=[0, 1], weights=[0.5, 0.5]), "sigma"),
+    (dict(sigma=1.0, sensitivities=[0, -1], weights=[0.5, 0.5]), "sensitivities"),
+    (dict(sigma=1.0, sensitivities=[0, float("nan")], weights=[0.5, 0.5]), "sensitivities"),
+    (dict(sigma=1.0, sensitivities=[0, 1], weights=[0.5, 0.6]), "weights"),
+    (dict(sigma=1.0, sensitivities=[0, 1], weights=[1.5, -0.5]), "weights"),
+    (dict(sigma=1.0, sensitivities=[0, 1, 2], weights=[0.5, 0.5]), "weights"),
+    (dict(sigma=1.0, sensitivities=[], weights=[]), "sensitivities"),
+    (dict(sigma=1.0, sensitivities=[0.0, 1.0], weights=[1.0, 0.0]), "sensitivities"),
+])
+def test_mixture_bad_input_names_the_parameter(kwargs, match):
+    with pytest.raises(DPValueError, match=match):
+        GaussianMixtureMechanism(**kwargs)
+
+
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_mixture_pld_agrees_with_dp_accounting(direction):
+    # independent cross-check: dp_accounting's MixtureGaussianPrivacyLoss PLD (connect-the-dots) composed 10 times
+    from dp_accounting.pld import privacy_loss_distribution as pldlib
+
+    sigma, sens, w, T = 1.2, [0.0, 0.6, 1.0], [0.85, 0.1, 0.05], 10
+    ref = pldlib.from_mixture_gaussian_mechanism(sigma, sens, w, value_discretization_interval=1e-4).self_compose(T)
+    pmf = ref._pmf_remove if direction == "remove" else ref._pmf_add
+    acc = PLDAccountant(direction=direction, discretization=1e-4).compose(GaussianMixtureMechanism(sigma, sens, w), T)
+    for eps in (0.1, 0.5, 1.5):
+        r = acc.get_delta(eps)
+        theirs = pmf.get_delta_for_epsilon(eps)
+        assert r.lower <= theirs * (1 + 1e-3) and theirs <= r.upper * (1 + 1e-3)  # inside our bracket (+0.1%)
+        assert float(r) == pytest.approx(theirs, rel=2e-3, abs=1e-13)  # both pessimistic, h = 1e-4
+
+
+@given(st.floats(0.3, 4.0), st.lists(st.floats(0.0, 3.0), min_size=1, max_size=5),
+       st.lists(st.floats(0.01, 1.0), min_size=5, max_size=5), st.sampled_from(["add", "remove"]),
+       st.lists(st.floats(-3.0, 12.0), min_size=2, max_size=8))
+def test_mixture_profile_is_nonincreasing_and_in_unit_interval(sigma, sens, raw_w, direction, eps):
+    sens = [*sens, 1.0]  # at least one positive mean
+    w = np.asarray(raw_w[: len(sens)] + [0.5] * max(0, len(sens) - 5))[: len(sens)]
+    pair = GaussianMixtureMechanism(sigma, sens, w / w.sum()).pair(direction)
+    e = np.sort(np.asarray(eps))
+    d = pair.delta(e)
+    assert np.all(np.isfinite(d)) and np.all(d >= 0) and np.all(d <= 1)
+    assert np.all(np.diff(d) <= 1e-15)
+    s_p, c_p = pair.sf_p(e), pair.cdf_p(e)
+    np.testing.assert_allclose(s_p + c_p, 1.0, atol=1e-12)

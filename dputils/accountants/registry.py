@@ -33,6 +33,7 @@ PLUGIN_MODULES = (
     "dputils.accountants.spa",
     "dputils.accountants.edgeworth",
     "dputils.matrix.allocation",
+    "dputils.matrix.condcomp",
     "dputils.shuffling",
 )
 

@@ -1,52 +1,189 @@
-"""Per-step dominating pairs of conditional composition (section 4 of {cite}`schuchardt_kalinin`).
+r"""Conditional composition for matrix mechanisms under balls-in-bins (section 4 of {cite}`schuchardt_kalinin`).
 
-Step n of the balls-in-bins matrix mechanism is, conditionally on the earlier outputs, the 1-D mixture
-``sum_i N(m_{i,n}, sigma^2) P(z = i | y_{1:n-1})``. Sorting the step-n means ascending and bounding the
-posterior reverse hazards ``P(z = i | z <= i, y) <= lambda_bar_i`` gives fixed weights
-``p_i = lambda_bar_i prod_{j > i} (1 - lambda_bar_j)`` whose mixture dominates the conditional pair
-(Lemma 4.2, Lemma 4.3, Corollary 4.4) except with probability beta (Theorem 4.6).
+**Why.** The Lemma 2.8 pair ``P = (1/b) sum_i N(m_i, s^2 I_N)``, ``Q = N(0, s^2 I_N)`` is not a product over the
+N steps, so PLD/FFT composition does not apply to it directly. Conditional composition (Lemma 4.1, from
+Choquette-Choo et al. 2024, Thm 3.1) replaces it by a product of per-step scalar pairs: if, for every step
+n, the law of output n given the earlier outputs ``y_{1:n-1}`` is dominated by a fixed pair
+``(P_n, Q_n)`` except on an event of probability ``beta_n``, then the mechanism is
+``(eps, delta_PLD(eps) + delta_E)``-DP with ``delta_PLD`` the profile of ``prod_n (P_n, Q_n)`` and
+``delta_E = sum_n beta_n``.
 
-Lemma 4.5: ``P(z = i | z <= i, y) = sigmoid(-log(i - 1) - L_i(y))`` with
-``L_i(y) = log[(1/(i-1)) sum_{j<i} N(y | mu_j) / N(y | mu_i)]`` (mu_j: sorted component j's means over the
-earlier steps). A high-probability **lower** bound tau_i on ``L_i`` under the reference law R gives
-``lambda_bar_i = sigmoid(-log(i-1) - tau_i)``. The variational (ELBO) bound of Lemma 4.7 makes ``L_i``
-bounded below by a Gaussian (Lemma D.2): for a categorical psi on ``j < i``,
+**Per-step pairs (Algorithm 4).** Given ``y_{1:n-1}``, step n is the 1-D mixture
+``sum_i N(m_{i,n}, s^2) P(z = i | y_{1:n-1})``. Sort the step-n means ascending. Lemma 4.2: a mixture with
+weights that stochastically dominate the posterior dominates it (remove and add orientation); Lemma 4.3 /
+Corollary 4.4: bounds ``lambda_bar_i`` on the posterior reverse hazards ``P(z = i | z <= i, y)`` give such
+weights, ``p_i = lambda_bar_i prod_{j > i} (1 - lambda_bar_j)`` (``lambda_bar_1 = 1``).
+Lemma 4.5 (Bayes): ``P(z = i | z <= i, y) = sigmoid(-log(i - 1) - L_i(y))`` with
+``L_i(y) = log[(1/(i-1)) sum_{j<i} N(y | mu_j) / N(y | mu_i)]`` (``mu_j``: sorted component j's means over
+steps 1..n-1). A high-probability **lower** bound ``tau_i`` on ``L_i`` under the reference law R gives
+``lambda_bar_i = sigmoid(-log(i-1) - tau_i)``. The variational (ELBO) bound of Lemma 4.7 bounds ``L_i``
+below by a Gaussian (Lemma D.2): for a categorical psi on ``j < i``,
 
     nu_k = rho_k^T (E_psi mu_j - mu_i)/s^2 + (|mu_i|^2 - E_psi |mu_j|^2)/(2 s^2) - KL(psi || uniform),
     xi   = |mu_i - E_psi mu_j| / s,
 
-for the reference component ``N(rho_k, s^2 I)``. Remove (Theorem D.3, all b components, ``rho_k = mu_k``):
-``P[L_i <= tau] <= (1/b) sum_k min_psi Phi((tau - nu_k)/xi)``, tau found by bisection; add (Theorem 4.8,
-``R = N(0, s^2 I)``): ``tau = max_psi nu + xi Phi^{-1}(beta_i)``. psi ranges over Option 3 of Appendix F,
-``softmax(-|mu_i - mu_j|^2 / t)`` for the paper's temperatures (t = inf is uniform, Option 1).
+for the reference component ``N(rho_k, s^2 I)``. Remove (Theorem D.3, R = the P-marginal of the first n-1
+steps, all b components, ``rho_k = mu_k``): ``P[L_i <= tau] <= (1/b) sum_k min_psi Phi((tau - nu_k)/xi)``
+(Eq. 31), the largest such tau with bound ``<= beta_i`` found by bisection; add (Theorem 4.8 / Cor. D.4,
+``R = N(0, s^2 I)``): ``tau = max_psi nu + xi Phi^{-1}(beta_i)`` (Eq. 32). psi ranges over Option 3 of
+Appendix F, ``softmax(-|mu_i - mu_j|^2 / t)`` for the paper's temperatures (t = inf is uniform, Option 1).
+Choosing the best psi per reference component at the final tau keeps the bound valid: every psi gives a
+valid inequality, and tau depends on the means only, never on the data.
 
-Only the per-step pairs are implemented here (the lambda_bar curves of Figures 4 and 6, and
-:func:`step_pairs` with the union-bound allocation); the PLD composition of the N per-step pairs into an
-accountant is not part of the package yet (a first try with dp_accounting took minutes per delta).
+**Failure allocation (Appendix E).** Union bound (default, proved, Theorem 4.6): ``beta_n = delta_E / N``
+per step, split evenly over the ``b - 1`` tail bounds. "hybrid" (the paper's choice, **stated without
+proof**; a maximum of individually valid quantiles is not automatically a simultaneous bound): epoch 1 as
+the union bound; in each later epoch every bound at significance ``delta_E / (k (b - 1))`` and the maximum
+over the epoch's steps used at every step of that epoch.
+
+**Composition (Appendix B.2).** The remove chain (per-step pairs ``(P_n, Q_n)``) and the add chain
+(``(Q_n, P'_n)`` with the add-direction weights, a different posterior bound) are composed separately with
+the book's PLD accountant (:class:`~dputils.accountants.pld.PLDAccountant`, pessimistic connect-the-dots
+upper bound), and ``delta(eps) = max(delta_remove(eps), delta_add(eps)) + delta_E``.
+
+Cost: the prefix Gram matrix is updated incrementally (``O(b^2)`` per step); the tail bounds are vectorised
+over components, temperatures and reference components. Components sharing the smallest step-n mean are
+merged, so DP-SGD needs one tail bound per step.
 """
 
 from __future__ import annotations
 
+import argparse
+import hashlib
 import math
+from collections import OrderedDict
+from typing import Any, Sequence
 
 import numpy as np
 from scipy.special import expit, logsumexp, ndtr, ndtri
 
-from ..errors import DPValueError, check_choice, check_positive, check_positive_int, check_probability
+from ..accountants.base import AccountingResult
+from ..errors import (
+    DPValueError,
+    NumericalError,
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_positive_int,
+    check_probability,
+)
+from .factorizations import Strategy
 
 #: Temperatures of Option 3 used in the paper's experiments (inf = uniform psi, Option 1).
 TEMPERATURES = (math.inf, 10**-1, 10**-0.5, 1.0, 10**0.5, 10.0)
+ALLOCATIONS = ("union", "hybrid")
+_BISECTION_STEPS = 64
+#: Single-step loss range of the PLD discretisation (the paper's tail-mass truncation); the mass outside
+#: it is kept pessimistically by the PLD accountant, so this only trades grid size, never validity.
+_PLD_TAIL = 1e-15
+_FIXED_POINT_STEPS = 12
+_FIXED_POINT_RTOL = 1e-2
 
 
-def _psis(d2: np.ndarray, temperatures) -> list[np.ndarray]:
-    out = []
-    for t in temperatures:
+# ---------------------------------------------------------------------------------------------- tail bounds
+def _psi_stack(d2: np.ndarray, i_idx: np.ndarray, temperatures) -> np.ndarray:
+    """psi rows over j < i (zero elsewhere), one block per temperature: shape (n_psi, n_i, b).
+
+    Option 3 of Appendix F: ``psi_i = softmax_{j<i}(-|mu_i - mu_j|^2 / t)``, uniform for t = inf (Option 1).
+    """
+    n_i, b = d2.shape
+    mask = np.arange(b)[None, :] < i_idx[:, None]
+    out = np.empty((len(temperatures), n_i, b))
+    for a, t in enumerate(temperatures):
         if math.isinf(t):
-            out.append(np.full(d2.size, 1.0 / d2.size))
+            out[a] = mask / i_idx[:, None].astype(float)
         else:
-            lw = -d2 / t
-            out.append(np.exp(lw - logsumexp(lw)))
+            lw = np.where(mask, -d2 / t, -np.inf)
+            out[a] = np.exp(lw - logsumexp(lw, axis=1, keepdims=True))
     return out
+
+
+def _gaussian_lower_bounds(H: np.ndarray, i_idx: np.ndarray, s: float, direction: str, temperatures):
+    """(nu, xi) of Lemma D.2 for sorted components ``i_idx`` (0-based, >= 1) and every psi.
+
+    ``H`` is the Gram matrix of the sorted prefix means. Returns ``nu`` of shape (n_psi, n_i, K) with K = b
+    reference components (remove) or K = 1 (add, R = N(0, s^2 I)), and ``xi`` of shape (n_psi, n_i).
+    """
+    sq = np.diag(H)
+    d2 = np.maximum(sq[i_idx, None] - 2 * H[i_idx] + sq[None, :], 0.0)  # |mu_i - mu_j|^2, (n_i, b)
+    s2 = s * s
+    psi = _psi_stack(d2, i_idx, temperatures)  # (T, n_i, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl = np.sum(np.where(psi > 0, psi * np.log(psi * i_idx[None, :, None]), 0.0), axis=2)  # KL(psi || unif)
+    Hpsi = psi @ H  # <E_psi mu_j, mu_k> for every reference k, (T, n_i, b)
+    e_sq = psi @ sq  # E_psi |mu_j|^2
+    cross = Hpsi[:, np.arange(i_idx.size), i_idx]  # <E_psi mu_j, mu_i>
+    dist2 = np.maximum(sq[i_idx][None, :] - 2 * cross + np.sum(Hpsi * psi, axis=2), 0.0)  # |mu_i - E_psi mu_j|^2
+    xi = np.sqrt(dist2) / s
+    base = (sq[i_idx][None, :] - e_sq) / (2 * s2) - kl
+    if direction == "remove":
+        nu = (Hpsi - H[i_idx][None]) / s2 + base[..., None]  # rho_k = mu_k, all b reference components
+    else:
+        nu = base[..., None]
+    return nu, xi
+
+
+def _phi_terms(tau: np.ndarray, nu: np.ndarray, xi: np.ndarray) -> np.ndarray:
+    """Phi((tau - nu)/xi) with the step function for xi = 0 (deterministic lower bound)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pos = xi > 0
+        z = np.where(pos[..., None], (tau[None, :, None] - nu) / np.where(pos, xi, 1.0)[..., None],
+                     np.where(tau[None, :, None] >= nu, np.inf, -np.inf))
+    return ndtr(z)
+
+
+def _tail_quantiles(nu: np.ndarray, xi: np.ndarray, beta_i: float, direction: str) -> np.ndarray:
+    """The largest tau per component with the certified bound on ``P[L_i <= tau]`` at most ``beta_i``.
+
+    Remove (Eq. 31): ``f(tau) = mean_k min_psi Phi((tau - nu_k)/xi)``, non-decreasing in tau; bracket
+    ``tau_lo = min_k max_psi q_psi,k(beta)`` (every k-term <= beta) and ``tau_hi = min_k max_psi
+    q_psi,k(K beta)`` (one term alone exceeds K beta beyond it), with ``q = nu + xi Phi^{-1}(.)``; then
+    bisection keeping ``f(lo) <= beta``. Add (Eq. 32): the closed form ``max_psi nu + xi Phi^{-1}(beta)``.
+    A deterministic bound (xi = 0) contributes ``nu`` minus a rounding margin.
+    """
+    q = ndtri(beta_i)
+    margin = 1e-12 * np.maximum(1.0, np.abs(nu))
+
+    def quant(z):
+        return np.where(xi[..., None] > 0, nu + xi[..., None] * z, nu - margin)
+
+    if direction == "add":
+        return np.max(quant(q)[..., 0], axis=0)
+    K = nu.shape[2]
+    lo = np.min(np.max(quant(q), axis=0), axis=1)
+    hi = np.min(np.max(quant(ndtri(min(K * beta_i, 1 - 1e-12))), axis=0), axis=1)
+    hi = np.maximum(hi, lo)
+
+    def f(tau):
+        return np.mean(np.min(_phi_terms(tau, nu, xi), axis=0), axis=1)
+
+    bad = f(lo) > beta_i
+    step = 1.0
+    while np.any(bad):  # rounding only: walk down until the bound holds
+        lo = np.where(bad, lo - step * np.maximum(1.0, np.abs(lo)) * 1e-9, lo)
+        step *= 10
+        if step > 1e12:
+            raise NumericalError("conditional composition: no tail-bound bracket")
+        bad = f(lo) > beta_i
+    for _ in range(_BISECTION_STEPS):
+        mid = 0.5 * (lo + hi)
+        good = f(mid) <= beta_i
+        lo = np.where(good, mid, lo)
+        hi = np.where(good, hi, mid)
+        if np.all(hi - lo <= 1e-11 * np.maximum(1.0, np.abs(lo))):
+            break
+    return lo
+
+
+def _hazards_sorted(H: np.ndarray, comps: np.ndarray, s: float, beta_i: float, direction: str,
+                    temperatures) -> np.ndarray:
+    """lambda_bar for the sorted components ``comps`` (0-based, >= 1), given the sorted prefix Gram ``H``."""
+    if comps.size == 0:
+        return np.zeros(0)
+    nu, xi = _gaussian_lower_bounds(H, comps, s, direction, temperatures)
+    tau = _tail_quantiles(nu, xi, beta_i, direction)
+    return expit(-np.log(comps) - tau)
 
 
 def reverse_hazard_bounds(
@@ -74,56 +211,13 @@ def reverse_hazard_bounds(
     beta = check_probability("beta", beta, allow_one=False)
     check_choice("direction", direction, ("remove", "add"))
     order = np.argsort(M[:, n - 1], kind="stable")
-    mu = M[order, : n - 1]  # earlier steps, sorted by the step-n mean
-    H = mu @ mu.T  # Gram of the prefix means
-    sq = np.diag(H)
+    mu = M[order, : n - 1]
     lam = np.ones(b)
     if b == 1:
         return lam, order
-    beta_i = beta / (b - 1)
-    idx = range(1, b) if components is None else [c for c in components if c >= 1]
-    for i in idx:  # 0-based sorted index; the paper's i is i + 1, with i - 1 = i predecessors
-        js = np.arange(i)
-        d2 = sq[i] - 2 * H[i, js] + sq[js]
-        nus, xis = [], []
-        for psi in _psis(d2, temperatures):
-            kl = float(np.sum(psi * np.log(np.maximum(psi * i, 1e-300))))
-            e_mu_dot = H[:, js] @ psi  # <mu_k, E_psi mu_j> for every k
-            e_sq = float(psi @ sq[js])
-            dist2 = max(sq[i] - 2 * float(psi @ H[i, js]) + float(psi @ H[np.ix_(js, js)] @ psi), 0.0)
-            xi = math.sqrt(dist2) / s
-            base = (sq[i] - e_sq) / (2 * s * s) - kl
-            if direction == "remove":
-                nu = (e_mu_dot - H[:, i]) / (s * s) + base  # one per reference component k
-            else:
-                nu = np.array([base])
-            nus.append(nu)
-            xis.append(xi)
-        nus_a = np.array(nus)  # (n_psi, K)
-        xis_a = np.array(xis)[:, None]
-
-        def tail(tau: float) -> float:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                z = np.where(xis_a > 0, (tau - nus_a) / np.where(xis_a > 0, xis_a, 1.0), np.where(tau >= nus_a, np.inf, -np.inf))
-            return float(np.mean(np.min(ndtr(z), axis=0)))
-
-        if direction == "add":
-            q = ndtri(beta_i)
-            taus = np.where(xis_a[:, 0] > 0, nus_a[:, 0] + xis_a[:, 0] * q, nus_a[:, 0] - 1e-12)
-            tau = float(np.max(taus))
-        else:
-            lo, hi = -50.0, 50.0
-            if tail(lo) > beta_i:
-                tau = -math.inf
-            else:
-                for _ in range(100):
-                    mid = 0.5 * (lo + hi)
-                    if tail(mid) <= beta_i:
-                        lo = mid
-                    else:
-                        hi = mid
-                tau = lo
-        lam[i] = 1.0 if tau == -math.inf else float(expit(-math.log(i) - tau))
+    comps = np.arange(1, b) if components is None else np.array(sorted({int(c) for c in components if c >= 1}),
+                                                                 dtype=np.int64)
+    lam[comps] = _hazards_sorted(mu @ mu.T, comps, s, beta / (b - 1), direction, temperatures)
     return lam, order
 
 
@@ -134,30 +228,307 @@ def mixture_weights(lam: np.ndarray) -> np.ndarray:
     return lam * tail
 
 
-# ---------------------------------------------------------------------------------------------- accountant
-def step_pairs(means: np.ndarray, sigma: float, beta_step: float, direction: str,
-               temperatures=TEMPERATURES) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per-step scalar mixtures ``(sensitivities, weights)`` for steps 1..N (Algorithm 4, union bound).
+def _merge(vals: np.ndarray, lam: np.ndarray, low: int) -> tuple[np.ndarray, np.ndarray]:
+    """Weights of Cor. 4.4 with the lowest tie group (sorted indices < ``low``) taking the remainder.
 
-    Components sharing the smallest step-n mean are merged: their total weight is the remainder, so
-    their reverse-hazard bounds are not needed (for DP-SGD only ``lambda_bar_b`` is computed).
-    Equal means are merged and zero-weight entries dropped.
+    The weights of components above the lowest group depend only on their own lambda_bar's, and the lowest
+    group shares one mean, so its members' bounds are never needed. Equal means are merged.
+    """
+    lam = lam.copy()
+    lam[1:low] = 0.0
+    w = mixture_weights(lam)
+    w[0] = max(0.0, 1.0 - float(w[1:].sum()))
+    uniq, inv = np.unique(vals, return_inverse=True)
+    ww = np.bincount(inv, weights=w, minlength=uniq.size)
+    keep = ww > 0
+    return uniq[keep], ww[keep] / ww[keep].sum()
+
+
+def _per_step_hazards(M: np.ndarray, s: float, beta_step: Sequence[float], direction: str, temperatures,
+                      progress: bool = False, desc: str = "") -> list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
+    """For each step n: (sorted step-n means, lambda_bar (sorted), order, size of the lowest tie group).
+
+    The Gram matrix of the prefix means is updated incrementally, ``O(b^2)`` per step.
+    """
+    b, N = M.shape
+    H = np.zeros((b, b))
+    out = []
+    it = range(1, N + 1)
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(it, desc=desc, leave=False)
+    for n in it:
+        if n > 1:
+            v = M[:, n - 2]
+            H += np.outer(v, v)
+        col = M[:, n - 1]
+        order = np.argsort(col, kind="stable")
+        vals = col[order]
+        low = int(np.searchsorted(vals, vals[0], side="right"))  # size of the lowest tie group
+        lam = np.ones(b)
+        comps = np.arange(max(low, 1), b)
+        if comps.size and b > 1:
+            Hs = H[np.ix_(order, order)]
+            lam[comps] = _hazards_sorted(Hs, comps, s, beta_step[n - 1] / (b - 1), direction, temperatures)
+        out.append((vals, lam, order, low))
+    return out
+
+
+def step_pairs(means: np.ndarray, sigma: float, beta_step: float, direction: str,
+               temperatures=TEMPERATURES, allocation: str = "union", delta_e: float | None = None,
+               epochs: int = 1, progress: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per-step scalar mixtures ``(sensitivities, weights)`` for steps 1..N (Algorithm 4 + Cor. 4.4).
+
+    ``allocation="union"``: significance ``beta_step`` per step (``delta_E / N`` for the union bound).
+    ``allocation="hybrid"`` (unproven, see the module docstring): needs ``delta_e`` and ``epochs``; epoch 1
+    uses ``delta_e / N`` per step, later epochs ``delta_e / k`` per step with the within-epoch maximum of
+    each sorted component's bound. Components sharing the smallest step-n mean are merged (their bounds
+    are not needed); equal means are merged and zero weights dropped.
     """
     M = np.asarray(means, dtype=float)
     b, N = M.shape
-    out = []
-    for n in range(1, N + 1):
-        col = np.sort(M[:, n - 1], kind="stable")
-        need = [i for i in range(b) if col[i] > col[0]]
-        lam, order = reverse_hazard_bounds(M, sigma, n, beta_step, direction, temperatures, components=need)
-        lam = lam.copy()
-        lam[[i for i in range(1, b) if i not in set(need)]] = 0.0  # placeholder: merged into the lowest group
-        w = mixture_weights(lam)
-        w[0] = 1.0 - w[1:].sum()
-        vals = M[order, n - 1]
-        uniq, inv = np.unique(vals, return_inverse=True)
-        ww = np.bincount(inv, weights=w)
-        keep = ww > 0
-        out.append((uniq[keep], ww[keep] / ww[keep].sum()))
-    return out
+    s = check_positive("sigma", sigma)
+    check_choice("direction", direction, ("remove", "add"))
+    check_choice("allocation", allocation, ALLOCATIONS)
+    if allocation == "union":
+        beta = np.full(N, check_probability("beta_step", beta_step, allow_one=False))
+    else:
+        if delta_e is None:
+            raise DPValueError("delta_e is required for the hybrid allocation")
+        k = check_positive_int("epochs", epochs)
+        if N % k:
+            raise DPValueError(f"epochs must divide the number of steps {N}, got {k}")
+        de = check_probability("delta_e", delta_e, allow_one=False)
+        beta = np.where(np.arange(N) < N // k, de / N, de / k)
+    per = _per_step_hazards(M, s, beta, direction, temperatures, progress, f"condcomp {direction}")
+    if allocation == "hybrid":
+        bb = N // int(epochs)
+        for e in range(1, int(epochs)):
+            block = per[e * bb:(e + 1) * bb]
+            # max over the epoch's steps of each sorted component's bound; the lowest group keeps its
+            # placeholder (it is never used), components above it take the maximum of the computed ones
+            lam_max = np.max([np.where(np.arange(b) >= max(low, 1), lam, 0.0) for _, lam, _, low in block], axis=0)
+            per[e * bb:(e + 1) * bb] = [(vals, np.maximum(lam_max, np.where(np.arange(b) >= max(low, 1), 0.0, lam)),
+                                         order, low) for vals, lam, order, low in block]
+    return [_merge(vals, lam, low) for vals, lam, _, low in per]
 
+
+# ---------------------------------------------------------------------------------------------- accountant
+_STEP_CACHE: "OrderedDict[tuple, list]" = OrderedDict()
+_STEP_CACHE_SIZE = 16
+
+
+def _means_key(M: np.ndarray) -> str:
+    return hashlib.sha1(np.ascontiguousarray(M).tobytes() + str(M.shape).encode()).hexdigest()
+
+
+class ConditionalCompositionAccountant:
+    r"""Conditional-composition accountant of Schuchardt & Kalinin (section 4, Appendices D-F); an **upper bound**.
+
+    ``delta(eps) = max(delta_remove(eps), delta_add(eps)) + delta_E`` where ``delta_remove`` is the
+    pessimistic PLD profile of the N per-step remove pairs (Algorithm 4 weights for the remove relation,
+    Theorem D.3) and ``delta_add`` that of the add pairs (Theorem 4.8 weights, a separate chain), and
+    ``delta_E`` the total failure probability of the posterior bounds (Lemma 4.1, Theorem 4.6).
+
+    **How delta_E is chosen.**
+
+    * ``get_epsilon(delta)``: ``delta_E = delta_e`` if given, else ``delta_e_fraction * delta`` (the paper's
+      ``delta_E = delta / 2``, App. B.2); the answer is the smallest eps with
+      ``max(delta_remove, delta_add)(eps) <= delta - delta_E``.
+    * ``get_delta(eps)`` with an explicit ``delta_e``: ``delta_PLD(eps) + delta_e``.
+    * ``get_delta(eps)`` without one: the fraction rule is made self-consistent, i.e. the answer is (up to
+      the fixed-point iteration's 1% tolerance on delta_E) the smallest delta with
+      ``delta_PLD(eps; delta_E = f delta) + f delta <= delta``, so that ``get_delta(eps) <= delta`` when
+      and only when ``get_epsilon(delta) <= eps``. Every iterate evaluates a valid bound
+      ``delta_PLD + delta_E``; the converged one is returned (the smallest one seen if the iteration does
+      not converge, ``details["converged"]`` says which). It costs a few full evaluations; calibration
+      passes ``delta_e`` explicitly instead. Note that the fraction rule is not the best choice of
+      delta_E for a given eps when delta is large (at delta ~ 1e-3 a delta_E of 1e-6 gives a smaller sum):
+      it is the paper's rule, kept for consistency with ``get_epsilon``.
+
+    Args:
+        strategy: a :class:`~dputils.matrix.factorizations.Strategy` (its ``means``, b x N).
+        sigma: noise standard deviation (clip norm 1, C as built).
+        delta_e: total failure probability of the posterior bounds, or None for the fraction rule.
+        delta_e_fraction: ``f`` in ``delta_E = f delta`` (default 0.5 as in the paper), in (0, 1).
+        allocation: ``"union"`` (default, proved) or ``"hybrid"`` (the paper's choice, stated without proof).
+        temperatures: temperatures of the Option-3 variational families (inf = uniform).
+        discretization: grid width of the PLD accountant's privacy-loss axis (default 2e-3: for DP-SGD
+            N = 100 delta moves by 0.14% against 1e-3, i.e. sigma by about 0.01%; the bound is valid at any width).
+        progress: show a tqdm bar over the steps (honours ``TQDM_DISABLE``).
+    """
+
+    name = "matrix-condcomp"
+
+    def __init__(self, strategy: Strategy, sigma: float, delta_e: float | None = None,
+                 delta_e_fraction: float = 0.5, allocation: str = "union", temperatures=TEMPERATURES,
+                 discretization: float = 2e-3, progress: bool = True) -> None:
+        self.strategy = strategy
+        self.sigma = check_positive("sigma", sigma)
+        self.delta_e = None if delta_e is None else check_probability("delta_e", delta_e, allow_one=False)
+        self.fraction = check_probability("delta_e_fraction", delta_e_fraction, allow_one=False)
+        self.allocation = check_choice("allocation", allocation, ALLOCATIONS)
+        temps = tuple(float(t) for t in temperatures)
+        if not temps or any(not t > 0 for t in temps):
+            raise DPValueError(f"temperatures must be a non-empty list of numbers > 0 (inf allowed), got {temps}")
+        self.temperatures = temps
+        self.h = check_positive("discretization", discretization)
+        self.progress = bool(progress)
+        M = np.asarray(strategy.means, dtype=float)
+        if np.any(M < 0):
+            raise DPValueError("strategy: slot means must be >= 0 (Lemma 2.8 needs C >= 0)")
+        self.means = M
+        self._key = _means_key(M)
+        self._chains: dict[float, dict[str, Any]] = {}
+
+    # per-step pairs ----------------------------------------------------------------------------
+    def step_pairs(self, delta_e: float, direction: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The per-step mixtures ``(sensitivities, weights)`` of one chain (cached per sigma and delta_E)."""
+        de = check_probability("delta_e", delta_e, allow_one=False)
+        check_choice("direction", direction, ("remove", "add"))
+        key = (self._key, self.sigma, de, direction, self.allocation, self.temperatures)
+        if key in _STEP_CACHE:
+            _STEP_CACHE.move_to_end(key)
+            return _STEP_CACHE[key]
+        N = self.means.shape[1]
+        pairs = step_pairs(self.means, self.sigma, de / N, direction, self.temperatures, self.allocation,
+                           delta_e=de, epochs=self.strategy.epochs, progress=self.progress)
+        _STEP_CACHE[key] = pairs
+        while len(_STEP_CACHE) > _STEP_CACHE_SIZE:
+            _STEP_CACHE.popitem(last=False)
+        return pairs
+
+    def _chain(self, delta_e: float) -> dict[str, Any]:
+        """The two composed PLD accountants (remove chain, add chain) for one delta_E."""
+        if delta_e not in self._chains:
+            from ..accountants.pld import PLDAccountant
+            from ..mechanisms import GaussianMixtureMechanism
+
+            out = {}
+            for d in ("remove", "add"):
+                acc = PLDAccountant(direction=d, discretization=self.h, tail=_PLD_TAIL)
+                steps = 0
+                for sens, w in self.step_pairs(delta_e, d):
+                    if sens[-1] <= 0:  # no slot participates at this step: P_n = Q_n, no privacy loss
+                        continue
+                    acc.compose(GaussianMixtureMechanism(self.sigma, sens, w), 1)
+                    steps += 1
+                if steps == 0:
+                    raise DPValueError("strategy: every slot mean is zero, nothing to account")
+                out[d] = acc
+            self._chains[delta_e] = out
+        return self._chains[delta_e]
+
+    def _details(self, delta_e: float, worst: str, pld_lower: float, extra: dict | None = None) -> dict[str, Any]:
+        d = {"delta_e": delta_e, "direction": worst, "allocation": self.allocation,
+             "allocation_proved": self.allocation == "union", "sigma": self.sigma, "matrix": self.strategy.name,
+             "epochs": self.strategy.epochs, "batches": self.strategy.batches, "discretization": self.h,
+             "pld_lower": pld_lower}
+        if self.allocation == "hybrid":
+            d["caveat"] = "hybrid failure allocation is stated without proof in the paper (App. E)"
+        if extra:
+            d.update(extra)
+        return d
+
+    def delta_pld(self, epsilon: float, delta_e: float) -> tuple[float, float, str]:
+        """``(upper, lower, worse direction)`` of ``max(delta_remove, delta_add)(eps)`` at this delta_E.
+
+        ``upper`` is the PLD accountant's pessimistic value; ``lower`` the low end of its bracket for the
+        same per-step pairs (a measure of the discretisation error, not a lower bound on the mechanism).
+        """
+        eps = check_epsilon(epsilon)
+        res = {d: acc.get_delta(eps) for d, acc in self._chain(delta_e).items()}
+        worst = max(res, key=lambda d: float(res[d]))
+        return float(res[worst]), max(float(r.lower) for r in res.values()), worst
+
+    def get_delta(self, epsilon: float) -> AccountingResult:
+        eps = check_epsilon(epsilon)
+        if self.delta_e is not None:
+            up, lo, worst = self.delta_pld(eps, self.delta_e)
+            v = min(1.0, up + self.delta_e)
+            return AccountingResult(v, None, v, "upper-bound", self.name, "delta",
+                                    self._details(self.delta_e, worst, min(lo + self.delta_e, v)))
+        f = self.fraction
+        de = f * 1e-5  # start from the paper's delta = 1e-5
+        best = None
+        for it in range(1, _FIXED_POINT_STEPS + 1):
+            up, lo, worst = self.delta_pld(eps, de)
+            cur = (up + de, lo + de, worst, de)  # a valid bound whatever de is
+            if best is None or cur[0] < best[0]:
+                best = cur
+            nxt = min(max(f * up / (1 - f), 1e-30), 0.25)  # delta = delta_PLD(eps; f delta)/(1 - f)
+            if abs(nxt / de - 1) <= _FIXED_POINT_RTOL:
+                best, converged = cur, True
+                break
+            if up < 1e-12 and de < 1e-12:  # at the PLD floating-point floor: iterating only chases noise
+                converged = False
+                break
+            de = math.sqrt(de * nxt) if it >= 3 else nxt  # damp oscillations of the decreasing map
+        else:
+            converged = False  # keep the smallest valid bound seen
+        val, lo, worst, de = best
+        v = min(1.0, val)
+        return AccountingResult(v, None, v, "upper-bound", self.name, "delta",
+                                self._details(de, worst, min(lo, v), {"delta_e_rule": f"self-consistent, fraction {f}",
+                                                                      "evaluations": it, "converged": converged}))
+
+    def get_epsilon(self, delta: float) -> AccountingResult:
+        dl = check_delta(delta)
+        de = self.delta_e if self.delta_e is not None else self.fraction * dl
+        if de >= dl:
+            raise DPValueError(f"delta_e must be < delta, got delta_e={de!r} and delta={dl!r}")
+        res = {d: acc.get_epsilon(dl - de) for d, acc in self._chain(de).items()}
+        worst = max(res, key=lambda d: float(res[d]))
+        e = float(res[worst])
+        return AccountingResult(e, None, e, "upper-bound", self.name, "epsilon",
+                                self._details(de, worst, max(float(r.lower) for r in res.values())))
+
+
+def calibrate(strategy: Strategy, epsilon: float, delta: float, delta_e_fraction: float = 0.5,
+              rel_tol: float = 1e-3, sigma_start: float = 1.0, **kwargs) -> float:
+    """Smallest sigma (rounded up to ``rel_tol``) at which the accountant certifies (epsilon, delta).
+
+    ``delta_E = delta_e_fraction * delta``; reuses the bisection of
+    :func:`dputils.matrix.allocation.calibrate_sigma`, whose returned sigma meets the target (the upper
+    end of the final bracket). ``kwargs`` go to :class:`ConditionalCompositionAccountant`.
+    """
+    from .allocation import calibrate_sigma
+
+    dl = check_delta(delta)
+    f = check_probability("delta_e_fraction", delta_e_fraction, allow_one=False)
+    kwargs.setdefault("progress", False)
+    return calibrate_sigma(lambda s: ConditionalCompositionAccountant(strategy, s, delta_e=f * dl, **kwargs),
+                           epsilon, dl, rel_tol=rel_tol, sigma_start=sigma_start)
+
+
+# ---------------------------------------------------------------------------------------------- command line
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    from .allocation import _add_arguments as matrix_arguments
+
+    matrix_arguments(p)
+    p.add_argument("--delta-e", type=float, default=None,
+                   help="failure probability of the posterior bounds (default: fraction x delta)")
+    p.add_argument("--delta-e-fraction", type=float, default=0.5, help="delta_E as a fraction of delta (default 0.5)")
+    p.add_argument("--allocation", default="union", choices=list(ALLOCATIONS),
+                   help="failure allocation: union (proved) or hybrid (paper, unproven)")
+    p.add_argument("--discretization", type=float, default=2e-3, help="PLD grid width (default 2e-3)")
+
+
+def _build(args: argparse.Namespace) -> ConditionalCompositionAccountant:
+    from .allocation import _strategy_from_args
+
+    return ConditionalCompositionAccountant(_strategy_from_args(args), args.sigma, delta_e=args.delta_e,
+                                            delta_e_fraction=args.delta_e_fraction, allocation=args.allocation,
+                                            discretization=args.discretization, progress=False)
+
+
+def _register() -> None:
+    from ..accountants import registry
+
+    registry.register("matrix-condcomp",
+                      help="Schuchardt-Kalinin conditional composition (per-step mixtures + PLD), upper bound",
+                      build=_build, add_arguments=_add_arguments, uses_mechanism=False, noise_parameter="sigma")
+
+
+_register()
