@@ -3,7 +3,6 @@
 import math
 
 import dp_accounting
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import DPValueError, check_choice, check_delta, check_positive, check_positive_int, check_probability
+from ..errors import DPValueError, check_choice, check_positive, check_positive_int
+from .whitebox import ScoreSums, check_canary_run
 
 __all__ = ["KINDS", "InputCanaryRun", "make_input_canaries", "run_input_canary_audit", "audit_input_canaries"]
 
@@ -68,7 +69,7 @@ def make_input_canaries(kind: str, X_fresh, y_fresh, n_classes: int, *, ood_scal
 
 
 @dataclass
-class InputCanaryRun:
+class InputCanaryRun(ScoreSums):
     """Result of :func:`run_input_canary_audit`. ``*_sums`` are ``sum_t X_t`` (Definition 1), ``*_loss`` final losses."""
 
     in_sums: np.ndarray
@@ -88,15 +89,6 @@ class InputCanaryRun:
     train_seconds: float
     device: str
     history: list[dict[str, float]] = field(default_factory=list)
-
-    @property
-    def in_scores(self) -> np.ndarray:
-        """Definition 2: ``S_T = sum_t X_t / sqrt(T)`` for the IN canaries."""
-        return self.in_sums / math.sqrt(self.T)
-
-    @property
-    def out_scores(self) -> np.ndarray:
-        return self.out_sums / math.sqrt(self.T)
 
     @property
     def model1_shift(self) -> float:
@@ -143,20 +135,9 @@ def run_input_canary_audit(
     from ..training.dpsgd import _unflat
     from .model1 import theoretical_epsilon
 
-    m = check_positive_int("m", m)
-    if m < 4:
-        raise DPValueError(f"m must be >= 4 (the auditors need IN and OUT canaries), got {m}")
+    m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in = check_canary_run(
+        m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in)
     check_choice("kind", kind, KINDS)
-    sigma = check_positive("sigma", sigma)
-    clip = check_positive("clip", clip)
-    epochs = check_positive_int("epochs", epochs)
-    batch_size = check_positive_int("batch_size", batch_size)
-    n_train = check_positive_int("n_train", n_train)
-    if batch_size > n_train:
-        raise DPValueError(f"batch_size must be <= n_train ({n_train}), got {batch_size}")
-    lr = check_positive("lr", lr)
-    delta = check_delta(delta)
-    p_in = check_probability("p_in", p_in, allow_zero=False, allow_one=False)
     hidden = int(hidden)
     if hidden < 0:
         raise DPValueError(f"hidden must be >= 0, got {hidden}")

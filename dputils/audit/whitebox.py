@@ -36,8 +36,26 @@ from ..errors import (DPValueError, check_choice, check_delta, check_nonnegative
 __all__ = ["WhiteboxRun", "run_whitebox_audit", "audit_whitebox"]
 
 
+class ScoreSums:
+    """Definition 2 scores of a run that records the raw sums ``in_sums``/``out_sums`` over ``T`` steps."""
+
+    in_sums: np.ndarray
+    out_sums: np.ndarray
+    T: int
+
+    @property
+    def in_scores(self) -> np.ndarray:
+        """Definition 2: ``S_T = sum_t X_t / sqrt(T)`` for the IN canaries."""
+        return self.in_sums / math.sqrt(self.T)
+
+    @property
+    def out_scores(self) -> np.ndarray:
+        """Definition 2 for the OUT canaries."""
+        return self.out_sums / math.sqrt(self.T)
+
+
 @dataclass
-class WhiteboxRun:
+class WhiteboxRun(ScoreSums):
     """Result of :func:`run_whitebox_audit`. ``in_sums``/``out_sums`` are the raw scores ``sum_t Ubar_t[k_j]``."""
 
     in_sums: np.ndarray
@@ -62,18 +80,24 @@ class WhiteboxRun:
     data: str = "gaussian-blobs"  # what it was trained on: gaussian-blobs, cifar10:FOLDER or synthetic-images
 
     @property
-    def in_scores(self) -> np.ndarray:
-        """Definition 2: ``S_T = sum_t X_t / sqrt(T)`` for the IN canaries."""
-        return self.in_sums / math.sqrt(self.T)
-
-    @property
-    def out_scores(self) -> np.ndarray:
-        return self.out_sums / math.sqrt(self.T)
-
-    @property
     def expected_shift(self) -> float:
         """Model-1 mean difference of the raw sums, IN minus OUT: ``q C T``."""
         return self.q * self.clip * self.T
+
+
+def check_canary_run(m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in) -> tuple:
+    """Validate the common arguments of a canary training run (DPValueError naming the parameter)."""
+    m = check_positive_int("m", m)
+    if m < 4:
+        raise DPValueError(f"m must be >= 4 (the auditors need IN and OUT canaries), got {m}")
+    epochs = check_positive_int("epochs", epochs)
+    batch_size = check_positive_int("batch_size", batch_size)
+    n_train = check_positive_int("n_train", n_train)
+    if batch_size > n_train:
+        raise DPValueError(f"batch_size must be <= n_train ({n_train}), got {batch_size}")
+    return (m, check_positive("sigma", sigma), check_positive("clip", clip), epochs, batch_size, n_train,
+            check_positive("lr", lr), check_delta(delta),
+            check_probability("p_in", p_in, allow_zero=False, allow_one=False))
 
 
 def run_whitebox_audit(
@@ -129,19 +153,8 @@ def run_whitebox_audit(
     from ..training.models import MODELS, make_model
     from .model1 import theoretical_epsilon
 
-    m = check_positive_int("m", m)
-    if m < 4:
-        raise DPValueError(f"m must be >= 4 (the auditors need IN and OUT canaries), got {m}")
-    sigma = check_positive("sigma", sigma)
-    clip = check_positive("clip", clip)
-    epochs = check_positive_int("epochs", epochs)
-    batch_size = check_positive_int("batch_size", batch_size)
-    n_train = check_positive_int("n_train", n_train)
-    if batch_size > n_train:
-        raise DPValueError(f"batch_size must be <= n_train ({n_train}), got {batch_size}")
-    lr = check_positive("lr", lr)
-    delta = check_delta(delta)
-    p_in = check_probability("p_in", p_in, allow_zero=False, allow_one=False)
+    m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in = check_canary_run(
+        m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in)
     noise_multiplier_scale = check_positive("noise_multiplier_scale", noise_multiplier_scale)
     hidden = int(hidden)
     if hidden < 0:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable
 
 import numpy as np
 from scipy.special import logsumexp
@@ -43,7 +43,6 @@ from .renyi import (
     delta_from_rdp,
     dp_work,
     epsilon_from_rdp,
-    log_partition_dp,
     rho_add_lemma34,
     rho_add_tight,
     rho_remove,

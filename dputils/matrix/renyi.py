@@ -737,7 +737,6 @@ def log_neg_moment_independent(
         out = r * (r + 1) * v[0] / 2
         return (out, np.zeros_like(out)) if return_error else out
     uniq, counts = np.unique(v, return_counts=True)
-    rmax = float(r.max())
     log_n = math.log(n)
     lg = gammaln(r)
     # tail split: M = the m smallest variances (taken in sorted order), the rest bounds the decay
@@ -750,7 +749,6 @@ def log_neg_moment_independent(
     ds = _LOGT_STEP
     s_lo = math.log(1e-12)  # left tail t_lo^r / r <= 1e-12 Gamma(r) because E[T^-r] >= 1 (Jensen)
     s = np.arange(s_lo, s_lo + 40.0 + ds / 2, ds)
-    fine_parts, coarse_parts = [], []
 
     def _lam(s_grid):
         lf = np.zeros(s_grid.size)
