@@ -460,3 +460,18 @@ def test_dp_backends_agree(case, floor, pivot, monkeypatch):
 def test_dp_backend_errors():
     with pytest.raises(DPValueError, match="backend"):
         log_partition_dp(np.eye(3), 1.0, 3, 1, backend="fortran")
+
+
+def test_mc_calibration_on_the_confidence_bound_is_more_conservative():
+    # the point estimate meets the target only on average; the empirical-Bernstein upper end meets it with the
+    # stated confidence, so its sigma is larger, and both end at a sigma whose own number meets the target
+    from dputils.matrix.allocation import MatrixMonteCarloAccountant, calibrate_sigma
+
+    strat = build_strategy("identity", 1, 20)
+    make = lambda s: MatrixMonteCarloAccountant(strat, s, samples=20_000, seed=3)  # noqa: E731
+    s_est = calibrate_sigma(make, 2.0, 1e-3, rel_tol=1e-3)
+    s_up = calibrate_sigma(make, 2.0, 1e-3, rel_tol=1e-3, use="upper")
+    assert s_up > s_est * 1.005
+    assert make(s_up).get_delta(2.0).upper <= 1e-3 and float(make(s_est).get_delta(2.0)) <= 1e-3
+    with pytest.raises(DPValueError, match="use"):
+        calibrate_sigma(make, 2.0, 1e-3, use="lower")

@@ -328,19 +328,27 @@ def calibrate_sigma(
     delta: float,
     rel_tol: float = 1e-3,
     sigma_start: float = 1.0,
+    use: str = "value",
 ) -> float:
     """Smallest sigma (rounded up to relative precision ``rel_tol``) with ``delta(eps) <= delta``.
 
     ``make_accountant(sigma)`` returns an accountant. Bisection on log sigma, assuming delta(eps) is
     non-increasing in sigma; the upper end of the final bracket is returned, so the result meets the
     target by construction (for an upper-bound accountant, it is a certified sigma).
+
+    ``use`` picks which number of the accountant's result must meet the target: ``"value"`` (the reported
+    value: the bound itself for upper-bound accountants, the point estimate for ``matrix-mc``) or ``"upper"``
+    (the upper end of its bracket: for ``matrix-mc`` the empirical-Bernstein confidence bound, so the sigma
+    meets the target with the stated confidence instead of only on average).
     """
     eps = check_positive("epsilon", epsilon)
     dl = check_delta(delta)
     rel_tol = check_positive("rel_tol", rel_tol)
+    check_choice("use", use, ("value", "upper"))
 
     def ok(s: float) -> bool:
-        return float(make_accountant(s).get_delta(eps)) <= dl
+        r = make_accountant(s).get_delta(eps)
+        return float(r.upper if use == "upper" else r) <= dl
 
     lo = hi = check_positive("sigma_start", sigma_start)
     if ok(hi):
