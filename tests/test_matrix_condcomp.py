@@ -16,6 +16,7 @@ from dputils.matrix.condcomp import (
     _per_step_hazards,
     mixture_weights,
     reverse_hazard_bounds,
+    sample_ternary_loss,
     step_pairs,
 )
 from dputils.mechanisms import GaussianMixtureMechanism, SubsampledGaussianMechanism
@@ -68,6 +69,45 @@ def test_tail_bound_holds_by_sampling(direction):
     rate = float(np.mean(hazard > lam[i]))
     beta_i = beta / (b - 1)
     assert rate <= beta_i + 4 * math.sqrt(beta_i / S)
+
+
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_sample_ternary_loss_matches_direct_sampling(direction):
+    # the Gram-space sampler has the law of L_i(x), x ~ R, computed from x itself (two-sample KS test)
+    from scipy.stats import ks_2samp
+
+    b, sigma, step = 6, 0.6, 9
+    M = build_strategy("bsr", 2, b, 3).means  # 12 steps, correlated means, step 9 lies in epoch 2
+    order = np.argsort(M[:, step - 1], kind="stable")
+    mu = M[order, : step - 1]
+    rng = np.random.default_rng(3)
+    S = 40_000
+    x = sigma * rng.standard_normal((S, step - 1))
+    if direction == "remove":
+        x += mu[rng.integers(0, b, size=S)]
+    for i in (b - 1, 2):
+        logn = -(((x[:, None, :] - mu[None, : i + 1, :]) ** 2).sum(-1)) / (2 * sigma**2)
+        direct = logsumexp(logn[:, :i], axis=1) - math.log(i) - logn[:, i]
+        got = sample_ternary_loss(M, sigma, step, S, direction, component=i, rng=7)
+        assert ks_2samp(direct, got).pvalue > 1e-3, i
+        assert abs(got.mean() - direct.mean()) < 5 * direct.std() / math.sqrt(S / 2)
+    # and the certified lower tail holds (note check 9): P[L_b <= tau_b] <= beta_i
+    beta = 0.05
+    lam, _ = reverse_hazard_bounds(M, sigma, step, beta, direction)
+    tau = np.log(1 / lam[b - 1] - 1) - math.log(b - 1)  # invert lambda = sigmoid(-log(i-1) - tau), 1-based i = b
+    got = sample_ternary_loss(M, sigma, step, 200_000, direction, rng=1)
+    beta_i = beta / (b - 1)
+    assert np.mean(got <= tau) <= beta_i + 4 * math.sqrt(beta_i / 200_000)
+
+
+def test_sample_ternary_loss_dpsgd_widens_at_epoch_start():
+    # Figure 5 / App. E.1: DP-SGD, L_b has |mu_j - mu_b|^2 = 1 at step b and 2 at step b + 1
+    M = build_strategy("identity", 2, 20).means
+    assert np.all(sample_ternary_loss(M, 1.0, 1, 10, rng=0) == 0.0)  # empty prefix: L = 0
+    sd = [sample_ternary_loss(M, 1.0, n, 50_000, rng=0).std() for n in (20, 21)]
+    assert sd[1] > 1.2 * sd[0]
+    with pytest.raises(DPValueError, match="component"):
+        sample_ternary_loss(M, 1.0, 5, 10, component=0)
 
 
 # ---------------------------------------------------------------------------------------------- the accountant

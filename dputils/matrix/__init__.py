@@ -1,7 +1,7 @@
 """Matrix mechanisms under random allocation (balls-in-bins): strategies and accountants."""
 
 from .factorizations import MATRICES, Strategy, build_strategy, gram, slot_means, truncate_gram
-from .condcomp import ConditionalCompositionAccountant, reverse_hazard_bounds, step_pairs
+from .condcomp import ConditionalCompositionAccountant, reverse_hazard_bounds, sample_ternary_loss, step_pairs
 from .renyi import (
     delta_from_rdp,
     epsilon_from_rdp,
@@ -20,5 +20,5 @@ __all__ = [
     "delta_from_rdp", "epsilon_from_rdp", "feldman_shenfeld_rdp", "log_partition_bruteforce",
     "log_partition_dp", "rho_add_lemma34", "rho_add_exact_independent", "rho_add_tight", "rho_remove",
     "MatrixRenyiAccountant", "MatrixRenyiTightAccountant", "MatrixMonteCarloAccountant", "calibrate_sigma",
-    "ConditionalCompositionAccountant", "reverse_hazard_bounds", "step_pairs",
+    "ConditionalCompositionAccountant", "reverse_hazard_bounds", "sample_ternary_loss", "step_pairs",
 ]

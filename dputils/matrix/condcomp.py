@@ -221,6 +221,68 @@ def reverse_hazard_bounds(
     return lam, order
 
 
+def sample_ternary_loss(
+    means: np.ndarray,
+    sigma: float,
+    step: int,
+    samples: int,
+    direction: str = "remove",
+    component: int | None = None,
+    rng: np.random.Generator | int | None = None,
+    chunk: int = 20_000,
+) -> np.ndarray:
+    r"""Samples of the ternary privacy loss ``L_i(x)``, ``x ~ R``, whose lower tail gives ``lambda_bar_i``.
+
+    At 1-based ``step`` n, sort the slots by their step-n means (ascending, stable, as in
+    :func:`reverse_hazard_bounds`) and let ``mu_j`` be sorted slot j's means over steps 1..n-1. For the
+    0-based sorted index ``i = component`` (default ``b - 1``, the largest step-n mean; ``i >= 1``),
+
+        L_i(x) = log[(1/i) sum_{j<i} N(x | mu_j, s^2 I)] - log N(x | mu_i, s^2 I)
+               = logsumexp_{j<i} a_j(x) - log i - a_i(x),   a_j(x) = (<x, mu_j> - |mu_j|^2 / 2) / s^2,
+
+    (Lemma 4.5, the paper's ``L_{P~,Q~,R~}`` of section 4.1 and Figure 5; 0-based i here is the paper's
+    i - 1). Reference law R: "remove" (Theorem D.3) the P-marginal of the first n-1 steps,
+    ``x = mu_k + s z`` with k uniform over all b slots; "add" (Theorem 4.8) ``x = s z``; ``z ~ N(0, I)``.
+    Only the inner products enter, so with the prefix Gram ``H = mu mu^T`` the sampler draws
+    ``g = (<z, mu_j>)_j ~ N(0, H)`` (from the eigendecomposition of H) and sets
+    ``<x, mu_j> = H_kj + s g_j`` (remove) or ``s g_j`` (add): exact, with cost ``O(samples * b^2 + b^3)``
+    rather than ``O(samples * b * n)`` from x itself. At step 1 the prefix is empty, every ``a_j = 0`` and ``L_i = 0``.
+
+    Returns an array of ``samples`` floats. ``rng`` is a Generator or a seed.
+    """
+    M = np.asarray(means, dtype=float)
+    b, N = M.shape
+    n = check_positive_int("step", step)
+    if n > N:
+        raise DPValueError(f"step must be <= {N}, got {n}")
+    s = check_positive("sigma", sigma)
+    S = check_positive_int("samples", samples)
+    check_choice("direction", direction, ("remove", "add"))
+    i = b - 1 if component is None else int(component)
+    if not 1 <= i <= b - 1:
+        raise DPValueError(f"component must be a sorted index in 1..{b - 1}, got {component!r}")
+    chunk = check_positive_int("chunk", chunk)
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    order = np.argsort(M[:, n - 1], kind="stable")
+    mu = M[order, : n - 1]
+    H = mu @ mu.T  # (b, b) prefix Gram of the sorted slots
+    lam, V = np.linalg.eigh(H[: i + 1, : i + 1])
+    root = V * np.sqrt(np.maximum(lam, 0.0))  # root @ root.T = H[:i+1, :i+1]
+    half = 0.5 * np.diag(H)[: i + 1]
+    out = np.empty(S)
+    for start in range(0, S, chunk):
+        m = min(chunk, S - start)
+        g = gen.standard_normal((m, i + 1)) @ root.T  # <z, mu_j>, j = 0..i
+        if direction == "remove":
+            k = gen.integers(0, b, size=m)
+            dots = H[k, : i + 1] + s * g
+        else:
+            dots = s * g
+        a = (dots - half) / (s * s)
+        out[start:start + m] = logsumexp(a[:, :i], axis=1) - math.log(i) - a[:, i]
+    return out
+
+
 def mixture_weights(lam: np.ndarray) -> np.ndarray:
     """Corollary 4.4: ``p_i = lambda_bar_i prod_{j > i} (1 - lambda_bar_j)`` (sums to 1 as lambda_bar_1 = 1)."""
     lam = np.asarray(lam, dtype=float)
