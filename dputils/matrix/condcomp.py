@@ -186,6 +186,20 @@ def _hazards_sorted(H: np.ndarray, comps: np.ndarray, s: float, beta_i: float, d
     return expit(-np.log(comps) - tau)
 
 
+def _sorted_prefix(means, sigma, step, direction) -> tuple[float, np.ndarray, np.ndarray]:
+    """Checked ``(sigma, order, mu)``: the slots sorted by their step-n means (ascending, stable) and their
+    means over the earlier steps 1..n-1 (rows of ``mu``), for 1-based ``step`` n."""
+    M = np.asarray(means, dtype=float)
+    N = M.shape[1]
+    n = check_positive_int("step", step)
+    if n > N:
+        raise DPValueError(f"step must be <= {N}, got {n}")
+    s = check_positive("sigma", sigma)
+    check_choice("direction", direction, ("remove", "add"))
+    order = np.argsort(M[:, n - 1], kind="stable")
+    return s, order, M[order, : n - 1]
+
+
 def reverse_hazard_bounds(
     means: np.ndarray,
     sigma: float,
@@ -202,16 +216,9 @@ def reverse_hazard_bounds(
     ``(lambda_bar, order)`` with ``order`` the ascending sort of the step-n means.
     ``components`` restricts the computation to some sorted indices (others get the trivial bound 1).
     """
-    M = np.asarray(means, dtype=float)
-    b, N = M.shape
-    n = check_positive_int("step", step)
-    if n > N:
-        raise DPValueError(f"step must be <= {N}, got {n}")
-    s = check_positive("sigma", sigma)
+    s, order, mu = _sorted_prefix(means, sigma, step, direction)
     beta = check_probability("beta", beta, allow_one=False)
-    check_choice("direction", direction, ("remove", "add"))
-    order = np.argsort(M[:, n - 1], kind="stable")
-    mu = M[order, : n - 1]
+    b = mu.shape[0]
     lam = np.ones(b)
     if b == 1:
         return lam, order
@@ -250,21 +257,14 @@ def sample_ternary_loss(
 
     Returns an array of ``samples`` floats. ``rng`` is a Generator or a seed.
     """
-    M = np.asarray(means, dtype=float)
-    b, N = M.shape
-    n = check_positive_int("step", step)
-    if n > N:
-        raise DPValueError(f"step must be <= {N}, got {n}")
-    s = check_positive("sigma", sigma)
+    s, order, mu = _sorted_prefix(means, sigma, step, direction)
+    b = mu.shape[0]
     S = check_positive_int("samples", samples)
-    check_choice("direction", direction, ("remove", "add"))
     i = b - 1 if component is None else int(component)
     if not 1 <= i <= b - 1:
         raise DPValueError(f"component must be a sorted index in 1..{b - 1}, got {component!r}")
     chunk = check_positive_int("chunk", chunk)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    order = np.argsort(M[:, n - 1], kind="stable")
-    mu = M[order, : n - 1]
     H = mu @ mu.T  # (b, b) prefix Gram of the sorted slots
     lam, V = np.linalg.eigh(H[: i + 1, : i + 1])
     root = V * np.sqrt(np.maximum(lam, 0.0))  # root @ root.T = H[:i+1, :i+1]

@@ -198,6 +198,23 @@ def evaluate(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> dict[str, fl
     return {"loss": float(nn.functional.cross_entropy(out, y)), "accuracy": float((out.argmax(1) == y).float().mean())}
 
 
+def _setup(model: nn.Module, X, y, X_test, y_test, config) -> tuple:
+    """Shared start of a training run (DP-SGD and DP-FTRL): the device, the sampling generator (CPU, seeded
+    with ``config.seed``: coins public to the strong adversary), the noise generator (on the device, seed + 1),
+    the data as tensors on the device, the model moved there and a detached copy of its parameters."""
+    device = resolve_device(config.device)
+    gen = torch.Generator(device="cpu").manual_seed(int(config.seed))
+    noise_gen = torch.Generator(device=device).manual_seed(int(config.seed) + 1)
+    X = torch.as_tensor(X, dtype=torch.float32).to(device)
+    y = torch.as_tensor(y, dtype=torch.long).to(device)
+    if X_test is not None:
+        X_test = torch.as_tensor(X_test, dtype=torch.float32).to(device)
+        y_test = torch.as_tensor(y_test, dtype=torch.long).to(device)
+    model.to(device)
+    params = {k: v.detach().clone() for k, v in model.named_parameters()}
+    return device, gen, noise_gen, X, y, X_test, y_test, params
+
+
 def train(
     model: nn.Module,
     X: np.ndarray | torch.Tensor,
@@ -217,16 +234,7 @@ def train(
     add/remove adjacency, accounted with the standard PLD/RDP accountants."""
     n = len(X)
     config.validate(n)
-    device = resolve_device(config.device)
-    gen = torch.Generator(device="cpu").manual_seed(int(config.seed))  # sampling coins (public to the strong adversary)
-    noise_gen = torch.Generator(device=device).manual_seed(int(config.seed) + 1)  # Gaussian noise, drawn on the device
-    X = torch.as_tensor(X, dtype=torch.float32).to(device)
-    y = torch.as_tensor(y, dtype=torch.long).to(device)
-    if X_test is not None:
-        X_test = torch.as_tensor(X_test, dtype=torch.float32).to(device)
-        y_test = torch.as_tensor(y_test, dtype=torch.long).to(device)
-    model.to(device)
-    params = {k: v.detach().clone() for k, v in model.named_parameters()}
+    device, gen, noise_gen, X, y, X_test, y_test, params = _setup(model, X, y, X_test, y_test, config)
     w = _flat(params)
     m, s, C = config.sub_batches, config.sub_batch_size, float(config.clip)
     noise_std = config.noise_multiplier_scale * C * float(config.sigma)

@@ -63,7 +63,7 @@ from torch import nn
 
 from ..curves import gdp_epsilon, gdp_mu
 from ..errors import DPValueError, check_delta, check_nonnegative, check_positive, check_positive_int
-from .dpsgd import _flat, _unflat, clip_rows, evaluate, per_sample_gradients, resolve_device
+from .dpsgd import _flat, _setup, _unflat, clip_rows, evaluate, per_sample_gradients
 
 __all__ = [
     "tree_depth",
@@ -283,16 +283,7 @@ def train_ftrl(
     ``eval_every > 0`` records train/test metrics every that many steps (always at the end)."""
     n = len(X)
     config.validate(n)
-    device = resolve_device(config.device)
-    gen = torch.Generator(device="cpu").manual_seed(int(config.seed))
-    noise_gen = torch.Generator(device=device).manual_seed(int(config.seed) + 1)
-    X = torch.as_tensor(X, dtype=torch.float32).to(device)
-    y = torch.as_tensor(y, dtype=torch.long).to(device)
-    if X_test is not None:
-        X_test = torch.as_tensor(X_test, dtype=torch.float32).to(device)
-        y_test = torch.as_tensor(y_test, dtype=torch.long).to(device)
-    model.to(device)
-    params = {k: v.detach().clone() for k, v in model.named_parameters()}
+    device, gen, noise_gen, X, y, X_test, y_test, params = _setup(model, X, y, X_test, y_test, config)
     w0 = _flat(params)
     w = w0.clone()
     D = w.numel()
