@@ -169,11 +169,70 @@ def gdp_delta(eps, mu: float):
     return np.exp(gdp_log_delta(eps, mu))
 
 
-def gdp_epsilon(delta: float, mu: float) -> float:
-    """The smallest eps with delta_mu(eps) <= delta (exact inversion of :func:`gdp_delta`)."""
+def gdp_epsilon_bracket(delta: float, mu: float) -> tuple[float, float]:
+    r"""(lo, hi) around the exact eps with :math:`\delta_\mu(\varepsilon) = \delta`, a few ulps wide.
+
+    Safeguarded Newton iteration on :math:`\log\delta_\mu(\varepsilon) - \log\delta` with the exact
+    derivative :math:`\delta_\mu'(\varepsilon) = -e^{\varepsilon}\Phi(-\varepsilon/\mu - \mu/2)`, inside a
+    bracket kept by sign; no range limit (mu = 300 has eps near 45 000). The starting upper end
+    :math:`\mu^2/2 + \mu\sqrt{2\log(1/\delta)}` comes from :math:`\delta_\mu(\varepsilon) \le
+    \Phi(\mu/2 - \varepsilon/\mu)` and the Gaussian tail bound. Accuracy is that of ``log_ndtr``
+    (about 1e-15 relative; checked against mpmath in the tests).
+    """
     delta = check_delta(delta)
     mu = check_positive("mu", mu)
-    return epsilon_from_delta(lambda e: gdp_delta(e, mu), delta, log_delta_fn=lambda e: gdp_log_delta(e, mu))
+    target = math.log(delta)
+
+    def f(e: float) -> tuple[float, float]:
+        ld = float(gdp_log_delta(e, mu))
+        if math.isnan(ld):
+            raise NumericalError(f"gdp: log delta is NaN at eps={e!r}, mu={mu!r}")
+        b = e + float(_LOG_NDTR(-e / mu - mu / 2.0))
+        return ld - target, -math.exp(b - ld) if ld > -math.inf else -math.inf
+
+    f0, _ = f(0.0)
+    if f0 <= 0:
+        return 0.0, 0.0
+    lo, hi = 0.0, max(1.0, mu * mu / 2.0 + mu * math.sqrt(2.0 * -target))
+    for _ in range(64):
+        fh, _ = f(hi)
+        if fh <= 0:
+            break
+        lo, hi = hi, 2.0 * hi
+    else:  # pragma: no cover - the start is provably above the root
+        raise NumericalError(f"gdp: could not bracket epsilon for delta={delta:g}, mu={mu:g}")
+    e = 0.5 * (lo + hi)
+    for _ in range(200):
+        fe, de = f(e)
+        if fe == 0:
+            lo = hi = e
+            break
+        if fe > 0:
+            lo = e
+        else:
+            hi = e
+        if hi - lo <= 4.0 * math.ulp(hi):
+            break
+        step = e - fe / de if de < 0 and math.isfinite(de) else math.nan
+        e = step if lo < step < hi else 0.5 * (lo + hi)
+        if e in (lo, hi):
+            e = 0.5 * (lo + hi)
+    else:  # pragma: no cover
+        raise NumericalError(f"gdp: epsilon did not converge for delta={delta:g}, mu={mu:g}")
+    return lo, hi
+
+
+def gdp_epsilon(delta: float, mu: float) -> float:
+    """The smallest eps with delta_mu(eps) <= delta: the upper end of :func:`gdp_epsilon_bracket`.
+
+    Nudged up by ulps where needed so that ``gdp_delta(result, mu) <= delta`` holds as evaluated.
+    """
+    e = gdp_epsilon_bracket(delta, mu)[1]
+    for _ in range(64):
+        if e == 0.0 or float(gdp_delta(e, mu)) <= delta:
+            break
+        e = math.nextafter(e, math.inf) + 2.0 * math.ulp(e)
+    return e
 
 
 def gdp_mu(epsilon: float, delta: float) -> float:

@@ -264,7 +264,9 @@ def test_mixture_pld_agrees_with_dp_accounting(direction):
     for eps in (0.1, 0.5, 1.5):
         r = acc.get_delta(eps)
         theirs = pmf.get_delta_for_epsilon(eps)
-        assert r.lower <= theirs * (1 + 1e-3) and theirs <= r.upper * (1 + 1e-3)  # inside our bracket (+0.1%)
+        # inside our bracket (+0.1%); dp_accounting's float64 FFT leaves ~1e-15 of noise where the true delta
+        # is far smaller (add direction, eps = 1.5: it reports 1e-15, our certified upper bound is 2e-20)
+        assert r.lower <= theirs * (1 + 1e-3) and theirs <= r.upper * (1 + 1e-3) + 1e-13
         assert float(r) == pytest.approx(theirs, rel=2e-3, abs=1e-13)  # both pessimistic, h = 1e-4
 
 
