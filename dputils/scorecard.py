@@ -1,0 +1,224 @@
+"""Reproduction targets: checked in each notebook, saved with its results, gathered on one book page.
+
+In a notebook::
+
+    from dputils.scorecard import Targets
+    tg = Targets("gauss_audit")
+    tg.check("T1", "Gaussian auditor, ellipsoid, eps at sigma=2.6245", ours=6.83, paper=6.75, tol=0.3,
+             source="paper, Fig. 1(a)", section="reproduction")
+    tg.not_reproduced("T4", "eps=2 point of Fig. 1(a)", ours=1.64, paper=1.348, tol=0.2,
+                      reason="the paper's sigma is unpublished; PLD-calibrated sigma used")
+    tg.not_run("T9", "accuracy on CIFAR-10", reason="needs a GPU and CIFAR-10")
+    ...
+    results.save("gauss_audit", targets=tg, ...)
+
+``check`` records the target and raises ``AssertionError`` when it fails, so a drifting implementation
+fails the papermill run (and the book build, and CI) exactly like an ``assert``. A target known not to
+reproduce is recorded with :meth:`Targets.not_reproduced` and the measured numbers: it is shown, never
+hidden and never made to pass by a looser tolerance.
+
+Each record: ``id, what, paper, ours, tolerance, status, source, section, reason`` with status one of
+``pass | fail | not reproduced | not run``. ``source`` says where the reference number comes from: the
+paper (table/figure), or a computed anchor of our own notes (labelled as such).
+
+:func:`write_page` turns every ``results/*.json`` into the book's "Reproduction scorecard" page.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+STATUSES = ("pass", "fail", "not reproduced", "not run")
+
+
+def _num(x: Any) -> Any:
+    try:
+        import numpy as np
+
+        if isinstance(x, np.generic):
+            return x.item()
+        if isinstance(x, np.ndarray):
+            return x.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    return x
+
+
+def within(ours: Any, paper: Any, tol: float, mode: str = "abs") -> bool:
+    """Whether ``ours`` meets ``paper`` under ``mode``.
+
+    Modes: ``abs`` (|ours - paper| <= tol), ``rel`` (|ours/paper - 1| <= tol), ``le`` (ours <= paper + tol),
+    ``ge`` (ours >= paper - tol). Sequences are compared element-wise (all must hold).
+    """
+    if isinstance(ours, (list, tuple)) or isinstance(paper, (list, tuple)):
+        o = list(ours) if isinstance(ours, (list, tuple)) else [ours] * len(paper)
+        p = list(paper) if isinstance(paper, (list, tuple)) else [paper] * len(o)
+        if len(o) != len(p):
+            raise ValueError(f"ours has {len(o)} values, paper {len(p)}")
+        return all(within(a, b, tol, mode) for a, b in zip(o, p))
+    o, p = float(ours), float(paper)
+    if math.isnan(o) or math.isnan(p):
+        return False
+    if mode == "abs":
+        return abs(o - p) <= tol
+    if mode == "rel":
+        return abs(o - p) <= tol * abs(p)
+    if mode == "le":
+        return o <= p + tol
+    if mode == "ge":
+        return o >= p - tol
+    raise ValueError(f"mode must be abs, rel, le or ge, got {mode!r}")
+
+
+def _tol_text(tol: Any, mode: str) -> str:
+    if tol is None:
+        return ""
+    return {"abs": f"\u00b1{tol:g}", "rel": f"\u00b1{100 * tol:g}%", "le": f"\u2264 paper + {tol:g}",
+            "ge": f"\u2265 paper \u2212 {tol:g}"}.get(mode, str(tol))
+
+
+class Targets:
+    """The reproduction targets of one notebook (see the module docstring)."""
+
+    def __init__(self, chapter: str):
+        self.chapter = chapter
+        self.records: list[dict[str, Any]] = []
+
+    def _add(self, **rec: Any) -> dict[str, Any]:
+        if any(r["id"] == rec["id"] for r in self.records):
+            raise ValueError(f"target id {rec['id']!r} recorded twice in {self.chapter}")
+        rec = {k: _num(v) for k, v in rec.items()}
+        self.records.append(rec)
+        return rec
+
+    def check(self, id: str, what: str, ours: Any, paper: Any, tol: float, *, mode: str = "abs",
+              source: str = "paper", section: str = "", note: str = "") -> bool:
+        """Record a target and raise ``AssertionError`` if ``ours`` misses ``paper`` (see :func:`within`)."""
+        ok = within(ours, paper, tol, mode)
+        self._add(id=id, what=what, paper=paper, ours=ours, tolerance=_tol_text(tol, mode), status="pass" if ok
+                  else "fail", source=source, section=section, reason=note)
+        if not ok:
+            raise AssertionError(
+                f"{self.chapter} target {id} ({what}) failed: ours {ours!r} vs {source} {paper!r}, "
+                f"tolerance {_tol_text(tol, mode)}"
+            )
+        return True
+
+    def check_true(self, id: str, what: str, condition: bool, *, ours: Any = None, paper: Any = None,
+                   source: str = "paper", section: str = "", note: str = "") -> bool:
+        """Record a qualitative target (an ordering, a shape) and raise ``AssertionError`` if it fails."""
+        ok = bool(condition)
+        self._add(id=id, what=what, paper=paper, ours=ours, tolerance="", status="pass" if ok else "fail",
+                  source=source, section=section, reason=note)
+        if not ok:
+            raise AssertionError(f"{self.chapter} target {id} ({what}) failed: ours {ours!r}, {source} {paper!r}")
+        return True
+
+    def not_reproduced(self, id: str, what: str, ours: Any, paper: Any, tol: float | None, *, reason: str,
+                       mode: str = "abs", source: str = "paper", section: str = "") -> None:
+        """Record a target that does not reproduce, with the measured numbers and the reason.
+
+        If the numbers do meet the tolerance after all, this raises: the record would be wrong.
+        """
+        if tol is not None and within(ours, paper, tol, mode):
+            raise AssertionError(f"{self.chapter} target {id} reproduces now (ours {ours!r} vs {paper!r}): "
+                                 "record it with check()")
+        self._add(id=id, what=what, paper=paper, ours=ours, tolerance=_tol_text(tol, mode),
+                  status="not reproduced", source=source, section=section, reason=reason)
+
+    def not_run(self, id: str, what: str, *, reason: str, paper: Any = None, source: str = "paper",
+                section: str = "") -> None:
+        """Record a target that cannot run here (GPU, data, profile) and why."""
+        self._add(id=id, what=what, paper=paper, ours=None, tolerance="", status="not run", source=source,
+                  section=section, reason=reason)
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        return list(self.records)
+
+    def summary(self) -> dict[str, int]:
+        out = {s: 0 for s in STATUSES}
+        for r in self.records:
+            out[r["status"]] += 1
+        return out
+
+    def table(self):
+        """The targets as a :class:`dputils.tables.Table` (displayed in a notebook)."""
+        from .tables import show_table
+
+        return show_table(self.records, columns=["id", "what", "source", "paper", "ours", "tolerance", "status",
+                                                 "reason"], digits=4)
+
+
+def load_targets(results_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """``{chapter: [target records]}`` from every ``*.json`` in ``results_dir`` that has ``targets``."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for p in sorted(Path(results_dir).glob("*.json")):
+        try:
+            data = json.loads(p.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        t = data.get("targets") if isinstance(data, dict) else None
+        if isinstance(t, list):
+            out[p.stem] = [r for r in t if isinstance(r, dict) and r.get("status") in STATUSES]
+    return out
+
+
+def _md_cell(v: Any) -> str:
+    from .tables import fmt_value
+
+    s = fmt_value(v)
+    s = s.replace("\u00d710<sup>", "e").replace("</sup>", "")
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, str] | None = None) -> str:
+    """The scorecard page (MyST markdown): a summary and one table across all chapters."""
+    titles = titles or {}
+    lines = [
+        "# Reproduction scorecard",
+        "",
+        "Every reproduction target that the chapters check, gathered from their last successful run "
+        "(`results/NAME.json`, written by `python -m dputils run`). A target that fails stops its chapter's run, "
+        "so a built book shows no *fail*; *not reproduced* rows give the measured numbers and the reason; "
+        "*not run* rows need what this machine does not have (a GPU, a data set) or a larger profile. "
+        "*source* says where the reference number comes from: the paper, or a computed anchor of our own.",
+        "",
+    ]
+    totals = {s: 0 for s in STATUSES}
+    for recs in targets.values():
+        for r in recs:
+            totals[r["status"]] += 1
+    lines.append("**Totals:** " + ", ".join(f"{n} {s}" for s, n in totals.items()) + ".")
+    lines.append("")
+    lines.append("| chapter | target | what | source | paper | ours | tolerance | status | reason |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    for chapter, recs in targets.items():
+        link = f"{{doc}}`{titles[chapter]} <methods/{chapter}>`" if chapter in titles else f"{{doc}}`methods/{chapter}`"
+        for r in recs:
+            status = r["status"]
+            status_md = f"**{status}**" if status in ("fail", "not reproduced") else status
+            lines.append("| " + " | ".join([
+                link, _md_cell(r.get("id")), _md_cell(r.get("what")), _md_cell(r.get("source")),
+                _md_cell(r.get("paper")), _md_cell(r.get("ours")), _md_cell(r.get("tolerance")), status_md,
+                _md_cell(r.get("reason") or ""),
+            ]) + " |")
+    if not targets:
+        lines.append("| \u2014 | | no chapter has recorded targets yet | | | | | | |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write_page(results_dir: Path, out: Path, chapters: Iterable[str] | None = None,
+               titles: dict[str, str] | None = None) -> Path:
+    """Write the scorecard page for the chapters (in that order; default: every results file)."""
+    targets = load_targets(results_dir)
+    if chapters is not None:
+        order = list(chapters)
+        targets = {c: targets[c] for c in order if c in targets}
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page_markdown(targets, titles))
+    return out

@@ -1,0 +1,123 @@
+"""Tables for the book: rows of values rendered as an HTML table (with a plain-text fallback).
+
+Notebooks show comparisons (paper vs ours, accountant vs accountant) as real tables rather than
+``print()`` output: ``show_table(rows, columns=..., caption=...)``. Numbers are formatted to a fixed
+number of significant digits, a ``status`` column is coloured (pass / fail / not reproduced / not run),
+and the table stays inside the page's content column (it wraps instead of scrolling).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any, Iterable, Mapping, Sequence
+
+STATUS_STYLE = {
+    "pass": "color:#1a7f37;font-weight:600",
+    "fail": "color:#cf222e;font-weight:600",
+    "not reproduced": "color:#9a6700;font-weight:600",
+    "not run": "color:#57606a;font-style:italic",
+}
+
+
+def fmt_value(v: Any, digits: int = 4) -> str:
+    """A compact, readable string: numbers to ``digits`` significant digits, None as an em dash."""
+    if v is None:
+        return "\u2014"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}" if abs(v) >= 10_000 else str(v)
+    if isinstance(v, float) or hasattr(v, "__float__") and not isinstance(v, str):
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            return str(v)
+        if math.isnan(x):
+            return "nan"
+        if math.isinf(x):
+            return "\u221e" if x > 0 else "-\u221e"
+        if x == 0:
+            return "0"
+        if 1e-3 <= abs(x) < 1e6:
+            s = f"{x:.{digits}g}"
+            return s
+        m, e = f"{x:.{max(digits - 1, 0)}e}".split("e")
+        return f"{m}\u00d710<sup>{int(e)}</sup>"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(fmt_value(x, digits) for x in v)
+    return str(v)
+
+
+class Table:
+    """An HTML table that Jupyter and the book render (``_repr_html_``), with a text form for terminals."""
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None,
+                 caption: str | None = None, digits: int = 4, headers: Mapping[str, str] | None = None):
+        self.rows = [dict(r) for r in rows]
+        if columns is None:
+            columns = []
+            for r in self.rows:
+                for k in r:
+                    if k not in columns:
+                        columns.append(k)
+        self.columns = list(columns)
+        self.caption = caption
+        self.digits = digits
+        self.headers = dict(headers or {})
+
+    def _cell(self, col: str, v: Any) -> str:
+        text = fmt_value(v, self.digits)
+        if col == "status" and isinstance(v, str):
+            style = STATUS_STYLE.get(v, "")
+            return f'<td style="{style}">{html.escape(text)}</td>'
+        if "<sup>" in text:  # our own exponent markup; the rest is escaped
+            mant, rest = text.split("<sup>", 1)
+            return f'<td style="text-align:right">{html.escape(mant)}<sup>{html.escape(rest[:-6])}</sup></td>'
+        align = "right" if isinstance(v, (int, float)) and not isinstance(v, bool) else "left"
+        return f'<td style="text-align:{align}">{html.escape(text)}</td>'
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(self.headers.get(c, c))}</th>" for c in self.columns)
+        body = "".join(
+            "<tr>" + "".join(self._cell(c, r.get(c)) for c in self.columns) + "</tr>" for r in self.rows
+        )
+        cap = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
+        return (
+            '<table class="dpbook-table" style="max-width:100%;width:auto;table-layout:auto;'
+            'word-break:break-word;font-size:0.85em">'
+            f"{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        )
+
+    def __str__(self) -> str:
+        cols = self.columns
+        cells = [[self.headers.get(c, c) for c in cols]]
+        for r in self.rows:
+            cells.append([fmt_value(r.get(c), self.digits).replace("\u00d710<sup>", "e").replace("</sup>", "")
+                          for c in cols])
+        widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
+        lines = ["  ".join(s.ljust(w) for s, w in zip(row, widths)) for row in cells]
+        if self.caption:
+            lines.insert(0, self.caption)
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def show_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None, caption: str | None = None,
+               digits: int = 4, headers: Mapping[str, str] | None = None) -> Table:
+    """Display ``rows`` (dicts) as a table in a notebook and return the :class:`Table`.
+
+    In a notebook the table is displayed at once (so it can sit in the middle of a cell); elsewhere it is
+    only returned.
+    """
+    t = Table(list(rows), columns, caption, digits, headers)
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+
+        if get_ipython() is not None:
+            display(t)
+    except ImportError:  # pragma: no cover - IPython is always there in a notebook
+        pass
+    return t

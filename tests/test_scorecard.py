@@ -1,0 +1,73 @@
+"""Reproduction targets (dputils.scorecard) and the book's tables (dputils.tables)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dputils import results
+from dputils.scorecard import Targets, load_targets, page_markdown, within, write_page
+from dputils.tables import Table, fmt_value
+
+
+def test_within_modes():
+    assert within(1.05, 1.0, 0.1) and not within(1.2, 1.0, 0.1)
+    assert within(1.05, 1.0, 0.06, "rel") and not within(1.07, 1.0, 0.06, "rel")
+    assert within(0.9, 1.0, 0.0, "le") and not within(1.01, 1.0, 0.0, "le")
+    assert within(1.1, 1.0, 0.0, "ge") and not within(0.99, 1.0, 0.0, "ge")
+    assert within([1.0, 2.0], [1.01, 2.02], 0.05) and not within([1.0, 2.5], [1.0, 2.0], 0.1)
+    assert not within(float("nan"), 1.0, 10.0)
+    with pytest.raises(ValueError):
+        within([1.0], [1.0, 2.0], 0.1)
+
+
+def test_check_records_and_raises_on_failure():
+    tg = Targets("demo")
+    assert tg.check("T1", "a", np.float64(6.83), 6.75, 0.3)
+    with pytest.raises(AssertionError, match="T2"):
+        tg.check("T2", "b", 2.0, 1.0, 0.5)
+    assert [r["status"] for r in tg.records] == ["pass", "fail"]
+    assert isinstance(tg.records[0]["ours"], float)  # numpy scalars become plain numbers
+    with pytest.raises(ValueError):
+        tg.check("T1", "again", 1.0, 1.0, 0.1)
+
+
+def test_not_reproduced_refuses_a_target_that_reproduces():
+    tg = Targets("demo")
+    tg.not_reproduced("T4", "x", ours=1.64, paper=1.348, tol=0.2, reason="sigma unpublished")
+    with pytest.raises(AssertionError, match="reproduces now"):
+        tg.not_reproduced("T5", "y", ours=1.0, paper=1.01, tol=0.1, reason="?")
+    tg.not_run("T9", "z", reason="needs a GPU")
+    assert tg.summary() == {"pass": 0, "fail": 0, "not reproduced": 1, "not run": 1}
+
+
+def test_targets_round_trip_through_results_and_page(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPBOOK_RESULTS_DIR", str(tmp_path))
+    tg = Targets("chap")
+    tg.check("T1", "eps | bracket", 1.0, 1.0, 0.01, source="note anchor (computed)")
+    tg.not_run("T2", "GPU run", reason="no GPU here")
+    results.save("chap", targets=tg, other=3)
+    (tmp_path / "broken.json").write_text("{not json")
+    loaded = load_targets(tmp_path)
+    assert list(loaded) == ["chap"] and [r["id"] for r in loaded["chap"]] == ["T1", "T2"]
+    page = write_page(tmp_path, tmp_path / "scorecard.md", chapters=["chap", "missing"]).read_text()
+    assert "{doc}`methods/chap`" in page
+    assert "eps \\| bracket" in page  # pipes escaped inside the markdown table
+    assert "1 pass, 0 fail, 0 not reproduced, 1 not run" in page
+    assert json.loads((tmp_path / "chap.json").read_text())["targets"][1]["reason"] == "no GPU here"
+
+
+def test_page_without_targets_says_so():
+    assert "no chapter has recorded targets yet" in page_markdown({})
+
+
+def test_table_html_escapes_and_formats():
+    t = Table([{"name": "<b>", "value": 1.23456789e-12, "status": "fail", "n": 123456}], caption="c")
+    h = t._repr_html_()
+    assert "&lt;b&gt;" in h and "<caption>c</caption>" in h
+    assert "1.235\u00d710<sup>-12</sup>" in h
+    assert "123,456" in h and "color:#cf222e" in h
+    assert "1.235e-12" in str(t)
+    assert fmt_value(None) == "\u2014" and fmt_value(float("inf")) == "\u221e" and fmt_value(0.5) == "0.5"
