@@ -9,7 +9,9 @@ Commands:
 * ``audit``: one-run privacy auditing of canary scores (when the audit module is installed).
 * ``accountants``: the registered accountant names.
 
+Output is strict JSON (RFC 8259): a bound the method cannot give, or a vacuous (infinite) one, is null.
 Bad input exits with status 2 and one line naming the parameter; numerical failure with status 3.
+An option the chosen accountant or mechanism does not use, or an option given twice, is bad input.
 """
 
 from __future__ import annotations
@@ -17,19 +19,58 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
+import warnings
+from pathlib import Path
 from typing import Any, Sequence
 
 from .errors import DPValueError, NumericalError, check_delta, check_epsilon, check_positive, check_positive_int
 
+#: Numbers argparse must read as values, not as options: ``-1e-5``, ``-.5``, ``-inf``, ``-nan``.
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
+
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that exits 2 with one line (no usage dump) on errors."""
+    """argparse that exits 2 with one line (no usage dump) on errors, reads negative numbers such as
+    ``-1e-5`` as values (so the range check, not argparse, reports them), takes no abbreviations and
+    refuses an option given twice."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_NUMBER
 
     def error(self, message: str) -> None:  # type: ignore[override]
         sys.stderr.write(f"error: {message}\n")
         raise SystemExit(2)
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        argv = list(sys.argv[1:] if args is None else args)
+        result = super().parse_known_args(argv, namespace)
+        _refuse_repeated(self, argv)
+        return result
+
+
+def _refuse_repeated(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """``--sigma 1 --sigma 2`` silently keeps the last value in argparse: refuse it instead."""
+    seen: dict[str, str] = {}
+    for tok in argv:
+        if tok == "--":
+            break
+        if not tok.startswith("-") or _NEGATIVE_NUMBER.match(tok):
+            continue
+        action = parser._option_string_actions.get(tok.split("=", 1)[0])
+        if action is None or isinstance(action, (argparse._HelpAction, argparse._AppendAction,
+                                                 argparse._CountAction)):
+            continue
+        flag = tok.split("=", 1)[0]
+        if action.dest in seen:
+            first = seen[action.dest]
+            also = f" (also as {first})" if first != flag else ""
+            raise DPValueError(f"{flag} given more than once{also}; give each option once")
+        seen[action.dest] = flag
 
 
 def _float(s: str) -> float:
@@ -39,19 +80,77 @@ def _float(s: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
 
 
+# ---------------------------------------------------------------------------------------------- strict JSON
+def jsonable(obj: Any) -> Any:
+    """``obj`` with numpy scalars/arrays, tuples and paths made plain, and every non-finite float (an
+    infinite, i.e. vacuous, bound or an undefined one) written as None, so that ``json.dumps(...,
+    allow_nan=False)`` gives strict RFC 8259 JSON. The one place the command line converts its output."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in obj]
+    if hasattr(obj, "tolist") and hasattr(obj, "dtype"):  # numpy arrays and scalars
+        return jsonable(obj.tolist())
+    if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
+        return obj
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "to_dict") and callable(obj.to_dict):
+        return jsonable(obj.to_dict())
+    try:
+        x = float(obj)
+    except (TypeError, ValueError):
+        return str(obj)
+    return x if math.isfinite(x) else None
+
+
+def dumps(obj: Any) -> str:
+    """Strict JSON text of ``obj`` (see :func:`jsonable`)."""
+    return json.dumps(jsonable(obj), allow_nan=False)
+
+
+# ---------------------------------------------------------------------------------------------- accounting
+#: Options shared by epsilon/delta/calibrate; which an accountant reads is its registration's common_flags.
+_COMMON_HELP = {
+    "mechanism": "gaussian | subsampled-gaussian | laplace (| balls-in-bins for matrix accountants)",
+    "sigma": "noise multiplier (std / sensitivity), > 0; gaussian and subsampled-gaussian",
+    "q": "Poisson sampling probability in (0, 1]; subsampled-gaussian only",
+    "scale": "Laplace scale, > 0; laplace only",
+    "steps": "number of compositions, an integer >= 1 (default 1)",
+    "direction": "neighbouring direction: both (default: the worse of add and remove), add or remove",
+}
+
+
 def _add_common_accounting(p: argparse.ArgumentParser) -> None:
+    # Every common option defaults to None so that "given by the user" can be told apart from a default.
     p.add_argument("--accountant", required=True, help="accountant name (see `python -m dputils accountants`)")
-    p.add_argument("--mechanism", default=None, help="gaussian | subsampled-gaussian | laplace (| balls-in-bins ...)")
-    p.add_argument("--sigma", type=_float, default=None, help="noise multiplier (std / sensitivity)")
-    p.add_argument("--q", type=_float, default=None, help="Poisson sampling probability in (0, 1]")
-    p.add_argument("--scale", type=_float, default=None, help="Laplace scale")
-    p.add_argument("--steps", type=_float, default=1, help="number of compositions (>= 1)")
-    p.add_argument("--direction", default="both", choices=["both", "add", "remove"],
-                   help="neighbouring direction (default: the worse of both)")
+    p.add_argument("--mechanism", default=None, help=_COMMON_HELP["mechanism"])
+    p.add_argument("--sigma", type=_float, default=None, help=_COMMON_HELP["sigma"])
+    p.add_argument("--q", type=_float, default=None, help=_COMMON_HELP["q"])
+    p.add_argument("--scale", type=_float, default=None, help=_COMMON_HELP["scale"])
+    p.add_argument("--steps", type=_float, default=None, help=_COMMON_HELP["steps"])
+    p.add_argument("--direction", default=None, choices=["both", "add", "remove"], help=_COMMON_HELP["direction"])
+
+
+def _refuse_unused(args: argparse.Namespace, spec, argv: Sequence[str], searched: str | None = None) -> None:
+    """A common option the accountant does not read is an error naming it (not silently ignored)."""
+    from .accountants.registry import COMMON_FLAGS
+
+    for flag in sorted(COMMON_FLAGS):
+        if getattr(args, flag, None) is None:
+            continue
+        if flag == searched:
+            raise DPValueError(f"--{flag}: calibrate searches for {flag}; leave the option out")
+        if flag not in spec.common_flags:
+            used = sorted(spec.common_flags - {searched} if searched else spec.common_flags)
+            reads = f"it reads {', '.join('--' + f for f in used)}" if used else "it reads none of the common options"
+            raise DPValueError(f"--{flag} is not used by accountant {spec.name} ({reads}); leave it out")
 
 
 def _validate_common(args: argparse.Namespace, spec) -> None:
-    for name in ("sigma", "q", "scale", "steps", "epsilon", "delta"):
+    for name in ("sigma", "q", "scale", "steps", "epsilon", "delta", "tolerance"):
         v = getattr(args, name, None)
         if v is not None and (isinstance(v, float) and not math.isfinite(v)):
             raise DPValueError(f"{name} must be finite, got {v!r}")
@@ -62,7 +161,9 @@ def _validate_common(args: argparse.Namespace, spec) -> None:
             raise DPValueError(f"q must be in (0, 1], got {args.q!r}")
     if args.scale is not None:
         check_positive("scale", args.scale)
-    args.steps = check_positive_int("steps", args.steps)
+    args.steps = 1 if args.steps is None else check_positive_int("steps", args.steps)
+    if args.direction is None:
+        args.direction = "both"
     if spec.uses_mechanism and args.mechanism is None:
         raise DPValueError("mechanism is required (gaussian, subsampled-gaussian or laplace)")
 
@@ -72,7 +173,7 @@ def _spec_and_args(command: str, argv: Sequence[str]):
 
     pre = _Parser(prog=f"python -m dputils {command}", add_help=False)
     pre.add_argument("--accountant")
-    known, _ = pre.parse_known_args(argv)
+    known, _ = argparse.ArgumentParser.parse_known_args(pre, argv)
     parser = _Parser(prog=f"python -m dputils {command}", description=f"{command} of a composed mechanism")
     _add_common_accounting(parser)
     if command == "epsilon":
@@ -82,7 +183,9 @@ def _spec_and_args(command: str, argv: Sequence[str]):
     else:  # calibrate
         parser.add_argument("--epsilon", type=_float, required=True, help="target epsilon > 0")
         parser.add_argument("--delta", type=_float, required=True, help="target delta in (0, 1)")
-        parser.add_argument("--tolerance", type=_float, default=1e-3, help="relative width of the final bracket")
+        parser.add_argument("--tolerance", type=_float, default=1e-3,
+                            help=f"relative width of the final bracket, in [{TOLERANCE_MIN:g}, {TOLERANCE_MAX:g}] "
+                                 "(default 1e-3)")
     spec = None
     if known.accountant is not None:
         try:
@@ -98,6 +201,7 @@ def _spec_and_args(command: str, argv: Sequence[str]):
 
 def _query(command: str, argv: Sequence[str]) -> dict[str, Any]:
     spec, args = _spec_and_args(command, argv)
+    _refuse_unused(args, spec, argv)
     _validate_common(args, spec)
     t0 = time.perf_counter()
     if command == "epsilon":
@@ -112,66 +216,200 @@ def _query(command: str, argv: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+#: The range of ``--tolerance`` (relative width of calibrate's final bracket).
+TOLERANCE_MIN, TOLERANCE_MAX = 1e-12, 0.5
+#: The noise range calibrate searches, and its cap on accountant evaluations.
+CALIBRATE_RANGE = (1e-3, 1e4)
+MAX_EVALUATIONS = 200
+
+
+def check_tolerance(tolerance: Any) -> float:
+    """``tolerance`` in [TOLERANCE_MIN, TOLERANCE_MAX] (a smaller one never ends in floating point)."""
+    from .errors import check_finite
+
+    t = check_finite("tolerance", tolerance)
+    if not TOLERANCE_MIN <= t <= TOLERANCE_MAX:
+        raise DPValueError(f"tolerance must be in [{TOLERANCE_MIN:g}, {TOLERANCE_MAX:g}], got {t!r}")
+    return t
+
+
 def calibrate(build, args: argparse.Namespace, parameter: str, epsilon: float, delta: float,
-              tolerance: float = 1e-3) -> dict[str, Any]:
+              tolerance: float = 1e-3, max_evaluations: int = MAX_EVALUATIONS) -> dict[str, Any]:
     """Smallest value of ``parameter`` (a noise level: larger is more private) whose epsilon(delta) <= target.
 
-    Bisection on the accountant's *upper* bound; the value returned is the upper end of the final
-    bracket, so the achieved epsilon never exceeds the target (conservative by construction).
+    The search runs over :data:`CALIBRATE_RANGE`: doubling up from 1 (or halving down) until the target
+    is bracketed, then bisection on the accountant's *upper* bound until the bracket's relative width is
+    at most ``tolerance``. The value returned is the upper end of the final bracket, so the achieved
+    epsilon never exceeds the target (conservative by construction). An evaluation that fails with
+    :class:`NumericalError` counts as not meeting the target. At most ``max_evaluations`` accountant
+    evaluations; :class:`NumericalError` when the search does not end within them or the target lies
+    outside the range.
     """
+    tolerance = check_tolerance(tolerance)
+    max_evaluations = check_positive_int("max_evaluations", max_evaluations)
+    lo_lim, hi_lim = CALIBRATE_RANGE
+    n = 0
 
     def eps_at(v: float) -> float:
+        nonlocal n
+        if n >= max_evaluations:
+            raise NumericalError(f"calibrate: no convergence within {max_evaluations} accountant evaluations "
+                                 f"({parameter} bracket [{lo:.6g}, {hi:.6g}]); use a larger --tolerance")
+        n += 1
         setattr(args, parameter, v)
-        r = build(args).get_epsilon(delta)
-        return float(r.upper if r.upper is not None else r.value)
-
-    lo, hi = 1e-3, 1.0
-    while True:
         try:
-            e_hi = eps_at(hi)
+            r = build(args).get_epsilon(delta)
         except NumericalError:
-            e_hi = math.inf
-        if e_hi <= epsilon:
-            break
-        lo, hi = hi, hi * 2
-        if hi > 1e4:
-            raise NumericalError(f"calibrate: no {parameter} <= 1e4 reaches epsilon={epsilon} at delta={delta}")
+            return math.inf
+        e = float(r.upper if r.upper is not None else r.value)
+        return math.inf if math.isnan(e) else e
+
+    lo, hi = lo_lim, 1.0
+    e_hi = eps_at(hi)
+    if e_hi <= epsilon:  # search down for a value that fails
+        while True:
+            cand = hi / 2
+            if cand < lo_lim:
+                raise DPValueError(
+                    f"epsilon: target {epsilon:g} is met already at {parameter}={hi:g}; calibrate searches "
+                    f"{parameter} in [{lo_lim:g}, {hi_lim:g}], so give a smaller target epsilon")
+            e = eps_at(cand)
+            if e <= epsilon:
+                hi, e_hi = cand, e
+            else:
+                lo = cand
+                break
+    else:
+        while e_hi > epsilon:
+            lo, hi = hi, hi * 2
+            if hi > hi_lim:
+                raise NumericalError(f"calibrate: no {parameter} <= {hi_lim:g} reaches epsilon={epsilon:g} "
+                                     f"at delta={delta:g}")
+            e_hi = eps_at(hi)
     while hi - lo > tolerance * hi:
         mid = 0.5 * (lo + hi)
-        try:
-            e = eps_at(mid)
-        except NumericalError:
-            e = math.inf
+        if not lo < mid < hi:  # floating point cannot split the bracket further
+            break
+        e = eps_at(mid)
         if e <= epsilon:
             hi, e_hi = mid, e
         else:
             lo = mid
-    return {parameter: hi, "epsilon": e_hi, "bracket": [lo, hi], "target_epsilon": epsilon, "delta": delta}
+    return {parameter: hi, "epsilon": e_hi, "bracket": [lo, hi], "target_epsilon": epsilon, "delta": delta,
+            "evaluations": n}
+
+
+#: Peak bytes per privacy-loss grid point of a grid (PLD-type) accountant, measured for the PLD accountant
+#: (all its arrays and the FFT buffers, about 2.5 kB per point of the loss range); used for estimates only.
+GRID_BYTES_PER_POINT = 2048.0
+
+
+def _check_grid_for_target(args: argparse.Namespace, epsilon: float) -> None:
+    """Up-front memory estimate of calibrating a grid accountant (one with ``--discretization``).
+
+    The search evaluates the accountant at noise levels whose epsilon is up to about 4x the target (halving
+    a Gaussian's noise quadruples its loss), and a privacy-loss grid of width h needs about epsilon / h
+    points to represent that. A target the grid cannot hold in this machine's memory is refused (exit 2)
+    instead of being searched for hours.
+    """
+    from .resources import check_memory
+
+    h = getattr(args, "discretization", None)
+    if h is None:
+        return
+    h = check_positive("discretization", h)
+    points = 4.0 * epsilon / h
+    check_memory("epsilon", points * GRID_BYTES_PER_POINT,
+                 f"calibrating to epsilon={epsilon:g} at discretization {h:g} (about {points:.2g} grid points)",
+                 hint="give a smaller target --epsilon or a coarser --discretization")
 
 
 def _calibrate(argv: Sequence[str]) -> dict[str, Any]:
     spec, args = _spec_and_args("calibrate", argv)
     if spec.noise_parameter is None:
-        raise DPValueError(f"accountant {spec.name} cannot be calibrated")
-    if getattr(args, spec.noise_parameter, None) is None:
-        setattr(args, spec.noise_parameter, 1.0)  # placeholder so the mechanism validates; the search sets it
+        raise DPValueError(f"accountant: {spec.name} cannot be calibrated")
+    parameter = spec.noise_parameter
+    if spec.uses_mechanism and args.mechanism == "laplace" and parameter == "sigma":
+        parameter = "scale"  # the Laplace mechanism's noise parameter
+    _refuse_unused(args, spec, argv, searched=parameter)
+    setattr(args, parameter, 1.0)  # placeholder so the mechanism validates; the search sets it
     _validate_common(args, spec)
     eps = check_positive("epsilon", args.epsilon)
     delta = check_delta(args.delta)
+    tol = check_tolerance(args.tolerance)
+    _check_grid_for_target(args, eps)
     t0 = time.perf_counter()
-    out = calibrate(spec.build, args, spec.noise_parameter, eps, delta, args.tolerance)
+    out = calibrate(spec.build, args, parameter, eps, delta, tol)
     out["accountant"] = spec.name
     out["seconds"] = round(time.perf_counter() - t0, 6)
     return out
 
 
-def _run_parser(prog: str) -> argparse.ArgumentParser:
-    p = _Parser(prog=prog)
-    p.add_argument("--profile", default="full", choices=["smoke", "full", "paper"], help="parameter profile")
-    p.add_argument("--only", nargs="+", default=None, metavar="NAME", help="only these notebooks (stems)")
-    p.add_argument("--jobs", type=int, default=2, help="notebooks executed in parallel (default 2)")
-    p.add_argument("--timeout", type=int, default=3600, help="per-cell timeout in seconds")
-    return p
+def _audit(argv: Sequence[str]) -> dict[str, Any] | None:
+    try:
+        from .audit import cli as audit_cli
+    except ModuleNotFoundError:
+        return None
+    p = _Parser(prog="python -m dputils audit")
+    audit_cli.add_arguments(p)
+    return audit_cli.run(p.parse_args(argv))
+
+
+def _accounting_command(cmd: str, rest: Sequence[str]) -> int:
+    """epsilon / delta / calibrate / audit / accountants: JSON on stdout, or one line on stderr.
+
+    Bad input (:class:`DPValueError`, argparse errors) exits 2; a computation that cannot give a
+    trustworthy number (:class:`NumericalError`, overflow, a singular matrix, any other ValueError or
+    ArithmeticError from the numerics, running out of memory) exits 3. numpy's RuntimeWarnings are not
+    printed: a number they would taint is refused by the checks instead.
+    """
+    import numpy as np
+
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")  # RuntimeWarnings etc.: degraded results are flagged in the JSON
+            if cmd in ("epsilon", "delta"):
+                out = _query(cmd, rest)
+            elif cmd == "calibrate":
+                out = _calibrate(rest)
+            elif cmd == "audit":
+                out = _audit(rest)
+                if out is None:
+                    sys.stderr.write("error: the audit module is not available in this checkout\n")
+                    return 2
+            else:  # accountants
+                from .accountants import registry
+
+                if rest:
+                    raise DPValueError(f"accountants takes no options, got {' '.join(rest)!r}")
+                for name in registry.names():
+                    print(f"{name:24s} {registry.get(name).help}")
+                return 0
+            text = dumps(out)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2, already reported)
+        return exc.code if isinstance(exc.code, int) else 2
+    except DPValueError as exc:
+        sys.stderr.write(f"error: {_one_line(exc)}\n")
+        return 2
+    except np.linalg.LinAlgError as exc:
+        sys.stderr.write(f"numerical error: linear algebra failed ({_one_line(exc)})\n")
+        return 3
+    except MemoryError:
+        sys.stderr.write("numerical error: ran out of memory; use smaller parameters\n")
+        return 3
+    except OverflowError as exc:
+        sys.stderr.write(f"numerical error: overflow ({_one_line(exc)})\n")
+        return 3
+    except (NumericalError, ArithmeticError, ValueError) as exc:
+        sys.stderr.write(f"numerical error: {_one_line(exc)}\n")
+        return 3
+    print(text)
+    return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    msg = " ".join(str(exc).split()) or type(exc).__name__
+    return msg
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -185,39 +423,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"error: unknown command {cmd!r}; use one of {', '.join(commands)}\n")
         return 2
     try:
-        if cmd in ("epsilon", "delta"):
-            print(json.dumps(_query(cmd, rest)))
-            return 0
-        if cmd == "calibrate":
-            print(json.dumps(_calibrate(rest)))
-            return 0
-        if cmd == "accountants":
-            from .accountants import registry
+        if cmd in ("epsilon", "delta", "calibrate", "audit", "accountants"):
+            return _accounting_command(cmd, rest)
+        from .run import cli_main
 
-            for name in registry.names():
-                print(f"{name:24s} {registry.get(name).help}")
-            return 0
-        if cmd == "audit":
-            try:
-                from .audit import cli as audit_cli
-            except ModuleNotFoundError:
-                sys.stderr.write("error: the audit module is not available in this checkout\n")
-                return 2
-            p = _Parser(prog="python -m dputils audit")
-            audit_cli.add_arguments(p)
-            print(json.dumps(audit_cli.run(p.parse_args(rest))))
-            return 0
-        from . import run as runner
-
-        args = _run_parser(f"python -m dputils {cmd}").parse_args(rest)
-        if args.jobs < 1:
-            raise DPValueError(f"jobs must be >= 1, got {args.jobs}")
-        ok = runner.run_notebooks(profile=args.profile, only=args.only, jobs=args.jobs, timeout=args.timeout)
-        if not ok:
-            return 1
-        if cmd == "book":
-            return runner.build_book()
-        return 0
+        return cli_main(cmd, rest)
     except (DPValueError, ValueError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2

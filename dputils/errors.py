@@ -19,13 +19,25 @@ class NumericalError(ArithmeticError):
     """A computation could not produce a trustworthy number (no root bracket, overflow, precision loss)."""
 
 
+def _is_bool(value: Any) -> bool:
+    """True for Python and numpy booleans (which ``float`` would silently turn into 0.0 / 1.0)."""
+    return isinstance(value, bool) or type(value).__name__ in ("bool_", "bool") and hasattr(value, "dtype")
+
+
 def _as_float(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real,)):
+    if _is_bool(value):
+        raise DPValueError(f"{name} must be a real number, got the boolean {value!r}")
+    if not isinstance(value, (numbers.Real,)):
+        if isinstance(value, (numbers.Complex, bytes)) or getattr(value, "ndim", 0):
+            raise DPValueError(f"{name} must be a real number, got {value!r}")
         try:
             value = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise DPValueError(f"{name} must be a real number, got {value!r}") from None
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # a huge int
+        raise DPValueError(f"{name} must be finite, got an integer of {len(str(abs(value)))} digits") from None
     if not math.isfinite(x):
         raise DPValueError(f"{name} must be finite, got {x!r}")
     return x
@@ -78,11 +90,16 @@ def check_probability(name: str, value: Any, *, allow_zero: bool = False, allow_
 
 
 def _check_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool):
+    if _is_bool(value) or isinstance(value, bytes) or (
+            isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real)):
         raise DPValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    if isinstance(value, numbers.Integral):
+        if int(value) < low:
+            raise DPValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        return int(value)
     try:
         x = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise DPValueError(f"{name} must be an integer >= {low}, got {value!r}") from None
     if not math.isfinite(x) or x != int(x) or x < low:
         raise DPValueError(f"{name} must be an integer >= {low}, got {value!r}")

@@ -781,12 +781,25 @@ class GaussianMixtureMechanism(Mechanism):
 
 
 MECHANISM_NAMES = ("gaussian", "subsampled-gaussian", "laplace")
+#: The parameters each named mechanism takes (besides ``sensitivity``).
+_MECHANISM_PARAMETERS = {"gaussian": ("sigma",), "subsampled-gaussian": ("sigma", "q"), "laplace": ("scale",)}
 
 
 def make_mechanism(name: str, *, sigma: float | None = None, q: float | None = None, scale: float | None = None,
                    sensitivity: float = 1.0) -> Mechanism:
-    """Build a mechanism by its command-line name, checking that its parameters are given."""
+    """Build a mechanism by its command-line name, checking that its parameters are given.
+
+    A parameter the named mechanism does not use (``q`` or ``scale`` for ``gaussian``, ``sigma`` or ``q``
+    for ``laplace``, ``scale`` for ``subsampled-gaussian``) is refused, not ignored.
+    """
     check_choice("mechanism", name, MECHANISM_NAMES)
+    uses = _MECHANISM_PARAMETERS[name]
+    for pname, value in (("sigma", sigma), ("q", q), ("scale", scale)):
+        if value is not None and pname not in uses:
+            hint = {"q": "; use mechanism subsampled-gaussian for Poisson subsampling",
+                    "scale": "; scale is the Laplace mechanism's parameter",
+                    "sigma": "; sigma is the Gaussian mechanisms' parameter"}[pname]
+            raise DPValueError(f"{pname} is not a parameter of mechanism {name} (it takes {', '.join(uses)}){hint}")
     if name == "gaussian":
         if sigma is None:
             raise DPValueError("sigma is required for mechanism gaussian (sigma > 0)")
@@ -802,5 +815,8 @@ def make_mechanism(name: str, *, sigma: float | None = None, q: float | None = N
 
 def mechanism_from_args(args: argparse.Namespace) -> Mechanism:
     """The mechanism described by the command-line options ``--mechanism --sigma --q --scale``."""
-    return make_mechanism(args.mechanism, sigma=args.sigma, q=args.q, scale=args.scale,
-                          sensitivity=getattr(args, "sensitivity", 1.0) or 1.0)
+    if getattr(args, "mechanism", None) is None:
+        raise DPValueError(f"mechanism is required ({', '.join(MECHANISM_NAMES)})")
+    sensitivity = getattr(args, "sensitivity", None)
+    return make_mechanism(args.mechanism, sigma=getattr(args, "sigma", None), q=getattr(args, "q", None),
+                          scale=getattr(args, "scale", None), sensitivity=1.0 if sensitivity is None else sensitivity)

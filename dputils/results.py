@@ -2,7 +2,12 @@
 
 Every notebook ends with ``dputils.results.save(NAME, key=value, ...)``. The file lands in
 ``$DPBOOK_RESULTS_DIR/NAME.json`` (default: ``results/`` under the current working directory's
-repository root). Tests and the book read these files; nobody scrapes cell output.
+repository root), written atomically and readable by all (mode 0644). Tests and the book read these
+files; nobody scrapes cell output.
+
+The runner executes each notebook in a staging folder (``DPBOOK_RESULTS_DIR`` points there) and moves
+its results into place only when the whole notebook passed; ``load`` falls back to
+``$DPBOOK_RESULTS_PUBLISHED`` (the published folder) for results the staged run did not write itself.
 """
 
 from __future__ import annotations
@@ -92,6 +97,7 @@ def save(name: str, /, **values: Any) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".json.tmp", dir=out_dir)
     try:
         with os.fdopen(fd, "w") as fh:
+            os.fchmod(fh.fileno(), 0o644)  # mkstemp creates 0600; results are ordinary outputs
             fh.write(text + "\n")
             fh.flush()
             os.fsync(fh.fileno())
@@ -106,9 +112,19 @@ def save(name: str, /, **values: Any) -> Path:
 
 
 def load(name: str, directory: Path | str | None = None) -> dict[str, Any]:
-    """Read ``results/NAME.json`` back (non-finite markers become floats again)."""
-    d = Path(directory) if directory is not None else results_dir()
-    with open(d / f"{name}.json") as fh:
+    """Read ``results/NAME.json`` back (non-finite markers become floats again).
+
+    Without ``directory``: ``results_dir()``, else ``$DPBOOK_RESULTS_PUBLISHED`` when the file is only there
+    (a notebook run by the runner reads another notebook's published results).
+    """
+    if directory is not None:
+        path = Path(directory) / f"{name}.json"
+    else:
+        path = results_dir() / f"{name}.json"
+        published = os.environ.get("DPBOOK_RESULTS_PUBLISHED")
+        if not path.is_file() and published:
+            path = Path(published) / f"{name}.json"
+    with open(path) as fh:
         return _from_json(json.load(fh))
 
 

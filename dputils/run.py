@@ -1,33 +1,88 @@
-"""The papermill runner: notebooks/NAME.md -> book/methods/NAME.ipynb (+ results/NAME.json).
+"""The papermill runner: notebooks/NAME.md -> METHODS/NAME.ipynb (+ RESULTS/NAME.json).
 
 Each MyST source is read with jupytext and executed by papermill with the parameters of the chosen
 profile (``params/<profile>.yml``, keyed by notebook stem; ``paper`` falls back to ``full`` for
 notebooks it does not list). Kernels run with ``TQDM_DISABLE=1`` (no widget noise in the book) and
-``DPBOOK_RESULTS_DIR`` pointing at ``results/``. Failures are reported with the notebook, the cell and the
-error; the return value says whether everything passed.
+their "running over TCP without encryption" warning silenced (``--IPKernelApp.log_level=ERROR``).
+
+Where the outputs go (``python -m dputils run``):
+
+* ``full`` (the book's profile) writes the book's copies: ``book/methods/NAME.ipynb`` and
+  ``results/NAME.json``.
+* ``smoke`` writes ``_build/smoke/methods/`` and ``_build/smoke/results/``, and ``paper`` writes
+  ``_build/paper/methods/`` and ``_build/paper/results/``: a quick check or a long paper-scale run never
+  replaces what the book shows. ``--output DIR`` sends any profile to ``DIR/methods/`` and
+  ``DIR/results/``; ``--output book`` sends it to the book's places (to publish a paper-scale run).
+* ``python -m dputils book`` always executes into the book's places, then builds the book.
+
+Runs are atomic per notebook: each notebook executes into ``_build/staging/<run-id>/<NAME>/`` (its
+results in ``results/`` there, through ``DPBOOK_RESULTS_DIR``), and the executed copy and its results
+are moved into place with ``os.replace`` only when the whole notebook succeeded. A failed run leaves the
+last good copy and results untouched and keeps its own executed copy in staging for inspection; the
+report gives the notebook, the code cell, the source line (``notebooks/NAME.md:LINE``) and the exception.
+``results.load`` inside a staged notebook falls back to the published results (``DPBOOK_RESULTS_PUBLISHED``).
+
+The executed copy shows the parameters once: the ``parameters`` cell is rewritten with this run's values
+(values set by the profile say ``[default ...]``) and papermill's ``injected-parameters`` cell, which
+still runs, is tagged ``remove-cell``.
+
+The repository root is ``--root``, else the repository holding the working directory, else the folder
+above the installed ``dputils`` package; it must hold ``notebooks/`` and ``params/``.
 """
 
 from __future__ import annotations
 
+import argparse
+import ast
+import errno
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
 import traceback
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import yaml
 
 from .results import repo_root
 
 PROFILES = ("smoke", "full", "paper")
+KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]  # silences "Kernel is running over TCP without encryption"
+HEARTBEAT_S = 300.0
+
+
+class RootError(ValueError):
+    """No repository root with notebooks/ and params/ could be found."""
+
+
+def _is_root(p: Path) -> bool:
+    return (p / "notebooks").is_dir() and (p / "params").is_dir()
+
+
+def find_root(explicit: Path | str | None = None) -> Path:
+    """The repository root: ``explicit``, else the repository around the cwd, else the package's parent."""
+    if explicit is not None:
+        p = Path(explicit).expanduser().resolve()
+        if not _is_root(p):
+            raise RootError(f"root: {p} has no notebooks/ and params/ folders")
+        return p
+    here = repo_root()
+    if _is_root(here):
+        return here
+    pkg = Path(__file__).resolve().parent.parent
+    if _is_root(pkg):
+        return pkg
+    raise RootError(f"no repository root found (neither {Path.cwd()} nor {pkg} holds notebooks/ and params/); "
+                    "pass --root PATH")
 
 
 def notebook_paths(root: Path | None = None) -> list[Path]:
     """All notebook sources, sorted by name."""
-    root = root or repo_root()
+    root = root or find_root()
     return sorted((root / "notebooks").glob("*.md"))
 
 
@@ -35,7 +90,7 @@ def load_profile(profile: str, root: Path | None = None) -> dict[str, dict[str, 
     """Parameters per notebook stem for ``profile`` (``paper`` inherits ``full`` where it is silent)."""
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
-    root = root or repo_root()
+    root = root or find_root()
 
     def read(name: str) -> dict[str, dict[str, Any]]:
         p = root / "params" / f"{name}.yml"
@@ -53,9 +108,32 @@ def load_profile(profile: str, root: Path | None = None) -> dict[str, dict[str, 
     return params
 
 
+def output_dirs(profile: str, root: Path, output: Path | str | None = None) -> tuple[Path, Path]:
+    """(executed notebooks folder, results folder) for a ``run`` of ``profile`` (see the module docstring)."""
+    if output is not None and str(output) == "book":
+        return root / "book" / "methods", root / "results"
+    if output is not None:
+        base = Path(output).expanduser()
+        base = base if base.is_absolute() else Path.cwd() / base
+        return base / "methods", base / "results"
+    if profile == "full":
+        return root / "book" / "methods", root / "results"
+    return root / "_build" / profile / "methods", root / "_build" / profile / "results"
+
+
+# --------------------------------------------------------------------------- executing one notebook
+
+
 def execute_one(source: Path, output: Path, parameters: dict[str, Any], timeout: int = 3600,
-                results_dir: Path | None = None) -> dict[str, Any]:
-    """Run one notebook; returns a report dict (``ok``, ``seconds``, ``error``, ``cell``)."""
+                results_dir: Path | None = None, root: Path | None = None, profile: str | None = None,
+                published_results: Path | None = None) -> dict[str, Any]:
+    """Run one notebook into ``output`` (results into ``results_dir``); never raises.
+
+    Returns a report dict: ``name``, ``ok``, ``seconds``, ``output`` and, on failure, ``error`` (the
+    exception line), ``cell`` (the execution count), ``code_cell`` (1-based among the source's code
+    cells), ``line`` (in the cell), ``source`` (that source line), ``md_line`` (``notebooks/NAME.md:N``)
+    and ``traceback``. This does not stage: ``run_notebooks`` wraps it to publish atomically.
+    """
     import jupytext
     import papermill as pm
 
@@ -63,6 +141,8 @@ def execute_one(source: Path, output: Path, parameters: dict[str, Any], timeout:
     os.environ.setdefault("TQDM_DISABLE", "1")
     if results_dir is not None:
         os.environ["DPBOOK_RESULTS_DIR"] = str(results_dir)
+    if published_results is not None:
+        os.environ["DPBOOK_RESULTS_PUBLISHED"] = str(published_results)
     os.environ.pop("MPLBACKEND", None)  # an inherited Agg backend would silence every figure
     output.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -73,7 +153,8 @@ def execute_one(source: Path, output: Path, parameters: dict[str, Any], timeout:
             try:
                 pm.execute_notebook(nb, str(output), parameters=parameters, kernel_name="python3",
                                     progress_bar=False, log_output=False, cwd=str(output.parent),
-                                    execution_timeout=timeout, start_timeout=120)
+                                    execution_timeout=timeout, start_timeout=120,
+                                    extra_arguments=list(KERNEL_ARGS))
                 break
             except pm.PapermillExecutionError:
                 raise
@@ -81,16 +162,16 @@ def execute_one(source: Path, output: Path, parameters: dict[str, Any], timeout:
                 if attempt == 0 and ("kernel" in str(exc).lower() or "zmq" in str(exc).lower()):
                     continue
                 raise
-        _fix_input_path(output, source)
+        _finish_executed_copy(output, source, root, profile)
         report["ok"] = True
     except Exception as exc:  # report, never crash the batch
-        report["error"] = f"{type(exc).__name__}: {getattr(exc, 'evalue', None) or exc}"
+        report["error"] = _first_line(f"{type(exc).__name__}: {getattr(exc, 'evalue', None) or exc}")
         cell = getattr(exc, "exec_count", None)
         if cell is not None:
             report["cell"] = cell
-            report["error"] = f"{getattr(exc, 'ename', type(exc).__name__)}: {getattr(exc, 'evalue', '')}"
+            report["error"] = _first_line(f"{getattr(exc, 'ename', type(exc).__name__)}: {getattr(exc, 'evalue', '')}")
         report["traceback"] = "".join(traceback.format_exception_only(type(exc), exc))[-2000:]
-        report["source"] = _failing_source(output)
+        report.update(failure_location(output, source))
     finally:
         os.environ.clear()
         os.environ.update(env_backup)
@@ -98,41 +179,294 @@ def execute_one(source: Path, output: Path, parameters: dict[str, Any], timeout:
     return report
 
 
-def _failing_source(output: Path) -> str | None:
-    """First line of the code cell that raised, read from the executed copy (None if unavailable)."""
+def _first_line(text: str, limit: int = 300) -> str:
+    lines = [ln for ln in str(text).strip().splitlines() if ln.strip()]
+    line = lines[0] if lines else str(text).strip()
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_FRAME = re.compile(r"^\s*Cell In\s*\[(\d+)\],\s*line (\d+)", re.M)
+_ARROW = re.compile(r"^\s*-+>\s*(\d+)", re.M)
+
+
+def failure_location(executed: Path, source: Path | None = None) -> dict[str, Any]:
+    """Where the executed copy failed: execution count, code cell, line in the cell, source line, md line.
+
+    The line comes from IPython's traceback of the failing cell: the innermost ``Cell In[N], line L`` frame
+    of that cell (else its first ``----> L`` marker). Keys that cannot be found are left out.
+    """
+    out: dict[str, Any] = {}
     try:
         import nbformat
 
-        nb = nbformat.read(output, as_version=4)
-        for c in nb.cells:
-            if c.cell_type == "code" and any(o.get("output_type") == "error" for o in c.get("outputs", [])):
-                lines = [ln for ln in c.source.splitlines() if ln.strip() and not ln.strip().startswith("#")]
-                return lines[0][:120] if lines else c.source[:120]
+        nb = nbformat.read(executed, as_version=4)
     except Exception:
+        return out
+    k = 0
+    for c in nb.cells:
+        if c.cell_type != "code":
+            continue
+        tags = c.metadata.get("tags", [])
+        if "injected-parameters" not in tags:
+            k += 1
+        errors = [o for o in c.get("outputs", []) if o.get("output_type") == "error"]
+        pm_meta = c.metadata.get("papermill", {})
+        if not errors and not pm_meta.get("exception") and pm_meta.get("status") not in ("failed", "running"):
+            continue
+        out["code_cell"] = k
+        if c.get("execution_count") is not None:
+            out["cell"] = c["execution_count"]
+        src_lines = c.source.splitlines()
+        line = None
+        if errors:
+            err = errors[0]
+            tb = _ANSI.sub("", "\n".join(err.get("traceback", [])))
+            frames = [(int(n), int(ln)) for n, ln in _FRAME.findall(tb)]
+            mine = [ln for n, ln in frames if c.get("execution_count") is None or n == c["execution_count"]]
+            if mine:
+                line = mine[-1]
+            else:
+                arrow = _ARROW.search(tb)
+                line = int(arrow.group(1)) if arrow else None
+            out["error"] = _first_line(f"{err.get('ename', 'Error')}: {err.get('evalue', '')}")
+        if line is not None and 1 <= line <= len(src_lines):
+            out["line"] = line
+            out["source"] = src_lines[line - 1].strip()[:200]
+        else:
+            code = [ln for ln in src_lines if ln.strip() and not ln.strip().startswith("#")]
+            if code:
+                out["source"] = code[0].strip()[:200]
+        if source is not None:
+            first = _md_cell_line(source, k, src_lines)
+            if first is not None:
+                out["md_line"] = first + (out.get("line", 1) - 1)
+        break
+    return out
+
+
+def _md_cell_line(source: Path, k: int, src_lines: list[str]) -> int | None:
+    """1-based line of the first source line of the k-th code cell of a MyST file (None if not found)."""
+    try:
+        md = source.read_text().splitlines()
+    except OSError:
         return None
+    fences = [i for i, ln in enumerate(md) if ln.startswith("```{code-cell}")]
+    if not 1 <= k <= len(fences) or not src_lines:
+        return None
+    start = fences[k - 1] + 1
+    end = fences[k] if k < len(fences) else len(md)
+    n = len(src_lines)
+    for j in range(start, end - n + 1):
+        if md[j:j + n] == src_lines:
+            return j + 1
     return None
 
 
-def _fix_input_path(output: Path, source: Path) -> None:
-    """papermill stores the whole source notebook as input_path when given a NotebookNode: store the path."""
+def _finish_executed_copy(output: Path, source: Path, root: Path | None, profile: str | None) -> None:
+    """Store the source path as input_path (papermill stores the whole notebook) and show parameters once."""
     import nbformat
 
     nb = nbformat.read(output, as_version=4)
     meta = nb.metadata.get("papermill", {})
     try:
-        meta["input_path"] = str(source.resolve().relative_to(repo_root()))
-    except ValueError:
+        meta["input_path"] = str(source.resolve().relative_to((root or find_root()).resolve()))
+    except (ValueError, RootError):
         meta["input_path"] = str(source)
     nb.metadata["papermill"] = meta
+    if profile is not None:
+        nb.metadata.setdefault("dputils", {})["profile"] = profile
+    merge_parameter_cells(nb, profile)
     nbformat.write(nb, output)
 
 
-def run_notebooks(profile: str = "full", only: list[str] | None = None, jobs: int = 2, timeout: int = 3600,
-                  out_dir: Path | None = None, results_dir: Path | None = None) -> bool:
-    """Execute notebooks; print one line per notebook and a summary; True when all passed."""
-    from tqdm import tqdm
+def _simple_assignments(tree: ast.Module) -> dict[str, ast.expr] | None:
+    """name -> value node of a cell made only of ``name = value`` / ``name: T = value`` (None otherwise)."""
+    out: dict[str, ast.expr] = {}
+    for st in tree.body:
+        if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value is not None:
+            out[st.target.id] = st.value
+        elif isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            out[st.targets[0].id] = st.value
+        elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
+            continue
+        else:
+            return None
+    return out
 
-    root = repo_root()
+
+def merge_parameter_cells(nb: Any, profile: str | None = None) -> bool:
+    """Show the parameters of this run once: fold papermill's injected cell into the ``parameters`` cell.
+
+    Values that the injected cell changes are written into the ``parameters`` cell (keeping each line's
+    comment, which gains ``[default OLD]``), and the injected cell is tagged ``remove-cell`` (it still ran;
+    the book hides it). If the ``parameters`` cell is not plain assignments of literal values (a value
+    computed from another parameter would show the override, not what ran), the injected cell stays visible
+    and the ``parameters`` cell is tagged ``remove-cell`` instead. Returns True when the cells were merged.
+    """
+    cells = nb.cells
+    pi = next((i for i, c in enumerate(cells) if c.cell_type == "code"
+               and "parameters" in c.metadata.get("tags", [])), None)
+    ii = next((i for i, c in enumerate(cells) if c.cell_type == "code"
+               and "injected-parameters" in c.metadata.get("tags", [])), None)
+    if ii is None:
+        return False
+
+    def tag(cell: Any, t: str) -> None:
+        tags = list(cell.metadata.get("tags", []))
+        if t not in tags:
+            tags.append(t)
+        cell.metadata["tags"] = tags
+
+    injected = cells[ii]
+    if pi is None:
+        return False
+    params = cells[pi]
+    try:
+        p_tree = ast.parse(params.source)
+        i_tree = ast.parse(injected.source)
+    except SyntaxError:
+        tag(params, "remove-cell")
+        return False
+    declared = _simple_assignments(p_tree)
+    new = _simple_assignments(i_tree)
+
+    def literal(node: ast.expr) -> bool:
+        try:
+            ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return False
+        return True
+
+    # a value computed from another parameter (m = 2 * n) would show the override, not what ran: no merge
+    if declared is None or new is None or not all(literal(v) for v in declared.values()):
+        tag(params, "remove-cell")
+        return False
+    lines = [ln.encode() for ln in params.source.split("\n")]
+    i_src = injected.source
+    changed, extra = [], []
+    for name, node in new.items():
+        text = ast.get_source_segment(i_src, node) or ""
+        if name not in declared:
+            extra.append(f"{name} = {text}  # set by this run; not a declared parameter")
+            continue
+        old = declared[name]
+        if ast.dump(old) == ast.dump(node):
+            continue
+        changed.append((old, text))
+    for old, text in sorted(changed, key=lambda t: (t[0].lineno, t[0].col_offset), reverse=True):
+        a, b = old.lineno - 1, old.end_lineno - 1  # type: ignore[operator]
+        if a == b:
+            old_text = lines[a][old.col_offset:old.end_col_offset]
+        else:
+            old_text = b" ".join([lines[a][old.col_offset:], *lines[a + 1:b], lines[b][:old.end_col_offset]])
+        old_s = " ".join(old_text.decode().split())
+        old_s = old_s if len(old_s) <= 60 else old_s[:57] + "..."
+        head, tail = lines[a][:old.col_offset], lines[b][old.end_col_offset:]
+        note = f"[default {old_s}]"
+        tail_s = tail.decode()
+        tail_s = tail_s.rstrip() + f" {note}" if "#" in tail_s else tail_s.rstrip() + f"  # {note}"
+        lines[a:b + 1] = [head + text.encode() + tail_s.encode()]
+    if changed or extra:
+        head = f"# Parameters of this run{f' (profile {profile})' if profile else ''}"
+        head += "; values the run set show [default ...]" if changed else ""
+        src = [head] + [ln.decode() for ln in lines] + extra
+        params.source = "\n".join(src).rstrip("\n")
+    tag(injected, "remove-cell")
+    params.metadata.setdefault("dputils", {})["shows_injected_parameters"] = True
+    return True
+
+
+# --------------------------------------------------------------------------- staging and publishing
+
+
+def _move_into_place(src: Path, dst: Path) -> None:
+    """``os.replace`` ``src`` onto ``dst``; across file systems via a temporary copy beside ``dst``."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.replace(src, dst)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+        shutil.copy2(src, tmp)
+        os.replace(tmp, dst)
+        os.unlink(src)
+
+
+def run_staged(source: Path, methods_dir: Path, results_dir: Path, parameters: dict[str, Any],
+               timeout: int, staging: Path, root: Path, profile: str | None = None) -> dict[str, Any]:
+    """Execute into ``staging/NAME/`` and publish the copy and its results only if the notebook passed."""
+    name = source.stem
+    stage = staging / name
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage_results = stage / "results"
+    stage_results.mkdir(parents=True)
+    staged_nb = stage / f"{name}.ipynb"
+    report = execute_one(source, staged_nb, parameters, timeout, results_dir=stage_results, root=root,
+                         profile=profile, published_results=results_dir)
+    if not report["ok"]:
+        report["output"] = str(staged_nb)
+        return report
+    try:
+        for f in sorted(stage_results.glob("*.json")):
+            _move_into_place(f, results_dir / f.name)
+        _move_into_place(staged_nb, methods_dir / f"{name}.ipynb")
+        shutil.rmtree(stage, ignore_errors=True)
+    except OSError as exc:
+        report.update(ok=False, error=f"publishing failed: {exc}", output=str(staged_nb))
+        return report
+    report["output"] = str(methods_dir / f"{name}.ipynb")
+    return report
+
+
+# --------------------------------------------------------------------------- running many
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _rel(p: Path | str, root: Path) -> str:
+    try:
+        return str(Path(p).resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(p)
+
+
+def describe_failure(rep: dict[str, Any], root: Path | None = None) -> list[str]:
+    """The lines of a failure report: where (md line, code cell, In [n], line), the source line, the error."""
+    parts = []
+    if "md_line" in rep:
+        parts.append(f"notebooks/{rep['name']}.md:{rep['md_line']}")
+    if "code_cell" in rep:
+        parts.append(f"code cell {rep['code_cell']}")
+    if "cell" in rep:
+        parts.append(f"In [{rep['cell']}]")
+    if "line" in rep:
+        parts.append(f"line {rep['line']}")
+    where = ", ".join(parts) if parts else "before any cell"
+    out = [f"{where}: {rep['source']}" if rep.get("source") else where,
+           rep.get("error", "unknown error"),
+           f"executed copy with the error: {_rel(rep['output'], root) if root else rep['output']}"]
+    return out
+
+
+def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int = 2, timeout: int = 3600,
+                out_dir: Path | None = None, results_dir: Path | None = None, root: Path | None = None,
+                output: Path | str | None = None, heartbeat: float = HEARTBEAT_S) -> list[dict[str, Any]]:
+    """Execute notebooks with atomic publishing; print progress lines; return the reports in run order."""
+    root = find_root(root)
+    if jobs < 1:
+        raise ValueError(f"jobs must be >= 1, got {jobs}")
+    if timeout < 1:
+        raise ValueError(f"timeout must be >= 1 second, got {timeout}")
+    params = load_profile(profile, root)
     sources = notebook_paths(root)
     if only:
         known = {p.stem for p in sources}
@@ -141,47 +475,157 @@ def run_notebooks(profile: str = "full", only: list[str] | None = None, jobs: in
             raise ValueError(f"only: unknown notebook(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
         sources = [p for p in sources if p.stem in only]
     if not sources:
-        raise ValueError("no notebooks to run (notebooks/*.md is empty)")
-    params = load_profile(profile, root)
-    out_dir = out_dir or root / "book" / "methods"
-    results_dir = results_dir or Path(os.environ.get("DPBOOK_RESULTS_DIR", root / "results"))
-    print(f"running {len(sources)} notebook(s), profile {profile}, {jobs} job(s)", file=sys.stderr)
-    reports = []
-    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(sources)))) as pool:
-        futs = {
-            pool.submit(execute_one, src, out_dir / f"{src.stem}.ipynb", params.get(src.stem, {}), timeout,
-                        results_dir): src.stem
-            for src in sources
-        }
-        bar = tqdm(total=len(futs), desc="notebooks", file=sys.stderr, disable=None)
-        for fut in as_completed(futs):
-            rep = fut.result()
-            reports.append(rep)
-            bar.update(1)
-            if rep["ok"]:
-                tqdm.write(f"[ok]     {rep['name']:32s} {rep['seconds']:8.1f} s", file=sys.stderr)
-            else:
-                where = f"cell [{rep['cell']}]" if "cell" in rep else "before any cell"
-                if rep.get("source"):
-                    where += f" ({rep['source']})"
-                tqdm.write(f"[FAILED] {rep['name']:32s} {rep['seconds']:8.1f} s  {where}: {rep['error']}",
-                           file=sys.stderr)
-                tqdm.write(f"         executed copy with the error: {rep['output']}", file=sys.stderr)
-        bar.close()
+        raise ValueError(f"no notebooks to run ({root / 'notebooks'} has no *.md)")
+    m_dir, r_dir = output_dirs(profile, root, output)
+    m_dir, r_dir = out_dir or m_dir, results_dir or r_dir
+    run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+    staging = root / "_build" / "staging" / run_id
+    n, workers = len(sources), max(1, min(jobs, len(sources)))
+    _say(f"running {_plural(n, 'notebook')} (profile {profile}, {_plural(workers, 'job')}): "
+         f"notebooks -> {_rel(m_dir, root)}, results -> {_rel(r_dir, root)}")
+    t_all = time.perf_counter()
+    reports: list[dict[str, Any]] = []
+    pending = list(sources)
+    started: dict[Future, tuple[str, float, int]] = {}
+    last_beat = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        while pending or started:
+            while pending and len(started) < workers:
+                src = pending.pop(0)
+                i = n - len(pending)
+                _say(f"[start  {i}/{n}] {src.stem}")
+                fut = pool.submit(run_staged, src, m_dir, r_dir, params.get(src.stem, {}), timeout, staging, root,
+                                  profile)
+                started[fut] = (src.stem, time.perf_counter(), i)
+            done, _ = wait(list(started), timeout=min(heartbeat, 60.0), return_when=FIRST_COMPLETED)
+            now = time.perf_counter()
+            for fut in done:
+                name, t0, i = started.pop(fut)
+                try:
+                    rep = fut.result()
+                except Exception as exc:  # the worker died: report, keep going
+                    rep = {"name": name, "ok": False, "error": f"{type(exc).__name__}: {exc}",
+                           "output": str(staging / name), "seconds": round(now - t0, 2)}
+                reports.append(rep)
+                if rep["ok"]:
+                    _say(f"[ok     {i}/{n}] {name:32s} {rep['seconds']:8.1f} s")
+                else:
+                    _say(f"[FAILED {i}/{n}] {name:32s} {rep['seconds']:8.1f} s")
+                    for line in describe_failure(rep, root):
+                        _say(f"         {line}")
+            if not done and now - last_beat >= heartbeat and started:
+                last_beat = now
+                busy = ", ".join(f"{nm} ({now - t0:.0f} s)" for nm, t0, _ in started.values())
+                _say(f"         still running: {busy}")
+    try:
+        staging.rmdir()  # empty when everything passed
+        staging.parent.rmdir()
+    except OSError:
+        pass
     failed = [r for r in reports if not r["ok"]]
-    print(f"{len(reports) - len(failed)} passed, {len(failed)} failed", file=sys.stderr)
-    return not failed
+    _say(f"{len(reports) - len(failed)} passed, {len(failed)} failed in {time.perf_counter() - t_all:.1f} s")
+    return reports
+
+
+def run_notebooks(profile: str = "full", only: list[str] | None = None, jobs: int = 2, timeout: int = 3600,
+                  out_dir: Path | None = None, results_dir: Path | None = None, root: Path | None = None,
+                  output: Path | str | None = None) -> bool:
+    """Execute notebooks (see ``execute_all``); True when all passed."""
+    reports = execute_all(profile, only, jobs, timeout, out_dir, results_dir, root, output)
+    return all(r["ok"] for r in reports)
+
+
+def timing_table(reports: list[dict[str, Any]]) -> str:
+    """A small table of each notebook's status and seconds, with the total."""
+    rows = sorted(reports, key=lambda r: r["name"])
+    w = max([len("notebook")] + [len(r["name"]) for r in rows])
+    out = [f"{'notebook':{w}s}  status  seconds", f"{'-' * w}  ------  -------"]
+    for r in rows:
+        out.append(f"{r['name']:{w}s}  {'ok' if r['ok'] else 'FAILED':6s}  {r['seconds']:7.1f}")
+    out.append(f"{'sum':{w}s}  {'':6s}  {sum(r['seconds'] for r in rows):7.1f}")
+    return "\n".join(out)
 
 
 def build_book(root: Path | None = None) -> int:
     """``jupyter-book build . -W --all`` in the repository root; returns its exit status."""
-    root = root or repo_root()
+    root = root or find_root()
+    from .scorecard import write_page
+
+    import re
+
+    toc = (root / "_toc.yml").read_text() if (root / "_toc.yml").is_file() else ""
+    chapters = re.findall(r"book/methods/([A-Za-z0-9_]+)", toc) or [p.stem for p in notebook_paths(root)]
+    page = write_page(root / "results", root / "book" / "scorecard.md", chapters)
+    _say(f"scorecard: {page}")
     exe = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(exe) if exe.exists() else "jupyter-book", "build", ".", "-W", "--all"]
     env = dict(os.environ)
     env.pop("MPLBACKEND", None)
-    print("$ " + " ".join(cmd), file=sys.stderr)
+    _say("$ " + " ".join(cmd))
     rc = subprocess.call(cmd, cwd=root, env=env)
     if rc == 0:
-        print(f"book: {root / '_build' / 'html' / 'index.html'}", file=sys.stderr)
+        _say(f"book: {root / '_build' / 'html' / 'index.html'}")
+    return rc
+
+
+# --------------------------------------------------------------------------- command line
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with one line (no usage dump) on errors."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"error: {message}\n")
+        raise SystemExit(2)
+
+
+def _parser(command: str) -> argparse.ArgumentParser:
+    p = _Parser(prog=f"python -m dputils {command}",
+                description="execute the notebooks" + (", then build the book" if command == "book" else ""))
+    p.add_argument("--profile", default="full", choices=PROFILES, help="parameter profile (default full)")
+    p.add_argument("--only", nargs="+", default=None, metavar="NAME", help="only these notebooks (stems)")
+    p.add_argument("--jobs", type=int, default=2, help="notebooks executed in parallel (default 2)")
+    p.add_argument("--timeout", type=int, default=3600, help="per-cell timeout in seconds (default 3600)")
+    p.add_argument("--root", default=None, metavar="PATH", help="repository root (holds notebooks/ and params/)")
+    if command == "run":
+        p.add_argument("--output", default=None, metavar="DIR",
+                       help="write DIR/methods and DIR/results ('book': the book's places); default: the "
+                            "book's for full, _build/<profile>/ for smoke and paper")
+    return p
+
+
+def cli_main(command: str, argv: Sequence[str]) -> int:
+    """``python -m dputils run|book ARGS``: 0 all passed, 1 a notebook failed, 2 bad input, else the build's rc."""
+    if command not in ("run", "book"):
+        sys.stderr.write(f"error: unknown command {command!r}; expected run or book\n")
+        return 2
+    try:
+        args = _parser(command).parse_args(list(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        if args.jobs < 1:
+            raise ValueError(f"jobs must be >= 1, got {args.jobs}")
+        if args.timeout < 1:
+            raise ValueError(f"timeout must be >= 1 second, got {args.timeout}")
+        root = find_root(args.root)
+        output = "book" if command == "book" else args.output
+        reports = execute_all(profile=args.profile, only=args.only, jobs=args.jobs, timeout=args.timeout,
+                              root=root, output=output)
+    except ValueError as exc:  # RootError included
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    ok = all(r["ok"] for r in reports)
+    if command == "run":
+        if len(reports) > 1:
+            _say(timing_table(reports))
+        return 0 if ok else 1
+    if not ok:
+        _say(timing_table(reports))
+        _say("book not built: a notebook failed")
+        return 1
+    t0 = time.perf_counter()
+    rc = build_book(root)
+    _say(timing_table(reports))
+    _say(f"jupyter-book build: {time.perf_counter() - t0:.1f} s (exit {rc})")
     return rc

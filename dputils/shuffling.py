@@ -59,6 +59,7 @@ from .errors import (
 )
 from . import curves
 from .accountants import rdp as _rdp
+from .resources import check_memory, check_work
 from .accountants.base import AccountingResult
 
 __all__ = [
@@ -162,32 +163,63 @@ def gdp_delta(epsilon: float, mu: float) -> float:
     return 0.0 if mu == 0 else float(curves.gdp_delta(epsilon, mu))
 
 
+#: Elementary operations counted for one Python-level step with big integers (for the work estimates).
+_PY_OP = 300.0
+#: Cap on the steps of every bracket expansion / certification loop of the root finders below.
+_MAX_SEARCH_STEPS = 200
+
+
+def _brentq(fn: Callable[[float], float], a: float, b: float, what: str, **kw) -> float:
+    """``scipy.optimize.brentq`` with its failures (no sign change, no convergence within ``maxiter``, a nan)
+    reported as :class:`NumericalError` naming ``what``."""
+    kw.setdefault("maxiter", 500)
+    try:
+        return optimize.brentq(fn, a, b, **kw)
+    except (RuntimeError, ValueError) as exc:
+        raise NumericalError(f"{what}: root search failed ({' '.join(str(exc).split())})") from None
+
+
 def _invert_decreasing(log_delta_fn: Callable[[float], float], delta: float, what: str) -> tuple[float, float]:
     """Bracket eps with log_delta_fn(eps) = log(delta) for a non-increasing delta(eps).
 
     Returns (lo, hi) with delta(lo) >= delta >= delta(hi) and hi - lo tiny; (0, 0) if delta(0) <= delta.
+    Every loop is bounded (:data:`_MAX_SEARCH_STEPS`); :class:`NumericalError` when one does not end.
     """
     target = math.log(delta)
-    if log_delta_fn(0.0) <= target:
+
+    def fn(e: float) -> float:
+        v = log_delta_fn(e) - target
+        if math.isnan(v):
+            raise NumericalError(f"{what}: log delta is nan at epsilon={e!r}")
+        return v
+
+    if fn(0.0) <= 0:
         return 0.0, 0.0
     hi = 1.0
-    while log_delta_fn(hi) > target:
+    while fn(hi) > 0:
         hi *= 2
         if hi > 1e7:
             raise NumericalError(f"{what}: no epsilon below 1e7 reaches delta={delta!r}")
     lo = 0.0 if hi == 1.0 else hi / 2
-    fn = lambda e: log_delta_fn(e) - target  # noqa: E731
-    root = optimize.brentq(fn, lo, hi, xtol=1e-12, rtol=1e-12, maxiter=500)
-    # certify the bracket around the root
+    root = _brentq(fn, lo, hi, what, xtol=1e-12, rtol=1e-12)
+    # certify the bracket around the root (doubling steps: ends within ~60 steps unless fn is broken)
     step = max(1e-11, 1e-11 * root)
     lo_b, hi_b = max(0.0, root - step), root + step
-    while fn(hi_b) > 0:
-        hi_b += step
+    for _ in range(_MAX_SEARCH_STEPS):
+        if not fn(hi_b) > 0:
+            break
+        hi_b = min(hi_b + step, hi)
         step *= 2
+    else:
+        raise NumericalError(f"{what}: could not certify the upper end of the epsilon bracket")
     step = max(1e-11, 1e-11 * root)
-    while lo_b > 0 and fn(lo_b) < 0:
-        lo_b = max(0.0, lo_b - step)
+    for _ in range(_MAX_SEARCH_STEPS):
+        if not (lo_b > 0 and fn(lo_b) < 0):
+            break
+        lo_b = max(lo, lo_b - step)
         step *= 2
+    else:
+        raise NumericalError(f"{what}: could not certify the lower end of the epsilon bracket")
     return lo_b, hi_b
 
 
@@ -267,6 +299,12 @@ class C2Law:
 
         For labelled Gaussian mixtures this is exactly the f-DP composition ``f^{(x)E}``."""
         E = check_positive_int("epochs", epochs)
+        n_final = (self.pmf.size - 1) * float(E) + 1  # length of the composed pmf
+        check_memory("epochs", 8.0 * 4 * n_final, f"the {E}-fold composed law of c^2 ({n_final:.3g} values)",
+                     hint="use fewer epochs")
+        # direct convolutions by repeated squaring: at most ~2 n_final^2 multiply-adds in all
+        check_work("epochs", 2.0 * n_final * n_final, "multiply-adds",
+                   hint="use fewer epochs")
         result = np.array([1.0])
         base = self.pmf
         while E:
@@ -311,6 +349,10 @@ def bc_shuffle_law(dataset_size: int, batch_size: int, group_size: int) -> C2Law
     if g > N:
         raise DPValueError(f"group_size must be <= dataset_size ({N}); got {g}")
     B = _check_divisible(N, s, "batch_size")
+    J = min(g, B)
+    # J^2/2 inclusion-exclusion terms, each a falling factorial of g big-integer products
+    check_work("group_size", _PY_OP * (J * (J + 1) / 2.0) * g, "operations",
+               hint=f"the exact occupancy law with g={g} in {B} rounds; use a smaller group size")
     denom = _falling(N, g)
     pmf = np.zeros(min(g, B) + 1)
     for j in range(1, min(g, B) + 1):
@@ -328,6 +370,9 @@ def bc_shuffle_law_as_printed(dataset_size: int, batch_size: int, group_size: in
     s = check_positive_int("batch_size", batch_size)
     g = check_positive_int("group_size", group_size)
     B = _check_divisible(N, s, "batch_size")
+    check_memory("group_size", 8.0 * (g + 1), "the printed law of c^2")
+    check_work("group_size", _PY_OP * float(g) * g, "operations",
+               hint="g big binomial coefficients of g digits each; use a smaller group size")
     denom = math.comb(B - 1 + g, g)
     pmf = np.zeros(g + 1)
     for j in range(1, g + 1):
@@ -358,6 +403,11 @@ def ic_shuffle_law(dataset_size: int, batch_size: int, group_size: int) -> C2Law
     if g > N:
         raise DPValueError(f"group_size must be <= dataset_size ({N}); got {g}")
     B = _check_divisible(N, m, "batch_size")
+    # every integer partition of g is enumerated (about exp(pi sqrt(2g/3)) / (4 sqrt(3) g) of them)
+    n_part = math.exp(min(math.pi * math.sqrt(2.0 * g / 3.0), 700.0)) / (4.0 * math.sqrt(3.0) * g)
+    check_work("group_size", _PY_OP * n_part * g, "operations",
+               hint=f"about {n_part:.3g} integer partitions of g={g}; use a smaller group size")
+    check_memory("group_size", 8.0 * (g * g + 1), "the law of c^2 (g^2 + 1 values)")
     denom = _falling(N, g)
     pmf = np.zeros(g * g + 1)
     acc: dict[int, int] = {}
@@ -386,7 +436,16 @@ def binomial_law(n: int, p: float, label: str = "") -> C2Law:
     """c^2 ~ Binomial(n, p) (no tail truncated)."""
     n = check_positive_int("n", n)
     p = check_probability("p", p)
+    check_memory("n", 8.0 * 6 * (n + 1.0), f"a Binomial law with {n} rounds", hint="use fewer rounds (epochs)")
+    check_work("n", 200.0 * (n + 1.0), "operations", hint="use fewer rounds (epochs)")
     return C2Law(stats.binom.pmf(np.arange(n + 1), n, p), label)
+
+
+def _check_rounds(T: int) -> None:
+    """The Binomial law over T = N E / s rounds holds T + 1 probabilities (a few arrays of them)."""
+    check_memory("epochs", 8.0 * 6 * (T + 1.0), f"the law of c^2 over T = N E / s = {T} rounds",
+                 hint="use fewer epochs")
+    check_work("epochs", 200.0 * (T + 1.0), "operations", hint="use fewer epochs")
 
 
 def subsample_ic_g1_law(dataset_size: int, batch_size: int, epochs: int) -> C2Law:
@@ -399,6 +458,7 @@ def subsample_ic_g1_law(dataset_size: int, batch_size: int, epochs: int) -> C2La
     if b > N:
         raise DPValueError(f"batch_size must be <= dataset_size ({N}); got {b}")
     T = max(1, int(round(N * E / b)))
+    _check_rounds(T)
     return binomial_law(T, b / N, f"SS g=1 (N={N}, b={b}, E={E})")
 
 
@@ -413,6 +473,8 @@ def subsample_bc_law(dataset_size: int, batch_size: int, epochs: int, group_size
     if s + g > N:
         raise DPValueError(f"batch_size + group_size must be <= dataset_size ({N})")
     T = max(1, int(round(N * E / s)))
+    _check_rounds(T)
+    check_work("group_size", _PY_OP * g, "operations", hint="use a smaller group size")
     log_miss = sum(math.log((N - s - j) / (N - j)) for j in range(g))
     q1 = -math.expm1(log_miss)
     return binomial_law(T, q1, f"BC+SS (N={N}, s={s}, E={E}, g={g})")
@@ -445,16 +507,24 @@ def monte_carlo_c2_law(
     if g > N:
         raise DPValueError(f"group_size must be <= dataset_size ({N}); got {g}")
     R = _check_divisible(N, m * s, "sub_batches * sub_batch_size")
+    # the c^2 of a draw compares all pairs of its g positions: n x g x g booleans at once
+    check_memory("n_draws", 8.0 * 4 * n * g + 1.0 * 3 * n * g * g, f"{n} draws of {g} positions",
+                 hint="use fewer draws or a smaller group size")
+    rounds = E if sampler == "shuffle" else R * E
+    check_work("n_draws", float(rounds) * n * (10.0 * g * g + 50.0 * g), "operations",
+               hint="use fewer draws, epochs or a smaller group size")
     total = np.zeros(n, dtype=np.int64)
 
     def distinct_positions(rows: int, space: int, k: int) -> np.ndarray:
         pos = rng.integers(0, space, size=(rows, k))
-        while True:
+        for _ in range(10_000):  # rejection: each round keeps a row with probability (space)_k / space^k
             srt = np.sort(pos, axis=1)
             bad = np.any(srt[:, 1:] == srt[:, :-1], axis=1) if k > 1 else np.zeros(rows, bool)
             if not bad.any():
                 return pos
             pos[bad] = rng.integers(0, space, size=(int(bad.sum()), k))
+        raise NumericalError(f"monte_carlo_c2_law: rejection sampling of {k} distinct positions among {space} "
+                             "did not finish in 10000 rounds; use a smaller group size")
 
     def c2_of(sub_ids: np.ndarray, round_ids: np.ndarray) -> np.ndarray:
         # c^2 = sum over rounds of (distinct sub-batches hit)^2 = sum_{i,j} new_i new_j [round_i == round_j]
@@ -547,7 +617,7 @@ def _solve_lambda(log_fn: Callable[[float], float], target: float, increasing: b
             b = a + span
             if span > 1e9:
                 raise NumericalError("mixture_tradeoff: cannot bracket Lambda")
-    return optimize.brentq(f, a, b, xtol=1e-14, rtol=1e-15, maxiter=500)
+    return _brentq(f, a, b, "mixture_tradeoff", xtol=1e-14, rtol=1e-15)
 
 
 def mixture_tradeoff(alpha, law: C2Law, sigma: float):
@@ -681,7 +751,7 @@ def lower_bound_beta(c_l: float, l: float, sigma: float) -> float:
     fn = lambda b: float(special.ndtr(-special.ndtri(b) - mu)) - l - b  # noqa: E731
     if fn(0.0) <= 0:
         return 0.0
-    return float(optimize.brentq(fn, 0.0, 1.0, xtol=1e-15))
+    return float(_brentq(fn, 0.0, 1.0, "lower_bound_beta", xtol=1e-15))
 
 
 def lower_bound_tradeoff(alpha, c_l: float, l: float, sigma: float):
@@ -968,9 +1038,15 @@ def _add_option(parser: argparse.ArgumentParser, flag: str, **kw) -> None:
         parser.add_argument(flag, **kw)
 
 
+def _add_bound_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``shuffle-batch-clip`` (the headline bound needs no data-set or batch size)."""
+    _add_option(parser, "--epochs", type=int, default=None, help="number of epochs E, an integer >= 1")
+    _add_option(parser, "--group-size", type=int, default=None, help="group size g, an integer >= 1 (default 1)")
+
+
 def _add_shuffle_arguments(parser: argparse.ArgumentParser) -> None:
-    _add_option(parser, "--epochs", type=int, default=None, help="number of epochs E (shuffling accountants)")
-    _add_option(parser, "--group-size", type=int, default=1, help="group size g (default 1)")
+    """Options of the refined (exact-law) accountants."""
+    _add_bound_arguments(parser)
     _add_option(parser, "--dataset-size", type=int, default=None, help="data-set size N (refined accountants)")
     _add_option(
         parser, "--batch-size", type=int, default=None,
@@ -985,10 +1061,16 @@ def _arg(args: argparse.Namespace, name: str, required: bool = True):
     return v
 
 
+def _group_size(args: argparse.Namespace) -> int:
+    """``--group-size``: an integer >= 1 (default 1 when the option is absent; 0 is refused, not read as 1)."""
+    g = getattr(args, "group_size", None)
+    return 1 if g is None else check_positive_int("group-size", g)
+
+
 def _build_bound(args: argparse.Namespace) -> GDPBoundAccountant:
     sigma = check_positive("sigma", _arg(args, "sigma"))
     E = check_positive_int("epochs", _arg(args, "epochs"))
-    g = check_positive_int("group_size", getattr(args, "group_size", 1) or 1)
+    g = _group_size(args)
     return GDPBoundAccountant(bc_shuffle_mu(sigma, E, g), "shuffle-batch-clip", {"sigma": sigma, "epochs": E, "group_size": g})
 
 
@@ -996,9 +1078,9 @@ def _refined_builder(name: str, law_fn: Callable[[int, int, int, int], C2Law], k
     def build(args: argparse.Namespace) -> MixtureAccountant:
         sigma = check_positive("sigma", _arg(args, "sigma"))
         E = check_positive_int("epochs", _arg(args, "epochs"))
-        g = check_positive_int("group_size", getattr(args, "group_size", 1) or 1)
-        N = check_positive_int("dataset_size", _arg(args, "dataset_size"))
-        b = check_positive_int("batch_size", _arg(args, "batch_size"))
+        g = _group_size(args)
+        N = check_positive_int("dataset-size", _arg(args, "dataset_size"))
+        b = check_positive_int("batch-size", _arg(args, "batch_size"))
         law = law_fn(N, b, g, E)
         return MixtureAccountant(law, sigma, name, kind, {"sigma": sigma, "epochs": E, "group_size": g, "dataset_size": N, "batch_size": b})
 
@@ -1010,12 +1092,15 @@ def _register() -> None:
         from .accountants import registry
     except ImportError:  # pragma: no cover
         return
-    common = dict(add_arguments=_add_shuffle_arguments, uses_mechanism=False, noise_parameter="sigma")
+    # only --sigma of the common options: the mechanism is fixed by the accountant, the number of rounds by
+    # --epochs (and --dataset-size/--batch-size), and the strong-adversary bounds are symmetric (no --direction)
+    common = dict(add_arguments=_add_shuffle_arguments, uses_mechanism=False, noise_parameter="sigma",
+                  common_flags=frozenset({"sigma"}))
     registry.register(
         "shuffle-batch-clip",
         help="van Dijk et al.: batch clipping + shuffling is G_{sqrt(gE)/sigma}-DP (strong adversary; upper bound on eps)",
         build=_build_bound,
-        **common,
+        **dict(common, add_arguments=_add_bound_arguments),
     )
     registry.register(
         "shuffle-batch-clip-exact",

@@ -62,9 +62,11 @@ def test_bisr_coefficients():
 
 @pytest.mark.parametrize("name", ["bandmf", "blt"])
 def test_optimised_strategies_nonnegative_and_better_than_bsr(name):
+    # both are optimised for the error objective, bandmf from the BSR start: neither may be worse than BSR
+    # with 4 bands (BLT is dense, so it is not limited to 4 bands: at b = 50 it gives 4.42 against BSR's 9.05)
     s = build_strategy(name, 1, 50, 4)
     assert (s.C >= 0).all()
-    assert s.error() <= build_strategy("bsr", 1, 50, 4).error() * (1 + 1e-9) or name == "blt"
+    assert s.error() <= build_strategy("bsr", 1, 50, 4).error() * (1 + 1e-9)
     assert s.error() < build_strategy("identity", 1, 50).error()
 
 

@@ -2,12 +2,16 @@
 
 import json
 import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from dputils import results
-from dputils.run import execute_one, load_profile
+from dputils.run import cli_main, execute_all, execute_one, failure_location, load_profile, merge_parameter_cells
 
 
 def _write_md(path, cells):
@@ -28,7 +32,9 @@ def test_runner_reports_the_failing_cell(tmp_path):
     assert not rep["ok"]
     # execution count 4: papermill's injected-parameters cell runs after the parameters cell
     assert rep["cell"] == 4 and "drifted" in rep["error"]
+    assert rep["code_cell"] == 3 and rep["line"] == 1
     assert rep["source"].startswith("assert y == 3")
+    assert src.read_text().splitlines()[rep["md_line"] - 1].startswith("assert y == 3")
     rep = execute_one(src, tmp_path / "out" / "fixed.ipynb", {"x": 2}, timeout=120)
     assert rep["ok"], rep
 
@@ -73,3 +79,162 @@ def test_save_failure_leaves_previous_file_intact(tmp_path, monkeypatch):
 def test_save_rejects_bad_names():
     with pytest.raises(ValueError, match="name"):
         results.save("../escape", a=1)
+
+
+def test_results_files_are_mode_0644(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPBOOK_RESULTS_DIR", str(tmp_path))
+    p = results.save("demo", a=1)
+    assert stat.S_IMODE(p.stat().st_mode) == 0o644
+
+
+def test_load_falls_back_to_published_results(tmp_path, monkeypatch):
+    (tmp_path / "pub").mkdir()
+    (tmp_path / "pub" / "other.json").write_text('{"a": "inf"}')
+    monkeypatch.setenv("DPBOOK_RESULTS_DIR", str(tmp_path / "stage"))
+    monkeypatch.setenv("DPBOOK_RESULTS_PUBLISHED", str(tmp_path / "pub"))
+    assert results.load("other") == {"a": float("inf")}
+    monkeypatch.delenv("DPBOOK_RESULTS_PUBLISHED")
+    with pytest.raises(FileNotFoundError):
+        results.load("other")
+
+
+# A throw-away repository root: notebooks/demo.md saves its results, then fails when `fail` is set.
+
+def _params_cell():
+    c = nbformat.v4.new_code_cell("scale: int = 1  # multiplies the saved value\nlabel: str = 'a'  # a name\n"
+                                  "fail: bool = False  # raise after saving")
+    c.metadata["tags"] = ["parameters"]
+    return c
+
+
+def _make_root(root, fail_line="assert not fail, 'asked to fail'"):
+    (root / "notebooks").mkdir(parents=True, exist_ok=True)
+    (root / "params").mkdir(exist_ok=True)
+    (root / "params" / "full.yml").write_text("demo: {}\n")
+    (root / "params" / "smoke.yml").write_text("demo:\n  scale: 7\n")
+    (root / "params" / "paper.yml").write_text("")
+    cells = [_params_cell(),
+             nbformat.v4.new_code_cell("from dputils import results\nresults.save('demo', value=3 * scale)"),
+             nbformat.v4.new_code_cell(f"x = 1\n{fail_line}\nprint(x)")]
+    _write_md(root / "notebooks" / "demo.md", cells)
+    return root
+
+
+def test_failed_run_keeps_the_last_good_copy_and_results(tmp_path, capfd):
+    root = _make_root(tmp_path / "repo")
+    reports = execute_all("full", jobs=2, timeout=120, root=root)
+    assert [r["ok"] for r in reports] == [True]
+    nb_path, res_path = root / "book" / "methods" / "demo.ipynb", root / "results" / "demo.json"
+    good_nb, good_res = nb_path.read_bytes(), res_path.read_bytes()
+    assert json.loads(good_res)["value"] == 3
+    assert stat.S_IMODE(res_path.stat().st_mode) == 0o644
+    out = capfd.readouterr().err
+    assert "running 1 notebook (profile full, 1 job)" in out and "1 passed, 0 failed in" in out
+
+    # the same notebook now saves different numbers and then fails: nothing published may change
+    (root / "params" / "full.yml").write_text("demo:\n  scale: 5\n  fail: true\n")
+    reports = execute_all("full", timeout=120, root=root)
+    assert [r["ok"] for r in reports] == [False]
+    assert nb_path.read_bytes() == good_nb and res_path.read_bytes() == good_res
+    rep = reports[0]
+    staged = Path(rep["output"])
+    assert staged.is_file() and "_build/staging" in staged.as_posix()
+    assert json.loads((staged.parent / "results" / "demo.json").read_text())["value"] == 15
+    err = capfd.readouterr().err
+    md_line = (root / "notebooks" / "demo.md").read_text().splitlines().index("assert not fail, 'asked to fail'") + 1
+    assert f"notebooks/demo.md:{md_line}, code cell 3, In [4], line 2: assert not fail, 'asked to fail'" in err
+    assert "AssertionError: asked to fail" in err and "[FAILED 1/1] demo" in err
+    assert "without encryption" not in err
+
+
+def test_smoke_run_does_not_touch_the_book_and_shows_parameters_once(tmp_path):
+    root = _make_root(tmp_path / "repo")
+    for p, text in ((root / "book" / "methods" / "demo.ipynb", "book copy"), (root / "results" / "demo.json", "{}")):
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    reports = execute_all("smoke", only=["demo"], timeout=120, root=root)
+    assert reports[0]["ok"], reports
+    assert (root / "book" / "methods" / "demo.ipynb").read_text() == "book copy"
+    assert (root / "results" / "demo.json").read_text() == "{}"
+    assert json.loads((root / "_build" / "smoke" / "results" / "demo.json").read_text())["value"] == 21
+    nb = nbformat.read(root / "_build" / "smoke" / "methods" / "demo.ipynb", as_version=4)
+    shown = [c for c in nb.cells if c.cell_type == "code" and "remove-cell" not in c.metadata.get("tags", [])]
+    assert "scale: int = 7  # multiplies the saved value [default 1]" in shown[0].source
+    assert "label: str = 'a'  # a name" in shown[0].source and "(profile smoke)" in shown[0].source
+    hidden = [c for c in nb.cells if "remove-cell" in c.metadata.get("tags", [])]
+    assert len(hidden) == 1 and "injected-parameters" in hidden[0].metadata["tags"]
+    assert not (root / "_build" / "staging").exists()
+
+
+def test_merge_parameter_cells_falls_back_when_the_cell_is_not_plain_literals():
+    def cells(params_src):
+        nb = nbformat.v4.new_notebook()
+        p = nbformat.v4.new_code_cell(params_src)
+        p.metadata["tags"] = ["parameters"]
+        inj = nbformat.v4.new_code_cell("# Parameters\nn = 5\nk = -2.0\n")
+        inj.metadata["tags"] = ["injected-parameters"]
+        nb.cells = [p, inj]
+        return nb, p, inj
+
+    nb, p, inj = cells("n: int = 3  # count\nk: float = -2.0  # same as injected\nflag = True")
+    assert merge_parameter_cells(nb, "smoke") is True
+    assert p.source.splitlines() == ["# Parameters of this run (profile smoke); values the run set show [default ...]",
+                                     "n: int = 5  # count [default 3]", "k: float = -2.0  # same as injected",
+                                     "flag = True"]
+    assert "remove-cell" in inj.metadata["tags"] and "remove-cell" not in p.metadata["tags"]
+    for src in ("n: int = 3  # count\nprint(n)", "n: int = 3  # count\nm: int = 2 * n  # derived"):
+        nb, p, inj = cells(src)
+        assert merge_parameter_cells(nb) is False
+        assert "remove-cell" in p.metadata["tags"] and "remove-cell" not in inj.metadata["tags"]
+
+
+def test_failure_location_without_an_error_output(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    c = nbformat.v4.new_code_cell("import time\ntime.sleep(100)")
+    c.metadata["papermill"] = {"status": "running"}
+    nb.cells = [nbformat.v4.new_code_cell("a = 1"), c]
+    nbformat.write(nb, tmp_path / "x.ipynb")
+    loc = failure_location(tmp_path / "x.ipynb")
+    assert loc["code_cell"] == 2 and loc["source"] == "import time" and "line" not in loc
+
+
+def _cli(args, cwd):
+    env = {k: v for k, v in os.environ.items() if k not in ("DPBOOK_RESULTS_DIR", "MPLBACKEND")}
+    return subprocess.run([sys.executable, "-m", "dputils", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def test_run_with_root_from_outside_the_repository(tmp_path):
+    root = _make_root(tmp_path / "repo")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    p = _cli(["run", "--root", str(root), "--profile", "smoke", "--jobs", "4"], outside)
+    assert p.returncode == 0, p.stderr
+    assert "running 1 notebook (profile smoke, 1 job)" in p.stderr and "job(s)" not in p.stderr
+    assert "[start  1/1] demo" in p.stderr and "[ok     1/1] demo" in p.stderr
+    assert "without encryption" not in p.stderr
+    assert (root / "_build" / "smoke" / "methods" / "demo.ipynb").is_file()
+    assert not (root / "book").exists() and not (outside / "_build").exists()
+
+
+def test_run_finds_the_package_repository_from_outside(tmp_path):
+    p = _cli(["run", "--only", "no_such_notebook"], tmp_path)
+    assert p.returncode == 2
+    line, = p.stderr.strip().splitlines()
+    assert "no_such_notebook" in line and "foundations" in line  # known names of the package's repository
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["run", "--root", "/nonexistent/dir"], "no notebooks/ and params/"),
+    (["run", "--jobs", "0"], "jobs must be >= 1"),
+    (["run", "--timeout", "0"], "timeout must be >= 1"),
+    (["run", "--profile", "huge"], "invalid choice"),
+    (["run", "--only", "foundations", "nope"], "unknown notebook(s) nope; known: "),
+    (["book", "--output", "x"], "unrecognized arguments"),
+])
+def test_run_bad_input_exits_2_with_one_line(args, fragment, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # outside any repository: the package's repository is found
+    assert cli_main(args[0], args[1:]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and err.startswith("error: ")
+    assert len(err.strip().splitlines()) == 1, err

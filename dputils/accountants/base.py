@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import check_choice, check_delta, check_epsilon, check_positive_int
+from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_epsilon, check_positive_int
 
 #: The kinds of answers an accountant may give.
 KINDS = ("upper-bound", "lower-bound", "estimate", "approximation", "exact")
@@ -53,13 +53,13 @@ class AccountingResult:
         if self.quantity not in ("epsilon", "delta"):
             raise ValueError(f"quantity must be 'epsilon' or 'delta', got {self.quantity!r}")
         if not (isinstance(self.value, (int, float)) and not math.isnan(self.value)):
-            raise FloatingPointError(f"{self.accountant}: {self.quantity} is not a number ({self.value!r})")
+            raise NumericalError(f"{self.accountant}: {self.quantity} is not a number ({self.value!r})")
         if self.value < 0:
-            raise FloatingPointError(f"{self.accountant}: negative {self.quantity} ({self.value!r})")
+            raise NumericalError(f"{self.accountant}: negative {self.quantity} ({self.value!r})")
         lo = -math.inf if self.lower is None else self.lower
         hi = math.inf if self.upper is None else self.upper
         if lo > hi * (1 + 1e-12) + 1e-300:
-            raise FloatingPointError(
+            raise NumericalError(
                 f"{self.accountant}: empty bracket for {self.quantity}: lower {lo!r} > upper {hi!r}"
             )
 
@@ -115,7 +115,8 @@ class Accountant(ABC):
 
     def _require_ledger(self) -> None:
         if not self.ledger:
-            raise ValueError(f"{self.name}: nothing composed yet; call compose(mechanism, count) first")
+            raise DPValueError(f"{self.name}: nothing composed yet; call compose(mechanism, count) before "
+                               "get_epsilon/get_delta")
 
     @abstractmethod
     def get_delta(self, epsilon: float) -> AccountingResult:

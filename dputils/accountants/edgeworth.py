@@ -64,7 +64,7 @@ import numpy as np
 from scipy import optimize, special
 
 from ..cumulants import LossMoments, loss_moments, pair_key
-from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_positive_int
+from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_finite, check_positive_int
 from ..mechanisms import Mechanism, PrivacyLossPair
 from .base import Accountant, AccountingResult
 
@@ -509,8 +509,10 @@ class EdgeworthAccountant(Accountant):
 
     def __init__(self, direction: str = "both", order: int = 2, dgg_e: float = 0.1, n_grid: int = 4000):
         super().__init__(direction)
-        if order not in (0, 1, 2, 3):
+        if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order not in (0, 1, 2, 3):
             raise DPValueError(f"order must be 0, 1, 2 or 3, got {order!r}")
+        order = int(order)
+        dgg_e = check_finite("dgg_e", dgg_e)
         if not 0 < dgg_e < 1 / 3:
             raise DPValueError(f"dgg_e must be in (0, 1/3), got {dgg_e!r}")
         self.order = order

@@ -59,6 +59,7 @@ from scipy.special import logsumexp
 
 from ..errors import DPValueError, NumericalError, check_positive
 from ..mechanisms import Mechanism, PrivacyLossPair, _log_diff_exp
+from ..resources import check_memory
 from .base import Accountant, AccountingResult
 
 _ETA_FACTORS = np.array([0.3, 0.1, 1e-2, 1e-3, 1e-5])  # eta relative to the target delta
@@ -253,6 +254,9 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
         raise NumericalError(f"PLD window of {n_win} points is too large; use a coarser discretization")
     # the FFT length must hold every single-part support as well as the window
     n_fft = sp_fft.next_fast_len(max(n_win, max(d.upper.size for d, _ in parts)), real=True)
+    # about 80 bytes per point at the peak (input, half spectrum, powers, inverse, window, indices)
+    check_memory("discretization", 80.0 * n_fft, f"the PLD's FFT window of {n_fft:,} points",
+                 hint=f"use a coarser discretization than {h:g}")
     spec = None
     for d, c in parts:
         m = d.upper if which == "upper" else d.lower

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import warnings
 from functools import lru_cache
 
 import numpy as np
 from scipy import integrate, special
 
-from ..errors import DPValueError, check_choice
+from ..errors import DPValueError, NumericalError, check_choice, check_finite
 from ..mechanisms import GaussianMechanism, LaplaceMechanism, Mechanism, SubsampledGaussianMechanism
 from .base import Accountant, AccountingResult
 
@@ -77,6 +78,38 @@ def _log_a_frac(q: float, sigma: float, alpha: float) -> float:
     return peak + math.log(total)
 
 
+def _log_a_frac_checked(q: float, sigma: float, alpha: float) -> float:
+    """log A_alpha for fractional alpha, never below the truth by a failed quadrature.
+
+    ``log A_alpha`` is convex in alpha (a cumulant generating function) with ``log A_1 = 0``, so the chord
+    through the neighbouring integer orders is an upper bound, and for alpha > 2 the extrapolated chord of
+    the two integer orders below is a lower bound. The quadrature is used when it is finite, ran without
+    warnings and lies between these; otherwise the chord (a valid, slightly larger bound) is used. This
+    keeps extreme inputs (e.g. sigma = 1e-6, where the integrand is a spike the quadrature misses) from
+    failing with "math domain error" or, worse, from under-reporting the RDP.
+    """
+    n = math.floor(alpha)
+    theta = alpha - n
+    la_n = 0.0 if n == 1 else _log_a_int(q, sigma, n)
+    la_n1 = _log_a_int(q, sigma, n + 1)
+    chord = (1 - theta) * la_n + theta * la_n1
+    floor = -math.inf
+    if n >= 2:
+        la_nm1 = 0.0 if n == 2 else _log_a_int(q, sigma, n - 1)
+        floor = la_n + theta * (la_n - la_nm1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with np.errstate(all="raise"):
+                la = _log_a_frac(q, sigma, alpha)
+    except (ArithmeticError, ValueError, Warning):
+        return chord
+    tol = 1e-9 * max(1.0, abs(chord))
+    if not math.isfinite(la) or la > chord + tol or la < floor - tol:
+        return chord
+    return min(la, chord)
+
+
 @lru_cache(maxsize=4096)
 def subsampled_gaussian_rdp(q: float, sigma: float, alpha: float) -> float:
     """RDP of order alpha of the Poisson-subsampled Gaussian (sensitivity 1, noise multiplier sigma)."""
@@ -85,7 +118,7 @@ def subsampled_gaussian_rdp(q: float, sigma: float, alpha: float) -> float:
     if float(alpha).is_integer():
         la = _log_a_int(q, sigma, int(alpha))
     else:
-        la = _log_a_frac(q, sigma, alpha)
+        la = _log_a_frac_checked(q, sigma, alpha)
     return max(la, 0.0) / (alpha - 1)
 
 
@@ -112,6 +145,9 @@ def rdp_to_epsilon(orders, rdp, delta: float, conversion: str = "modern") -> tup
         eps = r + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1)
     else:
         eps = r + math.log(1.0 / delta) / (a - 1)
+    if not np.any(np.isfinite(eps)):
+        raise NumericalError("rdp: the composed RDP overflowed at every order (noise too small for these orders); "
+                             "epsilon cannot be computed")
     i = int(np.nanargmin(eps))
     return max(float(eps[i]), 0.0), float(a[i])
 
@@ -124,6 +160,8 @@ def rdp_to_delta(orders, rdp, epsilon: float, conversion: str = "modern") -> tup
         logd = (a - 1) * (r - epsilon + np.log1p(-1.0 / a)) - np.log(a)
     else:
         logd = (a - 1) * (r - epsilon)
+    if np.all(np.isnan(logd)):
+        raise NumericalError("rdp: the composed RDP is undefined at every order; delta cannot be computed")
     i = int(np.nanargmin(logd))
     return min(1.0, math.exp(min(float(logd[i]), 0.0))), float(a[i])
 
@@ -135,9 +173,11 @@ class RDPAccountant(Accountant):
 
     def __init__(self, orders=DEFAULT_ORDERS, conversion: str = "modern", direction: str = "both") -> None:
         super().__init__(direction)
-        self.orders = tuple(float(o) for o in orders)
+        if isinstance(orders, (str, bytes)) or not hasattr(orders, "__iter__"):
+            raise DPValueError(f"orders must be a non-empty sequence of finite numbers > 1, got {orders!r}")
+        self.orders = tuple(check_finite("orders", o) for o in orders)
         if not self.orders or min(self.orders) <= 1:
-            raise DPValueError("orders must all be > 1")
+            raise DPValueError(f"orders must be a non-empty sequence of finite numbers > 1, got {list(orders)!r}")
         self.conversion = check_choice("conversion", conversion, ("modern", "classic"))
 
     def _check_supported(self, mechanism) -> None:

@@ -13,6 +13,11 @@ A registration gives:
 * ``uses_mechanism``: whether the common ``--mechanism/--sigma/--q/--scale/--steps`` options apply.
 * ``noise_parameter``: the option that ``calibrate`` searches over (default ``"sigma"``), or None when
   this accountant cannot be calibrated generically.
+* ``common_flags``: which of the common options :data:`COMMON_FLAGS` (``mechanism``, ``sigma``, ``q``,
+  ``scale``, ``steps``, ``direction``) the accountant reads. A common option given on the command line
+  that is not in this set is refused with a line naming it. Default (None): all of them when
+  ``uses_mechanism`` is True (the mechanism then decides which of sigma/q/scale apply), otherwise
+  ``{"direction"}`` plus ``noise_parameter`` when that is a common option.
 
 Modules listed in :data:`PLUGIN_MODULES` are imported on first lookup; a module that is not present in
 this checkout is skipped, any other import error propagates (it is a bug, not a missing plug-in).
@@ -38,6 +43,10 @@ PLUGIN_MODULES = (
 )
 
 
+#: The common command-line options shared by ``epsilon``/``delta``/``calibrate`` (dest names).
+COMMON_FLAGS = frozenset({"mechanism", "sigma", "q", "scale", "steps", "direction"})
+
+
 @dataclass(frozen=True)
 class AccountantSpec:
     name: str
@@ -46,6 +55,21 @@ class AccountantSpec:
     add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
     uses_mechanism: bool = True
     noise_parameter: str | None = "sigma"
+    common_flags: frozenset[str] | None = None
+
+    def __post_init__(self) -> None:
+        flags = self.common_flags
+        if flags is None:
+            if self.uses_mechanism:
+                flags = COMMON_FLAGS
+            else:
+                flags = {"direction"} | ({self.noise_parameter} & COMMON_FLAGS if self.noise_parameter else set())
+        flags = frozenset(flags)
+        unknown = flags - COMMON_FLAGS
+        if unknown:
+            raise ValueError(f"accountant {self.name}: common_flags {sorted(unknown)} are not common options; "
+                             f"use add_arguments for them (common: {sorted(COMMON_FLAGS)})")
+        object.__setattr__(self, "common_flags", flags)
 
 
 _REGISTRY: dict[str, AccountantSpec] = {}
@@ -60,9 +84,15 @@ def register(
     add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
     uses_mechanism: bool = True,
     noise_parameter: str | None = "sigma",
+    common_flags: frozenset[str] | set[str] | tuple[str, ...] | None = None,
 ) -> None:
-    """Register an accountant under ``name`` (re-registering the same name replaces it)."""
-    _REGISTRY[name] = AccountantSpec(name, help, build, add_arguments, uses_mechanism, noise_parameter)
+    """Register an accountant under ``name`` (re-registering the same name replaces it).
+
+    ``common_flags``: the common options (of :data:`COMMON_FLAGS`) this accountant reads; None picks the
+    default described in the module docstring.
+    """
+    _REGISTRY[name] = AccountantSpec(name, help, build, add_arguments, uses_mechanism, noise_parameter,
+                                     None if common_flags is None else frozenset(common_flags))
 
 
 def _load_plugins() -> None:

@@ -6,7 +6,10 @@
 prints one JSON object with ``epsilon_lower`` (the 1 - alpha empirical lower bound), the method, the
 fitted parameters and the seconds it took. Scores are read from ``.npy`` files or from text files
 (one number per line, or whitespace/comma separated). Higher scores must mean "more likely IN".
-``--claimed-epsilon`` adds ``violation`` (true when the lower bound exceeds the claim).
+``--claimed-epsilon`` adds ``violation`` (true when the lower bound exceeds the claim). The output is
+strict JSON: a bound that cannot be given (or is infinite) is null. Bad input (a missing file, a
+directory, complex, 2-D or non-numeric ``.npy`` scores, constant scores for the Gaussian auditor, a
+bootstrap too large for this machine) exits 2 with one line naming the option; numerical failure exits 3.
 
 The lead wires :func:`add_arguments` and :func:`run` into ``python -m dputils``; until then
 ``python -m dputils.audit ...`` runs the same command.
@@ -15,7 +18,6 @@ The lead wires :func:`add_arguments` and :func:`run` into ``python -m dputils``;
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -23,14 +25,17 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DPValueError
-from ..results import to_jsonable
+from ..errors import (DPValueError, check_delta, check_nonnegative, check_nonnegative_int, check_positive_int,
+                      check_probability)
+from .gauss import check_bootstrap_size
 
 METHODS = ("gauss", "gauss-bonferroni", "steinke", "fdp")
 
 
 def _load_scores(path: str, name: str) -> np.ndarray:
     p = Path(path)
+    if p.is_dir():
+        raise DPValueError(f"{name}: {path!r} is a directory, not a file of scores")
     if not p.is_file():
         raise DPValueError(f"{name}: no such file {path!r}")
     try:
@@ -39,7 +44,17 @@ def _load_scores(path: str, name: str) -> np.ndarray:
         else:
             a = np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, ndmin=1)
     except Exception as exc:  # unreadable file: a bad input, not a bug
-        raise DPValueError(f"{name}: cannot read {path!r} ({exc})") from None
+        msg = " ".join(str(exc).split())
+        raise DPValueError(f"{name}: cannot read {path!r} ({msg})") from None
+    if not isinstance(a, np.ndarray):
+        raise DPValueError(f"{name}: {path!r} does not hold one array of scores")
+    if a.dtype.kind == "c":
+        raise DPValueError(f"{name}: {path!r} holds complex numbers; scores must be real")
+    if a.dtype.kind not in "biuf":
+        raise DPValueError(f"{name}: {path!r} holds values of type {a.dtype} ({a.dtype.kind!r}); "
+                           "scores must be real numbers")
+    if p.suffix == ".npy" and a.ndim != 1:
+        raise DPValueError(f"{name}: {path!r} holds an array of shape {a.shape}; scores must be a 1-D array")
     return np.asarray(a, dtype=float).ravel()
 
 
@@ -60,38 +75,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Run the audit described by ``args``; returns the JSON-ready result dict."""
+    """Run the audit described by ``args``; returns the strict-JSON-ready result dict (inf/nan as None)."""
     from .gauss import gauss_audit
     from .onerun import threshold_audit
 
     t0 = time.perf_counter()
+    check_delta(args.delta)
+    check_probability("alpha", args.alpha, allow_one=False)
+    seed = check_nonnegative_int("seed", args.seed)
+    n_bootstrap = check_positive_int("n-bootstrap", args.n_bootstrap)
+    claimed = None if args.claimed_epsilon is None else check_nonnegative("claimed-epsilon", args.claimed_epsilon)
     i = _load_scores(args.in_scores, "in-scores")
     o = _load_scores(args.out_scores, "out-scores")
+    if args.method == "gauss":
+        check_bootstrap_size(n_bootstrap, i.size + o.size)
     if args.method in ("gauss", "gauss-bonferroni"):
         res = gauss_audit(i, o, args.delta, args.alpha, region="ellipsoid" if args.method == "gauss" else "bonferroni",
-                          n_bootstrap=args.n_bootstrap, seed=args.seed, pool_variance=args.pool_variance)
+                          n_bootstrap=n_bootstrap, seed=seed, pool_variance=args.pool_variance)
     else:
-        res = threshold_audit(i, o, args.delta, args.alpha, method=args.method, selection=args.selection, seed=args.seed)
+        res = threshold_audit(i, o, args.delta, args.alpha, method=args.method, selection=args.selection, seed=seed)
     out = res.to_dict()
     out["method"] = args.method
     for k in ("cov", "grid"):
         out.pop(k, None)
-    if args.claimed_epsilon is not None:
-        out["claimed_epsilon"] = args.claimed_epsilon
-        out["violation"] = bool(res.epsilon_lower > args.claimed_epsilon)
+    if claimed is not None:
+        out["claimed_epsilon"] = claimed
+        out["violation"] = bool(res.epsilon_lower > claimed)
     out["seconds"] = time.perf_counter() - t0
-    return to_jsonable(out)
+    from ..cli import jsonable
+
+    return jsonable(out)  # strict-JSON-ready: numpy made plain, non-finite numbers as None
 
 
 def main(argv: list[str] | None = None) -> int:
     """Stand-alone entry point (``python -m dputils.audit``)."""
-    parser = argparse.ArgumentParser(prog="python -m dputils audit", description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        out = run(args)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(out, allow_nan=False))
-    return 0
+    from ..cli import main as dputils_main
+
+    return dputils_main(["audit", *(sys.argv[1:] if argv is None else argv)])

@@ -191,7 +191,7 @@ def simulate_ftrl_audit(m: int = 5000, *, epsilon: float | None = None, sigma_no
     kept = []
     it = range(1, T + 1)
     if progress:
-        from tqdm.auto import tqdm
+        from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
 
         it = tqdm(it, desc="idealised DP-FTRL", unit="leaf")
     for t in it:

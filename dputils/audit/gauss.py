@@ -40,7 +40,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ..errors import DPValueError, check_choice, check_delta, check_positive_int, check_probability
+from ..errors import (DPValueError, NumericalError, check_choice, check_delta, check_nonnegative_int,
+                      check_positive_int, check_probability)
+from ..resources import check_memory, check_work
 from .gaussian_pair import DIRECTIONS, _epsilon_pair_raw
 
 __all__ = [
@@ -81,13 +83,49 @@ def check_scores(in_scores, out_scores, min_size: int = 2) -> tuple[np.ndarray, 
     """Validate and return the IN and OUT score arrays as 1-D float arrays."""
     res = []
     for name, s in (("in_scores", in_scores), ("out_scores", out_scores)):
-        a = np.asarray(s, dtype=float).ravel()
+        raw = np.asarray(s)
+        if raw.dtype.kind == "c":
+            raise DPValueError(f"{name} must be real numbers, got complex values")
+        if raw.dtype.kind not in "biuf":
+            try:
+                raw = raw.astype(float)
+            except (TypeError, ValueError):
+                raise DPValueError(f"{name} must be real numbers, got values of type {raw.dtype}") from None
+        if sum(n > 1 for n in raw.shape) > 1:
+            raise DPValueError(f"{name} must be a 1-D array of scores, got shape {raw.shape}")
+        a = raw.astype(float).ravel()
         if a.size < min_size:
             raise DPValueError(f"{name} must hold at least {min_size} scores, got {a.size}")
         if not np.all(np.isfinite(a)):
             raise DPValueError(f"{name} must be finite (found NaN or inf)")
         res.append(a)
     return res[0], res[1]
+
+
+def check_seed(seed: Any, name: str = "seed") -> int | None:
+    """A seed for ``numpy.random.default_rng``: None or an integer >= 0."""
+    return None if seed is None else check_nonnegative_int(name, seed)
+
+
+#: Elementary operations per resampled score (index draw, gather, mean and variance), for work estimates.
+_BOOTSTRAP_OPS_PER_SCORE = 10
+
+
+def check_bootstrap_size(n_bootstrap: int, n_scores: int) -> None:
+    """Refuse up front (``DPValueError`` naming n_bootstrap) a bootstrap this machine cannot do."""
+    check_memory("n_bootstrap", 8.0 * 4 * n_bootstrap, "the bootstrap replicates",
+                 hint="2000 resamples (the paper's) are enough")
+    check_work("n_bootstrap", float(n_bootstrap) * n_scores * _BOOTSTRAP_OPS_PER_SCORE,
+               f"operations ({n_bootstrap} resamples of {n_scores} scores)",
+               hint="2000 resamples (the paper's) are enough")
+
+
+def check_not_constant(i: np.ndarray, o: np.ndarray) -> None:
+    """The Gaussian auditor fits a standard deviation per group: refuse a group whose scores are all equal."""
+    for name, a in (("in_scores", i), ("out_scores", o)):
+        if float(np.ptp(a)) == 0.0:
+            raise DPValueError(f"{name} are constant (all {float(a[0])!r}): the Gaussian auditor needs scores that vary "
+                               "in both groups; use method steinke or fdp")
 
 
 def fit_theta(in_scores, out_scores) -> np.ndarray:
@@ -150,7 +188,9 @@ def bootstrap_ellipsoid(in_scores, out_scores, alpha: float = 0.05, n_bootstrap:
     if n_bootstrap < 10:
         raise DPValueError(f"n_bootstrap must be >= 10, got {n_bootstrap}")
     i, o = check_scores(in_scores, out_scores)
-    rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
+    check_bootstrap_size(n_bootstrap, i.size + o.size)
+    if not isinstance(rng, np.random.Generator):
+        rng = np.random.default_rng(check_seed(rng))
     reps = np.empty((n_bootstrap, 4))
     chunk = max(1, int(4e6 // max(i.size, o.size)))
     for start in range(0, n_bootstrap, chunk):
@@ -160,6 +200,9 @@ def bootstrap_ellipsoid(in_scores, out_scores, alpha: float = 0.05, n_bootstrap:
             reps[start:start + b, 2 * k] = xs.mean(axis=1)
             reps[start:start + b, 2 * k + 1] = xs.std(axis=1, ddof=1)
     cov = np.cov(reps, rowvar=False)
+    if not (np.all(np.isfinite(cov)) and np.trace(cov) > 0):
+        raise NumericalError("the bootstrap covariance of the scores is degenerate (no spread across resamples); "
+                             "the Gaussian auditor cannot build its ellipsoid")
     cov = cov + 1e-12 * np.trace(cov) / 4 * np.eye(4)
     return {"center": fit_theta(i, o), "cov": cov, "radius2": float(stats.chi2.ppf(1 - alpha, 4))}
 
@@ -269,7 +312,10 @@ def gauss_audit(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0.05,
     n_grid = check_positive_int("n_grid", n_grid)
     n_directions = check_positive_int("n_directions", n_directions)
     i, o = check_scores(in_scores, out_scores)
-    rng = np.random.default_rng(seed)
+    check_not_constant(i, o)
+    rng = np.random.default_rng(check_seed(seed))
+    if region == "ellipsoid":
+        check_bootstrap_size(check_positive_int("n_bootstrap", n_bootstrap), i.size + o.size)
     theta_hat = fit_theta(i, o)
     phi_hat = _M @ theta_hat
     eps_hat = float(_eps_phi(delta, *phi_hat, pool_variance, direction))
@@ -299,7 +345,12 @@ def gauss_audit(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0.05,
         r2 = ell["radius2"]
         details.update(n_bootstrap=n_bootstrap, cov=ell["cov"], radius2=r2)
         # zero set {d = 0, s_out = s_in}: the minimal Mahalanobis distance over that line, in closed form
-        Sinv = np.linalg.inv(S3)
+        try:
+            Sinv = np.linalg.inv(S3)
+            np.linalg.cholesky(S3)
+        except np.linalg.LinAlgError:
+            raise NumericalError("the bootstrap covariance of the scores is singular (scores nearly constant or "
+                                 "degenerate); the Gaussian auditor cannot build its ellipsoid") from None
         a = np.array([0.0, 1.0, 1.0])
         b = np.array([0.0, 0.0, 0.0])
         # phi(s) = b + s a ; minimise (phi - c)^T Sinv (phi - c) over s > 0
@@ -311,8 +362,6 @@ def gauss_audit(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0.05,
             val, arg, n_eval = _inf_ellipsoid(delta, c3, S3, r2, pool_variance, direction, n_directions, rng)
         method = "gauss"
     if not math.isfinite(val):
-        from ..errors import NumericalError
-
         raise NumericalError("the Gaussian auditor found no finite eps_theta in the confidence region")
     val = min(val, eps_hat)
     details.update(argmin_d=arg[0], argmin_sigma_out=arg[1], argmin_sigma_in=arg[2], n_evaluations=n_eval)

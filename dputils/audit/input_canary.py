@@ -171,7 +171,7 @@ def run_input_canary_audit(
 
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
 
         bar = tqdm(total=T, desc=f"DP-SGD, {kind} input canaries (eps_PLD={eps['epsilon']:.2f})", unit="step")
 

@@ -44,7 +44,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_positive_int, check_probability
-from .gauss import AuditResult, check_scores
+from .gauss import AuditResult, check_scores, check_seed
 
 __all__ = [
     "steinke_p_value",
@@ -232,6 +232,7 @@ def threshold_audit(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0
     if min_fraction > max_fraction:
         raise DPValueError(f"min_fraction must be <= max_fraction, got {min_fraction} > {max_fraction}")
     i, o = check_scores(in_scores, out_scores, min_size=1)
+    seed = check_seed(seed)
     m = i.size + o.size
     details: dict[str, Any] = {"selection": selection, "valid": selection != "none"}
     if selection == "none":

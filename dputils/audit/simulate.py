@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 import numpy as np
 from scipy import stats
-from tqdm.auto import tqdm
+from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
 
 from ..errors import check_choice, check_positive_int
 from .gauss import bonferroni_box, bootstrap_ellipsoid, gauss_audit

@@ -195,7 +195,7 @@ def run_whitebox_audit(
 
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
 
         from ..accountants.rdp import INTEGER_ORDERS, rdp_to_epsilon, subsampled_gaussian_rdp
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from functools import lru_cache
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -34,13 +35,17 @@ from ..errors import (
     check_choice,
     check_delta,
     check_epsilon,
+    check_finite,
+    check_nonnegative_int,
     check_positive,
     check_positive_int,
     check_probability,
 )
+from ..resources import available_memory_bytes, check_memory, check_work
 from .factorizations import MATRICES, Strategy, build_strategy
 from .renyi import (
     delta_from_rdp,
+    dp_memory,
     dp_work,
     epsilon_from_rdp,
     rho_add_lemma34,
@@ -55,6 +60,56 @@ DEFAULT_ORDERS = tuple(range(2, 129))
 #: Work per tier of the dynamic program (DP updates; with the compiled factored step about one to a few
 #: seconds on one core; covers bands 4 up to order ~44 at b = 100 in one tier).
 DEFAULT_TIER_BUDGET = 2e8
+#: Range of the relative tolerance of :func:`calibrate_sigma` (a smaller one never ends in floating point).
+REL_TOL_RANGE = (1e-12, 0.5)
+#: Range of sigma searched by :func:`calibrate_sigma`, and its cap on accountant evaluations.
+SIGMA_RANGE = (1e-4, 1e4)
+MAX_CALIBRATION_EVALUATIONS = 200
+
+
+def _check_orders(orders: Iterable[int]) -> np.ndarray:
+    """Sorted distinct integer orders >= 2; a ``range`` is checked before it is materialised."""
+    if isinstance(orders, range):
+        if len(orders) == 0 or orders.step <= 0 or orders[0] < 2:
+            raise DPValueError(f"orders must be integers >= 2, got {orders!r}")
+        _check_order_count(len(orders), orders[-1])
+        return np.arange(orders.start, orders.stop, orders.step, dtype=np.int64)
+    try:
+        a = np.asarray(sorted(set(check_positive_int("orders", x) for x in orders)), dtype=np.int64)
+    except TypeError:  # not iterable
+        raise DPValueError(f"orders must be integers >= 2, got {orders!r}") from None
+    if a.size == 0 or a[0] < 2:
+        raise DPValueError("orders must be integers >= 2")
+    _check_order_count(a.size, int(a[-1]))
+    return a
+
+
+def _check_order_count(count: int, largest: int) -> None:
+    # before the orders are materialised: the order tables hold a few floats per order, and the DP with
+    # bandwidth 1 (which covers every order) needs at least binom(largest + 2, 2) updates per slot
+    check_memory("max-order", 64.0 * count, f"{count} Renyi orders", hint="use a smaller largest order")
+    check_work("max-order", dp_work(1, 1, int(largest), False), "DP updates per slot",
+               hint="use a smaller largest order")
+
+
+def _largest_fitting(p: int, b: int, wrap: bool, top: int, budget: float, memory: float) -> int:
+    """The largest order ``a`` in ``2..top`` whose DP (bandwidth p over b slots) fits ``budget`` and ``memory``
+    (0 when none does); the cost grows with the order, so a bisection finds it."""
+    def fits(a: int) -> bool:
+        return dp_work(p, b, a, wrap) <= budget and dp_memory(p, b, a, wrap) <= memory
+
+    if top < 2 or not fits(2):
+        return 0
+    lo, hi = 2, top
+    if fits(hi):
+        return hi
+    while hi - lo > 1:  # fits(lo) and not fits(hi)
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 # ---------------------------------------------------------------------------------------------- Renyi
@@ -72,18 +127,19 @@ def tiered_rho_remove(
     Every value is a valid upper bound (exact when its tau is 0), so the minimum is one too.
     Returns ``(rho, bands_used)`` per order.
     """
-    a = np.asarray(sorted(set(int(x) for x in orders)), dtype=np.int64)
+    a = _check_orders(orders)
     b = G.shape[0]
+    max_bands = check_positive_int("effective_bands", max_bands)
+    tier_budget = check_positive("tier_budget", tier_budget)
+    _check_remove_plan(b, int(a[-1]), min(max_bands, b), tier_budget)
+    memory = available_memory_bytes()
     best = np.full(a.size, np.inf)
     used = np.zeros(a.size, dtype=np.int64)
     for p in range(min(max_bands, b), 0, -1):
         Gp, _ = truncate_gram(G, p)
         wrap = _needs_wrap(Gp, p) and b >= 2 * p - 2
-        amax = 0
-        for cand in range(int(a[-1]), 1, -1):
-            if dp_work(p, b, cand, wrap) <= tier_budget or p == 1:
-                amax = cand
-                break
+        # p = 1 covers every order (its cost was checked by the plan); wider tiers as far as the budget goes
+        amax = int(a[-1]) if p == 1 else _largest_fitting(p, b, wrap, int(a[-1]), tier_budget, memory)
         sel = a <= amax
         if not sel.any():
             continue
@@ -100,6 +156,20 @@ def tiered_rho_remove(
     if not np.all(np.isfinite(best)):  # pragma: no cover - p = 1 always covers every order
         raise NumericalError("remove-direction bound missing for some order")
     return best, used
+
+
+def _check_remove_plan(b: int, alpha_max: int, tiers: int, tier_budget: float = DEFAULT_TIER_BUDGET) -> None:
+    """Up-front cost of :func:`tiered_rho_remove`: the p = 1 tier runs every order (work and memory named
+    ``max-order``), and every tier truncates the b x b Gram matrix (named ``effective-bands``)."""
+    work1 = dp_work(1, b, alpha_max, False)
+    check_work("max-order", work1, "DP updates (bandwidth 1 covers every order)",
+               hint=f"over b={b} slots; use a smaller largest order")
+    check_memory("max-order", dp_memory(1, b, alpha_max, False), f"the dynamic program up to order {alpha_max}",
+                 hint="use a smaller largest order")
+    check_memory("batches", 8.0 * 10 * b * b, f"the {b} x {b} Gram matrix and its truncations",
+                 hint="use fewer batches")
+    check_work("effective-bands", tiers * (20.0 * b * b + tier_budget), "operations",
+               hint=f"{tiers} bandwidth tiers over b={b} slots; use a smaller effective bandwidth")
 
 
 class MatrixRenyiAccountant:
@@ -140,13 +210,18 @@ class MatrixRenyiAccountant:
             raise DPValueError("add_classes must name at least one class count >= 1")
         self.strategy = strategy
         self.sigma = check_positive("sigma", sigma)
-        self.orders = np.asarray(sorted(set(int(x) for x in orders)), dtype=np.int64)
-        if self.orders.size == 0 or self.orders[0] < 2:
-            raise DPValueError("orders must be integers >= 2")
+        self.orders = _check_orders(orders)
         default_p = strategy.bands if strategy.bands is not None else 4
         self.effective_bands = check_positive_int(
             "effective_bands", default_p if effective_bands is None else effective_bands)
-        self.tier_budget = tier_budget
+        self.tier_budget = check_positive("tier_budget", tier_budget)
+        # refuse up front what this machine cannot do (before any allocation in proportion to the inputs)
+        b = int(strategy.gram.shape[0])
+        _check_remove_plan(b, int(self.orders[-1]), min(self.effective_bands, b), self.tier_budget)
+        if self.add_bound == "tight":
+            n_cls = len(set(self.add_classes))
+            check_work("add-classes", n_cls * (40.0 * b * b + 2e6 * b), "operations",
+                       hint=f"{n_cls} slot partitions over b={b} slots; use fewer batches or class counts")
         self._rho: dict[str, np.ndarray] | None = None
 
     def rdp(self) -> dict[str, np.ndarray]:
@@ -235,10 +310,23 @@ class MatrixMonteCarloAccountant:
         self.samples = check_positive_int("samples", samples)
         if self.samples < 2:
             raise DPValueError("samples must be >= 2")
-        self.seed = int(seed)
+        self.seed = check_nonnegative_int("seed", seed)
         self.gamma = check_probability("gamma", gamma, allow_one=False)
         self.chunk = check_positive_int("chunk", chunk)
         self.direction = check_choice("direction", direction, ("both", "add", "remove"))
+        # up-front cost: the stored losses (8 bytes per sample and direction, twice while concatenating),
+        # one chunk of b-dimensional draws, and the sampling work (a b x b product per sample unless G is
+        # diagonal) plus the epsilon inversions (~200 passes over the losses)
+        G = strategy.gram
+        b = int(G.shape[0])
+        n_dir = 2 if self.direction == "both" else 1
+        chunk_rows = min(self.chunk, self.samples)
+        check_memory("samples", 8.0 * (2 * n_dir + 3) * self.samples + 8.0 * 6 * chunk_rows * b + 8.0 * 4 * b * b,
+                     f"{self.samples} Monte Carlo samples over b={b} slots", hint="use fewer samples")
+        diagonal = bool(np.all(G == np.diag(np.diag(G))))
+        per_sample = n_dir * (20.0 * b + (0.0 if diagonal else 2.0 * b * b)) + 200.0 * 20 * n_dir
+        check_work("samples", self.samples * per_sample + 10.0 * b**3, "operations",
+                   hint=f"{self.samples} samples over b={b} slots; use fewer samples")
         self._losses: dict[str, np.ndarray] | None = None
 
     def losses(self) -> dict[str, np.ndarray]:
@@ -329,6 +417,7 @@ def calibrate_sigma(
     rel_tol: float = 1e-3,
     sigma_start: float = 1.0,
     use: str = "value",
+    max_evaluations: int = MAX_CALIBRATION_EVALUATIONS,
 ) -> float:
     """Smallest sigma (rounded up to relative precision ``rel_tol``) with ``delta(eps) <= delta``.
 
@@ -340,29 +429,48 @@ def calibrate_sigma(
     value: the bound itself for upper-bound accountants, the point estimate for ``matrix-mc``) or ``"upper"``
     (the upper end of its bracket: for ``matrix-mc`` the empirical-Bernstein confidence bound, so the sigma
     meets the target with the stated confidence instead of only on average).
+
+    The search is bounded: sigma in :data:`SIGMA_RANGE`, ``rel_tol`` in :data:`REL_TOL_RANGE`, at most
+    ``max_evaluations`` accountant evaluations (:class:`NumericalError` beyond them).
     """
     eps = check_positive("epsilon", epsilon)
     dl = check_delta(delta)
-    rel_tol = check_positive("rel_tol", rel_tol)
+    rel_tol = check_rel_tol(rel_tol)
     check_choice("use", use, ("value", "upper"))
+    s_min, s_max = SIGMA_RANGE
+    start = check_positive("sigma_start", sigma_start)
+    if not s_min <= start <= s_max:
+        raise DPValueError(f"sigma_start must be in [{s_min:g}, {s_max:g}], got {start!r}")
+    max_evaluations = check_positive_int("max_evaluations", max_evaluations)
+    n = 0
 
     def ok(s: float) -> bool:
+        nonlocal n
+        if n >= max_evaluations:
+            raise NumericalError(f"calibrate_sigma: no convergence within {max_evaluations} accountant evaluations "
+                                 f"(sigma bracket [{lo:.6g}, {hi:.6g}], rel_tol={rel_tol:g})")
+        n += 1
         r = make_accountant(s).get_delta(eps)
-        return float(r.upper if use == "upper" else r) <= dl
+        v = float(r.upper if use == "upper" else r)
+        if math.isnan(v):
+            raise NumericalError(f"calibrate_sigma: the accountant returned delta = nan at sigma={s!r}")
+        return v <= dl
 
-    lo = hi = check_positive("sigma_start", sigma_start)
+    lo = hi = start
     if ok(hi):
         while ok(lo):
             hi, lo = lo, lo / 2
-            if lo < 1e-4:
+            if lo < s_min:
                 return hi
     else:
         while not ok(hi):
             lo, hi = hi, hi * 2
-            if hi > 1e4:
-                raise NumericalError(f"no sigma <= 1e4 reaches epsilon={eps} at delta={dl}")
+            if hi > s_max:
+                raise NumericalError(f"no sigma <= {s_max:g} reaches epsilon={eps} at delta={dl}")
     while hi / lo - 1 > rel_tol:
         mid = math.sqrt(lo * hi)
+        if not lo < mid < hi:  # floating point cannot split the bracket any further
+            raise NumericalError(f"calibrate_sigma: the bracket [{lo!r}, {hi!r}] cannot be split to rel_tol={rel_tol:g}")
         if ok(mid):
             hi = mid
         else:
@@ -370,69 +478,127 @@ def calibrate_sigma(
     return hi
 
 
+def check_rel_tol(rel_tol: Any) -> float:
+    """A relative tolerance in :data:`REL_TOL_RANGE` (finite; 0, negative, nan or below 1e-12 are refused)."""
+    t = check_finite("rel_tol", rel_tol)
+    lo, hi = REL_TOL_RANGE
+    if not lo <= t <= hi:
+        raise DPValueError(f"rel_tol must be in [{lo:g}, {hi:g}], got {t!r}")
+    return t
+
+
 # ---------------------------------------------------------------------------------------------- command line
-def _add_arguments(p: argparse.ArgumentParser) -> None:
+# Each accountant gets only the options it reads, so argparse refuses the others by name.
+def _add_strategy_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--matrix", default="identity", choices=list(MATRICES), help="strategy matrix C")
-    p.add_argument("--bands", type=int, default=1, help="bands of C (bsr, bandmf) or of C^-1 (bisr)")
-    p.add_argument("--epochs", type=int, default=1, help="epochs k")
-    p.add_argument("--batches", type=int, default=100, help="batches per epoch b (N = k b steps)")
-    p.add_argument("--effective-bands", type=int, default=None, help="largest effective bandwidth of the DP")
-    p.add_argument("--max-order", type=int, default=128, help="largest integer Renyi order (from 2)")
-    p.add_argument("--samples", type=int, default=1_000_000, help="Monte Carlo samples (matrix-mc)")
-    p.add_argument("--seed", type=int, default=0, help="Monte Carlo seed (matrix-mc)")
+    p.add_argument("--bands", type=int, default=None,
+                   help="bands of C (bsr, bandmf) or of C^-1 (bisr), an integer >= 1 (default 1); "
+                        "not used by identity and blt")
+    p.add_argument("--epochs", type=int, default=1, help="epochs k, an integer >= 1")
+    p.add_argument("--batches", type=int, default=100, help="batches per epoch b, an integer >= 1 (N = k b steps)")
+
+
+def _add_renyi_arguments(p: argparse.ArgumentParser) -> None:
+    _add_strategy_arguments(p)
+    p.add_argument("--effective-bands", type=int, default=None,
+                   help="largest effective bandwidth of the DP, an integer >= 1 (default: the strategy's bands, 4 if dense)")
+    p.add_argument("--max-order", type=int, default=128, help="largest integer Renyi order (from 2), >= 2")
+
+
+def _add_renyi_tight_arguments(p: argparse.ArgumentParser) -> None:
+    _add_renyi_arguments(p)
     p.add_argument("--add-classes", default=None,
-                   help="comma-separated slot-class counts of the tight add bound (matrix-renyi-tight)")
+                   help="comma-separated slot-class counts (integers >= 1) of the tight add bound")
+
+
+def _add_mc_arguments(p: argparse.ArgumentParser) -> None:
+    _add_strategy_arguments(p)
+    p.add_argument("--samples", type=int, default=1_000_000, help="Monte Carlo samples, an integer >= 2")
+    p.add_argument("--seed", type=int, default=0, help="Monte Carlo seed, an integer >= 0")
+
+
+@lru_cache(maxsize=4)
+def _cached_strategy(matrix: str, epochs: int, batches: int, bands: int) -> Strategy:
+    # calibrate builds the accountant once per evaluated sigma: build (and optimise) the strategy once
+    return build_strategy(matrix, epochs, batches, bands)
 
 
 def _strategy_from_args(args: argparse.Namespace) -> Strategy:
-    if args.mechanism not in (None, "balls-in-bins"):
-        raise DPValueError(f"mechanism must be 'balls-in-bins' for matrix accountants, got {args.mechanism!r}")
+    mech = getattr(args, "mechanism", None)
+    if mech not in (None, "balls-in-bins"):
+        raise DPValueError(f"mechanism must be 'balls-in-bins' for matrix accountants, got {mech!r}")
     if args.sigma is None:
         raise DPValueError("sigma is required (noise standard deviation, > 0)")
-    return build_strategy(args.matrix, args.epochs, args.batches, args.bands)
+    check_choice("matrix", args.matrix, MATRICES)
+    k = check_positive_int("epochs", args.epochs)
+    b = check_positive_int("batches", args.batches)
+    bands = getattr(args, "bands", None)
+    if bands is None:
+        bands = 1
+    else:
+        bands = check_positive_int("bands", bands)
+        if args.matrix in ("identity", "blt"):
+            raise DPValueError(f"bands is not used by matrix {args.matrix!r} (it has "
+                               f"{'one band' if args.matrix == 'identity' else 'a dense C'}); leave --bands out")
+    return _cached_strategy(args.matrix, k, b, bands)
+
+
+def _max_order(args: argparse.Namespace) -> range:
+    mo = check_positive_int("max-order", args.max_order)
+    if mo < 2:
+        raise DPValueError(f"max-order must be an integer >= 2, got {mo}")
+    return range(2, mo + 1)
+
+
+def _effective_bands(args: argparse.Namespace) -> int | None:
+    eb = getattr(args, "effective_bands", None)
+    return None if eb is None else check_positive_int("effective-bands", eb)
 
 
 def _build_renyi(args: argparse.Namespace) -> MatrixRenyiAccountant:
-    mo = check_positive_int("max-order", args.max_order)
-    if mo < 2:
-        raise DPValueError("max-order must be >= 2")
-    return MatrixRenyiAccountant(_strategy_from_args(args), args.sigma, range(2, mo + 1),
-                                 effective_bands=args.effective_bands)
+    orders = _max_order(args)
+    return MatrixRenyiAccountant(_strategy_from_args(args), args.sigma, orders, effective_bands=_effective_bands(args))
 
 
 def _build_renyi_tight(args: argparse.Namespace) -> MatrixRenyiTightAccountant:
-    mo = check_positive_int("max-order", args.max_order)
-    if mo < 2:
-        raise DPValueError("max-order must be >= 2")
+    orders = _max_order(args)
     classes = DEFAULT_ADD_CLASSES
     raw = getattr(args, "add_classes", None)
-    if raw:
+    if raw is not None:
         try:
             classes = tuple(int(x) for x in str(raw).split(",") if x.strip())
         except ValueError:
             raise DPValueError(f"add-classes must be comma-separated integers >= 1, got {raw!r}") from None
-    return MatrixRenyiTightAccountant(_strategy_from_args(args), args.sigma, range(2, mo + 1),
-                                      effective_bands=args.effective_bands, add_classes=classes)
+        if not classes or any(c < 1 for c in classes):
+            raise DPValueError(f"add-classes must be comma-separated integers >= 1, got {raw!r}")
+    return MatrixRenyiTightAccountant(_strategy_from_args(args), args.sigma, orders,
+                                      effective_bands=_effective_bands(args), add_classes=classes)
 
 
 def _build_mc(args: argparse.Namespace) -> MatrixMonteCarloAccountant:
-    return MatrixMonteCarloAccountant(_strategy_from_args(args), args.sigma, samples=args.samples,
-                                      seed=args.seed, direction=getattr(args, "direction", "both"))
+    samples = check_positive_int("samples", args.samples)
+    seed = check_nonnegative_int("seed", args.seed)
+    return MatrixMonteCarloAccountant(_strategy_from_args(args), args.sigma, samples=samples,
+                                      seed=seed, direction=getattr(args, "direction", None) or "both")
 
 
 def _register() -> None:
     from ..accountants import registry
 
+    # common options read: --mechanism (only 'balls-in-bins' is accepted), --sigma; the Renyi accountants
+    # always report the worse of the two directions (no --direction), matrix-mc honours --direction;
+    # none composes a number of steps (N = epochs x batches comes from the strategy: no --steps)
+    renyi_flags = frozenset({"mechanism", "sigma"})
     registry.register("matrix-renyi", help="Schuchardt-Kalinin Algorithm 3 (Renyi DP + Lemma 3.4), upper bound",
-                      build=_build_renyi, add_arguments=_add_arguments, uses_mechanism=False,
-                      noise_parameter="sigma")
+                      build=_build_renyi, add_arguments=_add_renyi_arguments, uses_mechanism=False,
+                      noise_parameter="sigma", common_flags=renyi_flags)
     registry.register("matrix-renyi-tight",
                       help="Renyi accountant with a tighter add direction (lognormal moments), upper bound",
-                      build=_build_renyi_tight, add_arguments=_add_arguments, uses_mechanism=False,
-                      noise_parameter="sigma")
+                      build=_build_renyi_tight, add_arguments=_add_renyi_tight_arguments, uses_mechanism=False,
+                      noise_parameter="sigma", common_flags=renyi_flags)
     registry.register("matrix-mc", help="Monte Carlo estimate for balls-in-bins matrix mechanisms (with CI)",
-                      build=_build_mc, add_arguments=_add_arguments, uses_mechanism=False,
-                      noise_parameter="sigma")
+                      build=_build_mc, add_arguments=_add_mc_arguments, uses_mechanism=False,
+                      noise_parameter="sigma", common_flags=frozenset({"mechanism", "sigma", "direction"}))
 
 
 _register()

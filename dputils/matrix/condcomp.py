@@ -68,6 +68,7 @@ from ..errors import (
     check_positive_int,
     check_probability,
 )
+from ..resources import check_memory, check_work
 from .factorizations import Strategy
 
 #: Temperatures of Option 3 used in the paper's experiments (inf = uniform psi, Option 1).
@@ -317,7 +318,7 @@ def _per_step_hazards(M: np.ndarray, s: float, beta_step: Sequence[float], direc
     out = []
     it = range(1, N + 1)
     if progress:
-        from tqdm.auto import tqdm
+        from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
 
         it = tqdm(it, desc=desc, leave=False)
     for n in it:
@@ -381,6 +382,49 @@ _STEP_CACHE: "OrderedDict[tuple, list]" = OrderedDict()
 _STEP_CACHE_SIZE = 16
 
 
+def _components_per_step(M: np.ndarray) -> np.ndarray:
+    """Number of tail bounds each step needs: the components above the lowest tie group of its means."""
+    srt = np.sort(M, axis=0)
+    low = (srt == srt[0:1, :]).sum(axis=0)  # size of the lowest tie group per step
+    return np.maximum(M.shape[0] - np.maximum(low, 1), 0)
+
+
+def check_plan(M: np.ndarray, n_temperatures: int = len(TEMPERATURES)) -> None:
+    """Refuse up front (``DPValueError`` naming the parameter) the per-step tail bounds this machine cannot do.
+
+    At step n with ``c_n`` tail bounds (components above the lowest tie group: 1 for DP-SGD, up to the bands
+    for banded C, b - 1 for dense C), the bounds hold a few ``(temperatures, c_n, b)`` arrays, multiply them
+    by the b x b prefix Gram matrix and (remove direction) bisect over them with :data:`_BISECTION_STEPS`
+    normal-cdf evaluations per entry; the b x N means and the per-step mixtures are kept.
+    """
+    b, N = M.shape
+    T = max(int(n_temperatures), 1)
+    comps = _components_per_step(M).astype(float)
+    c_max = float(comps.max()) if comps.size else 0.0
+    need = 8.0 * (3 * b * N + 4 * b * b + 12 * T * c_max * b + 4 * N * b)
+    check_memory("batches", need, f"the conditional-composition tail bounds over b={b} slots and N={N} steps",
+                 hint="use fewer batches")
+    per_step = 2 * (4.0 * b * b + 2 * T * comps * b * b) + T * comps * b * (_BISECTION_STEPS + 4) * 10
+    check_work("batches", float(per_step.sum()), "operations",
+               hint=f"tail bounds for b={b} slots over N={N} steps; use fewer batches or epochs")
+
+
+def _check_pld_plan(means: np.ndarray, sigma: float, h: float) -> None:
+    """Estimated memory of composing the N per-step mixtures with the PLD accountant at grid width ``h``.
+
+    One step's privacy loss spans about ``+-(s^2/(2 sigma^2) + 8.3 s/sigma)`` (tail 1e-15) for the largest
+    sensitivity ``s``; each of the N steps keeps a few arrays of that many grid points per direction, and
+    the composed window is at most the PLD accountant's own cap of 2^27 points.
+    """
+    N = means.shape[1]
+    smax = float(np.max(means)) if means.size else 0.0
+    per_step = 2.0 * (smax * smax / (2 * sigma * sigma) + 8.3 * smax / sigma) / h + 3
+    window = min(N * per_step, 2.0**27)
+    need = 8.0 * (2 * 5 * N * per_step + 4 * window)  # two directions
+    check_memory("discretization", need, f"the PLD composition of {N} steps at sigma={sigma:g}",
+                 hint="use a coarser discretization (or this sigma is too small)")
+
+
 def _means_key(M: np.ndarray) -> str:
     return hashlib.sha1(np.ascontiguousarray(M).tobytes() + str(M.shape).encode()).hexdigest()
 
@@ -441,6 +485,7 @@ class ConditionalCompositionAccountant:
         if np.any(M < 0):
             raise DPValueError("strategy: slot means must be >= 0 (Lemma 2.8 needs C >= 0)")
         self.means = M
+        check_plan(M, len(temps))
         self._key = _means_key(M)
         self._chains: dict[float, dict[str, Any]] = {}
 
@@ -464,6 +509,7 @@ class ConditionalCompositionAccountant:
     def _chain(self, delta_e: float) -> dict[str, Any]:
         """The two composed PLD accountants (remove chain, add chain) for one delta_E."""
         if delta_e not in self._chains:
+            _check_pld_plan(self.means, self.sigma, self.h)
             from ..accountants.pld import PLDAccountant
             from ..mechanisms import GaussianMixtureMechanism
 
@@ -566,12 +612,13 @@ def calibrate(strategy: Strategy, epsilon: float, delta: float, delta_e_fraction
 
 # ---------------------------------------------------------------------------------------------- command line
 def _add_arguments(p: argparse.ArgumentParser) -> None:
-    from .allocation import _add_arguments as matrix_arguments
+    from .allocation import _add_strategy_arguments
 
-    matrix_arguments(p)
+    _add_strategy_arguments(p)  # --matrix --bands --epochs --batches (no Renyi or Monte Carlo options)
     p.add_argument("--delta-e", type=float, default=None,
                    help="failure probability of the posterior bounds (default: fraction x delta)")
-    p.add_argument("--delta-e-fraction", type=float, default=0.5, help="delta_E as a fraction of delta (default 0.5)")
+    p.add_argument("--delta-e-fraction", type=float, default=None,
+                   help="delta_E as a fraction of delta, in (0, 1) (default 0.5); not with --delta-e")
     p.add_argument("--allocation", default="union", choices=list(ALLOCATIONS),
                    help="failure allocation: union (proved) or hybrid (paper, unproven)")
     p.add_argument("--discretization", type=float, default=2e-3, help="PLD grid width (default 2e-3)")
@@ -580,8 +627,11 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 def _build(args: argparse.Namespace) -> ConditionalCompositionAccountant:
     from .allocation import _strategy_from_args
 
+    if args.delta_e is not None and args.delta_e_fraction is not None:
+        raise DPValueError("delta-e-fraction is not used when --delta-e is given; give one of them")
+    fraction = 0.5 if args.delta_e_fraction is None else args.delta_e_fraction
     return ConditionalCompositionAccountant(_strategy_from_args(args), args.sigma, delta_e=args.delta_e,
-                                            delta_e_fraction=args.delta_e_fraction, allocation=args.allocation,
+                                            delta_e_fraction=fraction, allocation=args.allocation,
                                             discretization=args.discretization, progress=False)
 
 
@@ -590,7 +640,10 @@ def _register() -> None:
 
     registry.register("matrix-condcomp",
                       help="Schuchardt-Kalinin conditional composition (per-step mixtures + PLD), upper bound",
-                      build=_build, add_arguments=_add_arguments, uses_mechanism=False, noise_parameter="sigma")
+                      build=_build, add_arguments=_add_arguments, uses_mechanism=False, noise_parameter="sigma",
+                      # --mechanism (only 'balls-in-bins') and --sigma; both directions are always composed
+                      # and the worse is reported (no --direction); N comes from the strategy (no --steps)
+                      common_flags=frozenset({"mechanism", "sigma"}))
 
 
 _register()

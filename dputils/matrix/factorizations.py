@@ -28,6 +28,7 @@ the Renyi accountant needs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,7 @@ import numpy as np
 from scipy import optimize
 
 from ..errors import DPValueError, check_choice, check_positive_int
+from ..resources import available_memory_bytes, check_memory, check_work
 
 MATRICES = ("identity", "bsr", "bisr", "bandmf", "blt")
 
@@ -226,6 +228,34 @@ class Strategy:
         return f"Strategy({self.name!r}, N={self.n}, epochs={self.epochs}, batches={self.batches}, bands={self.bands})"
 
 
+#: Peak number of N x N float64 arrays alive while a strategy is built (Toeplitz construction, |C|, C).
+_NN_ARRAYS = 5
+#: Objective evaluations of one L-BFGS-B run per free parameter (300 iterations, finite differences).
+_EVALS_PER_PARAMETER = 300
+
+
+def check_strategy_cost(name: str, epochs: int, batches: int, bands: int = 1, n_buffers: int = 3) -> None:
+    """Refuse (``DPValueError`` naming the parameter) a strategy this machine cannot build.
+
+    The strategy holds the dense N x N matrix C (N = epochs x batches), built through a few N x N
+    temporaries; ``bandmf``/``blt`` also run an L-BFGS-B optimisation whose objective costs ``O(N^2)``.
+    """
+    n = int(epochs) * int(batches)
+    per = 8.0 * _NN_ARRAYS
+    need = per * float(n) * n
+    if not need <= available_memory_bytes():
+        largest = int(math.isqrt(int(available_memory_bytes() / per)))
+        check_memory("batches", need, f"the {n} x {n} strategy matrix (N = epochs x batches = {epochs} x {batches})",
+                     hint=f"the largest feasible N is about {largest}")
+    if name in ("bandmf", "blt"):
+        params = (min(int(bands), n) - 1) if name == "bandmf" else 2 * int(n_buffers)
+        evals = _EVALS_PER_PARAMETER * (params + 2)
+        what = "bands" if name == "bandmf" else "n_buffers"
+        check_work("batches", evals * (20.0 * n * n + 300.0 * n), "operations",
+                   hint=f"optimising {name} ({what}={bands if name == 'bandmf' else n_buffers}) over N={n} steps; "
+                        "use fewer epochs x batches or bands")
+
+
 def build_strategy(name: str, epochs: int, batches: int, bands: int = 1, n_buffers: int = 3) -> Strategy:
     """Build one of :data:`MATRICES` for ``N = epochs * batches`` steps.
 
@@ -237,6 +267,7 @@ def build_strategy(name: str, epochs: int, batches: int, bands: int = 1, n_buffe
     b = check_positive_int("batches", batches)
     p = check_positive_int("bands", bands)
     n = k * b
+    check_strategy_cost(name, k, b, p, n_buffers)
     info: dict[str, Any] = {"normalisation": "c_0 = 1"}
     if name == "identity":
         coefs, nb = np.ones(1), 1

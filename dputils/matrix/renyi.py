@@ -66,6 +66,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from ..errors import DPValueError, NumericalError, check_delta, check_epsilon, check_positive, check_positive_int
+from ..resources import check_memory, check_work
 from .factorizations import truncate_gram
 
 #: Default upper limit on the work of one dynamic program (transitions x prefixes x slots).
@@ -89,34 +90,103 @@ def dp_work(bands: int, b: int, alpha_max: int, wrap: bool) -> float:
     return float(n_transitions(L, alpha_max)) * (n_prefixes(L, alpha_max) if wrap and L > 0 else 1) * b
 
 
+def _expand(rows: np.ndarray, rem: np.ndarray, n_parts: int) -> tuple[np.ndarray, np.ndarray]:
+    """Append ``n_parts`` columns to ``rows``: each row is repeated with every value ``0..rem`` of the next
+    column (``rem`` its remaining budget). Rows sorted lexicographically stay sorted."""
+    for _ in range(n_parts):
+        counts = rem + 1
+        parent = np.repeat(np.arange(rows.shape[0]), counts)
+        offsets = np.cumsum(counts) - counts
+        val = np.arange(parent.size, dtype=np.int64) - np.repeat(offsets, counts)
+        rows = np.concatenate([rows[parent], val[:, None]], axis=1)
+        rem = rem[parent] - val
+    return rows, rem
+
+
+def _compositions(n_parts: int, total_max: int) -> np.ndarray:
+    """All tuples of ``n_parts`` non-negative integers with sum <= ``total_max``, in lexicographic order
+    (the order of ``itertools.product`` filtered by the sum), without enumerating the full product."""
+    rows, _ = _expand(np.zeros((1, 0), dtype=np.int64), np.array([total_max], dtype=np.int64), n_parts)
+    return rows
+
+
+@lru_cache(maxsize=16)
+def _rank_tables(window: int, alpha_max: int) -> tuple[np.ndarray, np.ndarray]:
+    L, A = window, alpha_max
+    F = np.array([[math.comb(x + K + 1, K + 1) for K in range(L + 1)] for x in range(A + 1)], dtype=np.int64)
+    below = np.array([math.comb(x + L, L + 1) for x in range(A + 1)], dtype=np.int64)
+    return F, below
+
+
+def _state_rank(coords, window: int, alpha_max: int) -> np.ndarray:
+    """Index of the states ``(m, r_1..r_L)`` (``coords[0] = m``, ``coords[j] = r_j``) in the lexicographic order.
+
+    The states before ``(m, r)`` are the ``binom(m + L, L + 1)`` with a smaller total, plus, for each window
+    position ``j``, those that agree on ``m, r_1..r_{j-1}`` and have a smaller ``r_j``:
+    ``F(rem_{j-1}, L - j) - F(rem_j, L - j)`` with ``rem_j = m - r_1 - ... - r_j`` and
+    ``F(x, K) = binom(x + K + 1, K + 1)`` the number of ``(K+1)``-tuples with sum <= x (hockey stick).
+    """
+    L = window
+    F, below = _rank_tables(window, alpha_max)
+    rem = np.asarray(coords[0], dtype=np.int64)
+    rank = below[rem]
+    for j in range(1, L + 1):
+        nxt = rem - np.asarray(coords[j], dtype=np.int64)
+        rank = rank + F[rem, L - j] - F[nxt, L - j]
+        rem = nxt
+    return rank
+
+
+def n_states(window: int, alpha_max: int) -> int:
+    """Number of DP states ``(m, r_1..r_L)`` with ``sum(r) <= m <= alpha_max``: ``binom(alpha_max + L + 1, L + 1)``."""
+    return math.comb(alpha_max + window + 1, window + 1)
+
+
+def dp_memory(bands: int, b: int, alpha_max: int, wrap: bool) -> float:
+    """Estimated peak bytes of the DP for bandwidth p = ``bands`` over ``b`` slots up to ``alpha_max``.
+
+    The state space and transition table (:func:`_state_space`, :func:`_group_layout`), and the DP values:
+    one row of states per fixed prefix, with the per-transition (unfactored) or per-group (factored) work
+    arrays of one step.
+    """
+    L = max(min(bands, b) - 1, 0)
+    A = alpha_max
+    n_st, n_tr = n_states(L, A), n_transitions(L, A)
+    n_grp = math.comb(A + L, L) if L > 0 else 1
+    n_pre = n_prefixes(L, A) if wrap and L > 0 else 1
+    tables = 8.0 * (6 * n_tr + 3 * (L + 2) * n_st + 2 * n_grp * (A + 1))
+    # numpy step: gather, increment and exponentials per transition; factored: padded groups and their sums
+    step = 8.0 * n_pre * (max(4 * n_tr, 3 * n_grp * (A + 1)) + 6 * n_st)
+    prefixes = 8.0 * n_pre * (L + 2) if wrap and L > 0 else 0.0
+    return tables + step + prefixes
+
+
 @lru_cache(maxsize=16)
 def _state_space(window: int, alpha_max: int):
     """States (m, r_1..r_L) with sum(r) <= m <= alpha_max and the transition table of one DP step.
 
-    Returns ``states`` (n_states x (L+1) ints), ``src``/``tval`` (transitions sorted by destination) and
-    ``starts`` (segment starts of each destination state in the sorted order; every state is a destination).
+    Returns ``states`` (n_states x (L+1) ints, in lexicographic order), ``src``/``tval`` (transitions sorted
+    by destination) and ``starts`` (segment starts of each destination state in the sorted order; every
+    state is a destination). Only the ``binom(alpha_max + L + 1, L + 1)`` states themselves are enumerated;
+    a destination's index is its lexicographic rank (:func:`_state_rank`), no dense lookup grid.
     """
     L, A = window, alpha_max
-    shape = (A + 1,) * (L + 1)
-    grid = np.indices(shape).reshape(L + 1, -1).T  # columns: m, r_1..r_L
-    valid = grid[:, 1:].sum(axis=1) <= grid[:, 0]
-    states = grid[valid]
-    index = np.full(shape, -1, dtype=np.int64)
-    index[tuple(states.T)] = np.arange(states.shape[0])
+    m = np.arange(A + 1, dtype=np.int64)
+    states, _ = _expand(m[:, None], m.copy(), L)  # lexicographic in (m, r_1, ..., r_L)
     srcs, ts, dests = [], [], []
     for t in range(A + 1):
         ok = states[:, 0] + t <= A
         s_idx = np.nonzero(ok)[0]
         st = states[ok]
         dest_coords = [st[:, 0] + t] + [st[:, j] for j in range(2, L + 1)] + ([np.full(st.shape[0], t)] if L > 0 else [])
-        d_idx = index[tuple(dest_coords)]
+        d_idx = _state_rank(dest_coords, L, A)
         srcs.append(s_idx)
         ts.append(np.full(s_idx.size, t))
         dests.append(d_idx)
     src = np.concatenate(srcs)
     tval = np.concatenate(ts)
     dest = np.concatenate(dests)
-    if (dest < 0).any():  # pragma: no cover - construction guarantees validity
+    if (dest < 0).any() or (dest >= states.shape[0]).any():  # pragma: no cover - construction guarantees validity
         raise NumericalError("internal error: invalid DP destination state")
     order = np.argsort(dest, kind="stable")
     src, tval, dest = src[order], tval[order], dest[order]
@@ -404,6 +474,9 @@ def log_partition_dp(
             f"bands={p} with alpha_max={A} over b={b} slots needs ~{work:.2e} DP updates (> budget "
             f"{work_budget:.1e}); lower the effective bandwidth or the largest order"
         )
+    check_work("alpha_max", work, "DP updates", hint=f"bands={p} over b={b} slots; lower alpha_max or bands")
+    check_memory("alpha_max", dp_memory(p, b, A, wrap), f"the dynamic program (bands={p}, b={b})",
+                 hint="lower alpha_max or bands")
     states, src, tval, starts = _state_space(L, A)
     R = states[:, 1:].astype(float)  # window counts, oldest first
     tt = np.arange(A + 1, dtype=float)
@@ -416,7 +489,7 @@ def log_partition_dp(
         prefixes = None
     else:
         # enumerate prefixes l = (r_0..r_{L-1}) with sum <= A; state at q = L-1 is (sum l, l)
-        pre = np.array([c for c in product(range(A + 1), repeat=L) if sum(c) <= A], dtype=float)
+        pre = _compositions(L, A).astype(float)  # product(range(A + 1), repeat=L) with sum <= A, same order
         prefixes = pre
         Gpre = Gp[:L, :L]
         diag = np.diag(Gpre)
@@ -424,9 +497,8 @@ def log_partition_dp(
              + (pre * (pre - 1) * diag).sum(axis=1) / (2 * s2)
              - gammaln(pre + 1).sum(axis=1))
         m0 = pre.sum(axis=1).astype(np.int64)
-        # state index of (m0, l): look up in the state table
-        lookup = {tuple(row): i for i, row in enumerate(states.tolist())}
-        idx = np.array([lookup[(int(m),) + tuple(int(x) for x in row)] for m, row in zip(m0, pre)])
+        # state index of (m0, l): its lexicographic rank
+        idx = _state_rank([m0] + [pre[:, j].astype(np.int64) for j in range(L)], L, A)
         cur = np.full((pre.shape[0], states.shape[0]), -np.inf)
         cur[np.arange(pre.shape[0]), idx] = w
         first = L
@@ -777,6 +849,10 @@ def log_neg_moment_independent(
         l_out = np.concatenate([l_out, fo])
     else:  # pragma: no cover - the transform decays like exp(-(log t)^2 / 2v)
         raise NumericalError("negative moment: the Laplace transform did not decay on the integration range")
+
+    # the quadrature below holds a few (orders x grid points) arrays at once
+    check_memory("orders", 8.0 * 4 * r.size * s.size, f"the negative-moment quadrature ({r.size} orders)",
+                 hint="use fewer orders")
 
     def _integral(lam, step, idx):
         ex = r[:, None] * s[None, idx] + lam[None, idx]

@@ -245,7 +245,7 @@ def train(
     t = 0
     it = range(config.epochs)
     if progress:
-        from tqdm.auto import tqdm
+        from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
 
         it = tqdm(it, desc="epochs")
     for e in it:

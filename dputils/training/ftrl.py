@@ -305,7 +305,7 @@ def train_ftrl(
 
     it = range(1, T + 1)
     if progress:
-        from tqdm.auto import tqdm
+        from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
 
         it = tqdm(it, desc=f"DP-FTRL (sigma_node={config.sigma_node:.3g})", unit="step")
     t0 = time.perf_counter()
