@@ -8,8 +8,9 @@ or running for hours.
 
 Limits:
 
-* memory: the machine's available memory (``MemAvailable`` in ``/proc/meminfo``, else total physical
-  memory), times a safety fraction; override with the environment variable ``DPUTILS_MAX_MEMORY_GB``.
+* memory: the machine's physical memory (``MemTotal`` in ``/proc/meminfo``, else ``sysconf``) times a
+  safety fraction -- a fixed number per machine, so the same request is refused or accepted whatever else
+  is running; override with the environment variable ``DPUTILS_MAX_MEMORY_GB``.
 * work: a count of elementary operations (the caller's unit, stated in the message), capped by
   ``DPUTILS_MAX_WORK`` (default ``1e12``, roughly an hour of vectorised numpy on one core).
 """
@@ -30,7 +31,7 @@ _GIB = 1024.0**3
 
 
 def available_memory_bytes() -> float:
-    """Bytes this process may plan to allocate: ``DPUTILS_MAX_MEMORY_GB`` or a fraction of what is free."""
+    """Bytes this process may plan to allocate: ``DPUTILS_MAX_MEMORY_GB`` or a fraction of physical memory."""
     env = os.environ.get("DPUTILS_MAX_MEMORY_GB")
     if env:
         try:
@@ -44,7 +45,7 @@ def available_memory_bytes() -> float:
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:
-                if line.startswith("MemAvailable:"):
+                if line.startswith("MemTotal:"):
                     avail = float(line.split()[1]) * 1024.0
                     break
     except OSError:

@@ -66,6 +66,10 @@ _ETA_FACTORS = np.array([0.3, 0.1, 1e-2, 1e-3, 1e-5])  # eta relative to the tar
 _ETAS_ABS = np.logspace(-24, -2, 12)  # eta grid for get_delta
 
 
+#: Largest composed window (grid points) one FFT composition may use: ~5 GiB and about a minute here.
+MAX_WINDOW = 2**26
+
+
 @dataclass
 class DiscretePLD:
     """One pair's discretized privacy-loss distribution on the grid ``i * h`` for ``i`` in [i0, i0 + len)."""
@@ -91,8 +95,9 @@ def discretize(pair: PrivacyLossPair, h: float, tail: float = 1e-20) -> Discrete
     i_hi = math.ceil(hi / h) + 1
     n = i_hi - i_lo + 1
     if n > 5_000_000:
-        raise NumericalError(
-            f"the single-step privacy loss spans [{lo:.3g}, {hi:.3g}]: {n} grid points at h={h:g}; use a coarser grid"
+        raise DPValueError(
+            f"discretization: the single-step privacy loss spans [{lo:.3g}, {hi:.3g}], {n:,} grid points at "
+            f"discretization {h:g}, over the limit of 5,000,000; use a discretization of at least {h * n / 5e6:.2g}"
         )
     grid = (i_lo + np.arange(n)) * h  # eps_{i_lo} .. eps_{i_hi}
     lsf_p = np.asarray(pair.log_sf_p(grid), dtype=float)
@@ -141,7 +146,9 @@ def _log_mgf(masses: np.ndarray, losses: np.ndarray, t: np.ndarray) -> np.ndarra
     pos = masses > 0
     lm = np.log(masses[pos])
     ll = losses[pos]
-    return logsumexp(lm[None, :] + t[:, None] * ll[None, :], axis=1)
+    if lm.size * t.size <= 4_000_000:
+        return logsumexp(lm[None, :] + t[:, None] * ll[None, :], axis=1)
+    return np.array([logsumexp(lm + ti * ll) for ti in t])  # one t at a time: no (len(t), n) temporary
 
 
 @dataclass
@@ -250,8 +257,11 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
     j_lo = max(math.floor(u_lo / h) - 1, offset)
     j_hi = min(math.ceil(u_hi / h) + 1, offset + span)
     n_win = j_hi - j_lo + 1
-    if n_win > 2**27:
-        raise NumericalError(f"PLD window of {n_win} points is too large; use a coarser discretization")
+    if n_win > MAX_WINDOW:
+        raise DPValueError(
+            f"discretization: the composed privacy loss spans [{j_lo * h:.6g}, {j_hi * h:.6g}], {n_win:,} grid points "
+            f"at discretization {h:g}, over the limit of {MAX_WINDOW:,} (about a minute and 5 GiB); use a "
+            f"discretization of at least {h * n_win / MAX_WINDOW:.2g}")
     # the FFT length must hold every single-part support as well as the window
     n_fft = sp_fft.next_fast_len(max(n_win, max(d.upper.size for d, _ in parts)), real=True)
     # about 80 bytes per point at the peak (input, half spectrum, powers, inverse, window, indices)
@@ -304,8 +314,8 @@ class _DirectionPLD:
             m = d.lower
             pos = m > 0
             rest = max(0.0, 1.0 - float(m[pos].sum()))
-            terms = np.log(m[pos])[None, :] - lam[:, None] * d.lower_err[pos][None, :]
-            lse = logsumexp(terms, axis=1)
+            # log E[exp(-lam e)] is _log_mgf of the rounding errors at -lam (chunked for long supports)
+            lse = _log_mgf(m, d.lower_err, -lam)
             logM += c * np.minimum(np.logaddexp(lse, math.log(rest)) if rest > 0 else lse, 0.0)
         self._lam = lam
         self._logM = logM
