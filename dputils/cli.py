@@ -3,7 +3,8 @@
 Commands:
 
 * ``run [--profile smoke|full|paper] [--only NAME ...] [--jobs N]``: execute notebooks with papermill.
-* ``book [--profile ...] [--jobs N]``: ``run``, then ``jupyter-book build . -W --all``.
+* ``book [--profile ...] [--jobs N] [--check]``: ``run``, then ``jupyter-book build . -W --all`` (and, with
+  ``--check``, the headless-browser check of every page).
 * ``epsilon`` / ``delta``: one JSON object with the value, its bounds, the accountant and the seconds.
 * ``calibrate``: the smallest noise parameter meeting (``--epsilon``, ``--delta``), conservative.
 * ``audit``: one-run privacy auditing of canary scores (when the audit module is installed).

@@ -587,6 +587,10 @@ def _parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=2, help="notebooks executed in parallel (default 2)")
     p.add_argument("--timeout", type=int, default=3600, help="per-cell timeout in seconds (default 3600)")
     p.add_argument("--root", default=None, metavar="PATH", help="repository root (holds notebooks/ and params/)")
+    if command == "book":
+        p.add_argument("--check", action="store_true",
+                       help="after the build, open every page in headless Chromium and fail on findings "
+                            "(python -m dputils.bookcheck; screenshots in _build/screenshots)")
     if command == "run":
         p.add_argument("--output", default=None, metavar="DIR",
                        help="write DIR/methods and DIR/results ('book': the book's places); default: the "
@@ -628,4 +632,10 @@ def cli_main(command: str, argv: Sequence[str]) -> int:
     rc = build_book(root)
     _say(timing_table(reports))
     _say(f"jupyter-book build: {time.perf_counter() - t0:.1f} s (exit {rc})")
+    if rc == 0 and args.check:
+        from . import bookcheck
+
+        t0 = time.perf_counter()
+        rc = bookcheck.main([str(root / "_build" / "html"), "--screenshots", str(root / "_build" / "screenshots")])
+        _say(f"bookcheck: {time.perf_counter() - t0:.1f} s (exit {rc})")
     return rc
