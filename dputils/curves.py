@@ -154,6 +154,8 @@ def gdp_log_delta(eps, mu: float):
     """log delta_mu(eps) of mu-GDP, stable for tiny deltas (vectorized over eps)."""
     mu = check_positive("mu", mu)
     e = np.asarray(eps, dtype=float)
+    if np.any(np.isnan(e)):
+        raise DPValueError("eps must not be NaN")
     a = _LOG_NDTR(-e / mu + mu / 2.0)
     b = e + _LOG_NDTR(-e / mu - mu / 2.0)
     out = _log_diff_exp(a, np.minimum(a, b))

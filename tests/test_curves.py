@@ -110,3 +110,12 @@ def test_bad_inputs():
         curves.gaussian_delta(1.0, 0, -1, 0, 1)
     with pytest.raises(DPValueError, match="alpha"):
         curves.gdp_tradeoff(1.5, 1.0)
+
+
+def test_gdp_delta_refuses_nan_epsilon():
+    from dputils.errors import DPValueError
+
+    with pytest.raises(DPValueError, match="eps"):
+        curves.gdp_delta(float("nan"), 1.0)
+    with pytest.raises(DPValueError, match="eps"):
+        curves.gdp_delta([0.5, float("nan")], 1.0)
