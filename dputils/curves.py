@@ -156,8 +156,10 @@ def gdp_log_delta(eps, mu: float):
     e = np.asarray(eps, dtype=float)
     if np.any(np.isnan(e)):
         raise DPValueError("eps must not be NaN")
-    a = _LOG_NDTR(-e / mu + mu / 2.0)
-    b = e + _LOG_NDTR(-e / mu - mu / 2.0)
+    with np.errstate(invalid="ignore"):  # eps = -inf: b = -inf + inf; the minimum below keeps a
+        a = _LOG_NDTR(-e / mu + mu / 2.0)
+        b = e + _LOG_NDTR(-e / mu - mu / 2.0)
+        b = np.where(np.isnan(b), -np.inf, b)
     out = _log_diff_exp(a, np.minimum(a, b))
     return float(out) if np.ndim(eps) == 0 else out
 
