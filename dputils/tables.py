@@ -67,25 +67,25 @@ class Table:
         self.headers = dict(headers or {})
 
     def _cell(self, col: str, v: Any) -> str:
-        text = fmt_value(v, self.digits)
+        # escape everything, then restore only the exponent markup that fmt_value itself writes
+        text = html.escape(fmt_value(v, self.digits)).replace("&lt;sup&gt;", "<sup>").replace("&lt;/sup&gt;", "</sup>")
+        pad = "padding:0.25em 0.6em;"
         if col == "status" and isinstance(v, str):
-            style = STATUS_STYLE.get(v, "")
-            return f'<td style="{style}">{html.escape(text)}</td>'
-        if "<sup>" in text:  # our own exponent markup; the rest is escaped
-            mant, rest = text.split("<sup>", 1)
-            return f'<td style="text-align:right">{html.escape(mant)}<sup>{html.escape(rest[:-6])}</sup></td>'
-        align = "right" if isinstance(v, (int, float)) and not isinstance(v, bool) else "left"
-        return f'<td style="text-align:{align}">{html.escape(text)}</td>'
+            return f'<td style="{pad}{STATUS_STYLE.get(v, "")}">{text}</td>'
+        numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
+        align = "right" if numeric else "left"
+        return f'<td style="{pad}text-align:{align}">{text}</td>'
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(self.headers.get(c, c))}</th>" for c in self.columns)
+        cols = [c for c in self.columns if any(r.get(c) not in (None, "") for r in self.rows)] or self.columns
+        head = "".join(f'<th style="padding:0.25em 0.6em">{html.escape(self.headers.get(c, c))}</th>' for c in cols)
         body = "".join(
-            "<tr>" + "".join(self._cell(c, r.get(c)) for c in self.columns) + "</tr>" for r in self.rows
+            "<tr>" + "".join(self._cell(c, r.get(c)) for c in cols) + "</tr>" for r in self.rows
         )
         cap = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
         return (
             '<table class="dpbook-table" style="max-width:100%;width:auto;table-layout:auto;'
-            'word-break:break-word;font-size:0.85em">'
+            'word-break:break-word;font-size:0.85em;border-collapse:collapse">'
             f"{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         )
 
