@@ -9,11 +9,18 @@
 * :func:`synthetic_images`: CIFAR-shaped (3x32x32) classification data generated offline, for runs of the image
   models when no CIFAR-10 copy is at hand (same shapes and scale, so speed and memory are representative).
 * :func:`image_data`: CIFAR-10 from a folder when it holds one, otherwise :func:`synthetic_images`, saying which.
+* :func:`read_idx` / :func:`write_idx`: the IDX format of (Fashion-)MNIST, gzip-compressed or plain.
+* :func:`fashion_mnist`: Fashion-MNIST from a local folder of IDX files (Debian's ``dataset-fashion-mnist`` puts
+  them in ``/usr/share/datasets/fashion-mnist``); nothing is downloaded.
+* :func:`fashion_mnist_data`: a random subsample of Fashion-MNIST (flattened) when the files are there, otherwise
+  :func:`gaussian_blobs`, with a ``source`` string saying which data were used.
 """
 
 from __future__ import annotations
 
+import gzip
 import math
+import os
 import pickle
 from pathlib import Path
 
@@ -22,7 +29,8 @@ import numpy as np
 from .errors import DPValueError, check_positive, check_positive_int
 
 __all__ = ["gaussian_blobs", "train_test_split", "load_cifar10", "write_cifar10_like", "synthetic_images", "image_data",
-           "CIFAR10_TRAIN_FILES"]
+           "CIFAR10_TRAIN_FILES", "read_idx", "write_idx", "fashion_mnist", "fashion_mnist_available",
+           "fashion_mnist_root", "fashion_mnist_data", "FASHION_MNIST_DIR", "FASHION_MNIST_FILES"]
 
 CIFAR10_TRAIN_FILES = tuple(f"data_batch_{i}" for i in range(1, 6))
 
@@ -138,3 +146,134 @@ def image_data(folder: str | Path | None, n: int, seed: int = 0) -> tuple[np.nda
         return X[:n], y[:n], f"cifar10:{folder}"
     X, y = synthetic_images(n, seed=seed)
     return X, y, "synthetic-images"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# IDX files and Fashion-MNIST
+
+FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"  # Debian's dataset-fashion-mnist
+FASHION_MNIST_FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+_IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+def read_idx(path: str | Path) -> np.ndarray:
+    """The array stored in an IDX file (the format of MNIST and Fashion-MNIST), gzip-compressed or plain
+    (recognised by its first two bytes, not by the name).
+
+    Layout: two zero bytes, a type code (0x08 uint8, 0x09 int8, 0x0B int16, 0x0C int32, 0x0D float32,
+    0x0E float64), the number of dimensions, then each dimension as a big-endian uint32, then the data
+    (big-endian, row-major)."""
+    path = Path(path)
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
+        raise DPValueError(f"{path}: not an IDX file (bad magic number {raw[:4].hex() or 'empty'})")
+    ndim = raw[3]
+    head = 4 + 4 * ndim
+    if len(raw) < head:
+        raise DPValueError(f"{path}: truncated IDX header")
+    shape = tuple(int(d) for d in np.frombuffer(raw, dtype=">u4", count=ndim, offset=4))
+    dtype = np.dtype(_IDX_DTYPES[raw[2]])
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if len(raw) - head != count * dtype.itemsize:
+        raise DPValueError(f"{path}: IDX header says {shape} of {dtype.name} ({count * dtype.itemsize} bytes), "
+                           f"the file has {len(raw) - head} bytes of data")
+    return np.frombuffer(raw, dtype=dtype, count=count, offset=head).reshape(shape).astype(dtype.newbyteorder("="))
+
+
+def write_idx(path: str | Path, array: np.ndarray, compress: bool | None = None) -> Path:
+    """Write ``array`` as an IDX file (gzip-compressed when ``compress`` is true, or by default when the
+    name ends in ``.gz``). For tests and offline demos."""
+    path = Path(path)
+    a = np.asarray(array)
+    codes = {np.dtype(v).newbyteorder("="): k for k, v in _IDX_DTYPES.items()}
+    code = codes.get(a.dtype)
+    if code is None:
+        raise DPValueError(f"dtype {a.dtype} has no IDX type code")
+    big = a.astype(np.dtype(_IDX_DTYPES[code]))
+    raw = bytes([0, 0, code, a.ndim]) + np.asarray(a.shape, dtype=">u4").tobytes() + big.tobytes()
+    if compress is None:
+        compress = path.name.endswith(".gz")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(raw) if compress else raw)
+    return path
+
+
+def fashion_mnist_root(root: str | Path | None = None) -> Path:
+    """The folder searched for Fashion-MNIST: ``root``, else ``$DPBOOK_FASHION_MNIST``, else
+    ``/usr/share/datasets/fashion-mnist``."""
+    if root is not None:
+        return Path(root)
+    return Path(os.environ.get("DPBOOK_FASHION_MNIST") or FASHION_MNIST_DIR)
+
+
+def _idx_file(folder: Path, stem: str) -> Path | None:
+    for name in (stem + ".gz", stem):
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def fashion_mnist_available(root: str | Path | None = None) -> bool:
+    """Whether the four Fashion-MNIST IDX files (gzip or plain) are in the folder of :func:`fashion_mnist_root`."""
+    folder = fashion_mnist_root(root)
+    return all(_idx_file(folder, stem) is not None for pair in FASHION_MNIST_FILES.values() for stem in pair)
+
+
+def fashion_mnist(split: str = "train", root: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Fashion-MNIST images and labels from local IDX files (no download).
+
+    ``split`` is ``"train"`` (60000 images: ``train-images-idx3-ubyte[.gz]``, ``train-labels-idx1-ubyte[.gz]``)
+    or ``"test"`` (10000: ``t10k-...``); ``root`` defaults to :func:`fashion_mnist_root`.
+    Returns ``(X, y)``: X float32 of shape (n, 28, 28) with the pixels scaled to [0, 1] (byte / 255),
+    y int64 in 0..9."""
+    if split not in FASHION_MNIST_FILES:
+        raise DPValueError(f"split must be 'train' or 'test', got {split!r}")
+    folder = fashion_mnist_root(root)
+    paths = [_idx_file(folder, stem) for stem in FASHION_MNIST_FILES[split]]
+    missing = [stem for stem, p in zip(FASHION_MNIST_FILES[split], paths) if p is None]
+    if missing:
+        raise DPValueError(f"folder {str(folder)!r} has no {', '.join(m + '[.gz]' for m in missing)} "
+                           "(Debian: apt-get install dataset-fashion-mnist)")
+    images, labels = read_idx(paths[0]), read_idx(paths[1])
+    if images.ndim != 3 or images.dtype != np.uint8:
+        raise DPValueError(f"{paths[0]}: expected uint8 images of shape (n, rows, cols), got {images.dtype} "
+                           f"{images.shape}")
+    if labels.ndim != 1 or len(labels) != len(images):
+        raise DPValueError(f"{paths[1]}: expected {len(images)} labels, got shape {labels.shape}")
+    if labels.size and (labels.min() < 0 or labels.max() > 9):
+        raise DPValueError(f"{paths[1]}: labels must lie in 0..9")
+    return (images.astype(np.float32) / np.float32(255.0)), labels.astype(np.int64)
+
+
+def fashion_mnist_data(n_train: int, n_test: int, root: str | Path | None = None, seed: int = 0,
+                       fallback_dim: int = 20, fallback_classes: int = 2, fallback_separation: float = 2.0):
+    """Training and test data for a small classification run, saying which data they are.
+
+    With the Fashion-MNIST files present (:func:`fashion_mnist_available`): ``n_train`` images drawn at random
+    without replacement (``seed``) from the 60000 training images and ``n_test`` from the 10000 test images,
+    flattened to 784 features in [0, 1]; ``source`` is ``"fashion-mnist:<folder>"``. Otherwise
+    :func:`gaussian_blobs` (``fallback_dim`` features, ``fallback_classes`` classes, split by
+    :func:`train_test_split`) with ``source = "synthetic-blobs"``; the caller must report the fallback.
+
+    Returns ``(X_train, y_train, X_test, y_test, source)``."""
+    n_train = check_positive_int("n_train", n_train)
+    n_test = check_positive_int("n_test", n_test)
+    folder = fashion_mnist_root(root)
+    if fashion_mnist_available(folder):
+        rng = np.random.default_rng(seed)
+        out = []
+        for split, n in (("train", n_train), ("test", n_test)):
+            X, y = fashion_mnist(split, folder)
+            if n > len(X):
+                raise DPValueError(f"n_{split} must be <= the {len(X)} Fashion-MNIST {split} images, got {n}")
+            idx = np.sort(rng.choice(len(X), size=n, replace=False))
+            out += [X[idx].reshape(n, -1), y[idx]]
+        return (*out, f"fashion-mnist:{folder}")
+    X, y = gaussian_blobs(n_train + n_test, dim=fallback_dim, n_classes=fallback_classes,
+                          separation=fallback_separation, seed=seed)
+    return (*train_test_split(X, y, n_train, seed=seed), "synthetic-blobs")

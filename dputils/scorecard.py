@@ -175,8 +175,14 @@ def _md_cell(v: Any) -> str:
 
 
 def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, str] | None = None) -> str:
-    """The scorecard page (MyST markdown): a summary and one table across all chapters."""
+    """The scorecard page (MyST markdown): totals per chapter, then one table of every target across all
+    chapters (chapter, target, what and where the reference comes from, paper, ours, tolerance, status), with the
+    reasons of the rows that are not plain passes as numbered notes below it, so the table fits the column."""
     titles = titles or {}
+
+    def link(chapter: str) -> str:
+        return f"{{doc}}`{titles[chapter]} <methods/{chapter}>`" if chapter in titles else f"{{doc}}`methods/{chapter}`"
+
     lines = [
         "# Reproduction scorecard",
         "",
@@ -184,7 +190,8 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
         "(`results/NAME.json`, written by `python -m dputils run`). A target that fails stops its chapter's run, "
         "so a built book shows no *fail*; *not reproduced* rows give the measured numbers and the reason; "
         "*not run* rows need what this machine does not have (a GPU, a data set) or a larger profile. "
-        "*source* says where the reference number comes from: the paper, or a computed anchor of our own.",
+        "Under each target, in italics, is where the reference number comes from: the paper, or a computed "
+        "anchor of our own.",
         "",
     ]
     totals = {s: 0 for s in STATUSES}
@@ -193,21 +200,39 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
             totals[r["status"]] += 1
     lines.append("**Totals:** " + ", ".join(f"{n} {s}" for s, n in totals.items()) + ".")
     lines.append("")
-    lines.append("| chapter | target | what | source | paper | ours | tolerance | status | reason |")
-    lines.append("|---|---|---|---|---|---|---|---|---|")
+    if not targets:
+        lines.append("No chapter has recorded targets yet: run `python -m dputils run`.")
+        lines.append("")
+        return "\n".join(lines)
+    lines += ["```{table} Targets per chapter", ":class: dp-scorecard-summary", "",
+              "| chapter | " + " | ".join(STATUSES) + " | total |", "|---" * (len(STATUSES) + 2) + "|"]
     for chapter, recs in targets.items():
-        link = f"{{doc}}`{titles[chapter]} <methods/{chapter}>`" if chapter in titles else f"{{doc}}`methods/{chapter}`"
+        counts = [sum(r["status"] == s for r in recs) for s in STATUSES]
+        lines.append(f"| {link(chapter)} | " + " | ".join(map(str, counts)) + f" | {len(recs)} |")
+    lines += ["```", ""]
+    notes: list[str] = []
+    lines += ["```{table} Every target, with the paper's number and ours", ":class: dp-scorecard",
+              ":widths: 12 7 33 14 14 9 11", "",
+              "| chapter | target | what | paper | ours | tolerance | status |", "|---|---|---|---|---|---|---|"]
+    for chapter, recs in targets.items():
         for r in recs:
             status = r["status"]
             status_md = f"**{status}**" if status in ("fail", "not reproduced") else status
+            if r.get("reason"):
+                notes.append(f"{link(chapter)}, {_md_cell(r.get('id'))}: {_md_cell(r.get('reason'))}")
+                status_md += f" [{len(notes)}]"
+            what = _md_cell(r.get("what"))
+            if r.get("source"):
+                what += f" *({_md_cell(r.get('source'))})*"
             lines.append("| " + " | ".join([
-                link, _md_cell(r.get("id")), _md_cell(r.get("what")), _md_cell(r.get("source")),
-                _md_cell(r.get("paper")), _md_cell(r.get("ours")), _md_cell(r.get("tolerance")), status_md,
-                _md_cell(r.get("reason") or ""),
+                link(chapter), _md_cell(r.get("id")), what, _md_cell(r.get("paper")), _md_cell(r.get("ours")),
+                _md_cell(r.get("tolerance")), status_md,
             ]) + " |")
-    if not targets:
-        lines.append("| \u2014 | | no chapter has recorded targets yet | | | | | | |")
-    lines.append("")
+    lines += ["```", ""]
+    if notes:
+        lines += ["## Notes to the table", ""]
+        lines += [f"{k}. {n}" for k, n in enumerate(notes, 1)]
+        lines.append("")
     return "\n".join(lines)
 
 

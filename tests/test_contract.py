@@ -42,6 +42,10 @@ def test_profiles_only_use_declared_parameters_and_full_equals_defaults(path, tm
     ipynb = tmp_path / f"{path.stem}.ipynb"
     jupytext.write(nb, ipynb)
     declared = pm.inspect_notebook(str(ipynb))
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    names = [ln.split(":")[0].strip() for ln in cell.source.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    unseen = [n for n in names if n not in declared]
+    assert not unseen, f"{path.name}: papermill cannot parse the parameter line(s) of {unseen} (one '=' per line)"
     assert path.stem in PROFILES["smoke"], f"params/smoke.yml has no block for {path.stem}"
     for prof, data in PROFILES.items():
         for key in (data.get(path.stem) or {}):

@@ -85,3 +85,87 @@ def test_image_data_prefers_cifar_folder_and_says_so(tmp_path):
     assert src.startswith("cifar10:") and X.shape == (25, 3, 32, 32) and len(y) == 25
     with pytest.raises(DPValueError, match="n must be"):
         image_data(folder, 31)
+
+
+# --- IDX files and the Fashion-MNIST loader, on small generated files ------------------------------------------
+
+def _write_fashion_like(folder, n_train=12, n_test=5, gz=True, seed=0):
+    """Write the four Fashion-MNIST IDX files by hand (header bytes spelled out, not via write_idx)."""
+    import gzip as _gzip
+    import struct
+
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for split, n in (("train", n_train), ("t10k", n_test)):
+        img = rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8)
+        lab = rng.integers(0, 10, size=n).astype(np.uint8)
+        raw_img = struct.pack(">BBBB", 0, 0, 0x08, 3) + struct.pack(">III", n, 28, 28) + img.tobytes()
+        raw_lab = struct.pack(">BBBB", 0, 0, 0x08, 1) + struct.pack(">I", n) + lab.tobytes()
+        for stem, raw in ((f"{split}-images-idx3-ubyte", raw_img), (f"{split}-labels-idx1-ubyte", raw_lab)):
+            if gz:
+                (folder / (stem + ".gz")).write_bytes(_gzip.compress(raw))
+            else:
+                (folder / stem).write_bytes(raw)
+        out[split] = (img, lab)
+    return out
+
+
+@pytest.mark.parametrize("gz", [True, False])
+def test_fashion_mnist_loader_gzip_and_plain(tmp_path, gz):
+    raw = _write_fashion_like(tmp_path / "fm", gz=gz)
+    assert data.fashion_mnist_available(tmp_path / "fm")
+    X, y = data.fashion_mnist("train", root=tmp_path / "fm")
+    assert X.shape == (12, 28, 28) and X.dtype == np.float32 and y.dtype == np.int64
+    assert 0.0 <= X.min() and X.max() <= 1.0
+    img, lab = raw["train"]
+    assert np.array_equal(np.rint(X * 255).astype(np.uint8), img)  # pixel by pixel, row-major
+    assert abs(X[3, 5, 7] - img[3, 5, 7] / 255.0) < 1e-7
+    assert y.tolist() == lab.tolist()
+    Xt, yt = data.fashion_mnist("test", root=tmp_path / "fm")
+    assert Xt.shape == (5, 28, 28) and yt.tolist() == raw["t10k"][1].tolist()
+
+
+def test_idx_roundtrip_and_errors(tmp_path):
+    for dtype in (np.uint8, np.int8, np.int16, np.int32, np.float32, np.float64):
+        a = (np.arange(24).reshape(2, 3, 4) - 5).astype(dtype)
+        for name in ("a.idx", "a.idx.gz"):
+            p = data.write_idx(tmp_path / f"{np.dtype(dtype).name}-{name}", a)
+            b = data.read_idx(p)
+            assert b.dtype == a.dtype and np.array_equal(a, b)
+    (tmp_path / "bad").write_bytes(b"\x01\x02\x08\x01\x00\x00\x00\x01\x00")
+    with pytest.raises(DPValueError, match="not an IDX file"):
+        data.read_idx(tmp_path / "bad")
+    (tmp_path / "short").write_bytes(bytes([0, 0, 8, 1, 0, 0, 0, 5, 1, 2]))  # says 5 bytes, has 2
+    with pytest.raises(DPValueError, match="5 bytes"):
+        data.read_idx(tmp_path / "short")
+    with pytest.raises(DPValueError, match="split"):
+        data.fashion_mnist("validation", root=tmp_path)
+    with pytest.raises(DPValueError, match="train-images-idx3-ubyte"):
+        data.fashion_mnist("train", root=tmp_path / "empty")
+
+
+def test_fashion_mnist_data_says_which_data(tmp_path):
+    _write_fashion_like(tmp_path / "fm", n_train=30, n_test=10, seed=1)
+    Xtr, ytr, Xte, yte, source = data.fashion_mnist_data(20, 6, root=tmp_path / "fm", seed=2)
+    assert source == f"fashion-mnist:{tmp_path / 'fm'}"
+    assert Xtr.shape == (20, 784) and Xte.shape == (6, 784) and Xtr.dtype == np.float32
+    full, _ = data.fashion_mnist("train", root=tmp_path / "fm")
+    rows = {r.tobytes() for r in full.reshape(30, -1)}
+    assert all(r.tobytes() in rows for r in Xtr) and len({r.tobytes() for r in Xtr}) == 20  # no repeats
+    again = data.fashion_mnist_data(20, 6, root=tmp_path / "fm", seed=2)
+    assert np.array_equal(again[0], Xtr) and np.array_equal(again[3], yte)  # deterministic in seed
+    with pytest.raises(DPValueError, match="n_train"):
+        data.fashion_mnist_data(31, 6, root=tmp_path / "fm")
+    # no files: the synthetic blobs, and the source says so
+    Xtr, ytr, Xte, yte, source = data.fashion_mnist_data(50, 10, root=tmp_path / "none", fallback_dim=5)
+    assert source == "synthetic-blobs" and Xtr.shape == (50, 5) and Xte.shape == (10, 5)
+    assert not data.fashion_mnist_available(tmp_path / "none")
+
+
+def test_fashion_mnist_root_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPBOOK_FASHION_MNIST", str(tmp_path))
+    assert data.fashion_mnist_root() == tmp_path
+    assert data.fashion_mnist_root(tmp_path / "x") == tmp_path / "x"
+    monkeypatch.delenv("DPBOOK_FASHION_MNIST")
+    assert str(data.fashion_mnist_root()) == data.FASHION_MNIST_DIR

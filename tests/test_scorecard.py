@@ -60,7 +60,7 @@ def test_targets_round_trip_through_results_and_page(tmp_path, monkeypatch):
 
 
 def test_page_without_targets_says_so():
-    assert "no chapter has recorded targets yet" in page_markdown({})
+    assert "No chapter has recorded targets yet" in page_markdown({})
 
 
 def test_table_html_escapes_and_formats():
