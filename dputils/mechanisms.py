@@ -63,6 +63,8 @@ class PrivacyLossPair(ABC):
     """
 
     direction: str = "remove"
+    #: whether log_sf_p/log_sf_q/log_cdf_p/log_delta are implemented (the PLD accountant needs them)
+    has_tails: bool = True
 
     @abstractmethod
     def log_p(self, x):

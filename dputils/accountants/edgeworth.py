@@ -100,6 +100,8 @@ class SubsampledLaplacePair(PrivacyLossPair):
     divergence are not available in closed form here.
     """
 
+    has_tails = False  # densities, loss and sampling only: enough for the cumulants, not for the PLD
+
     def __init__(self, scale: float, q: float, sensitivity: float = 1.0, direction: str = "remove"):
         from ..errors import check_positive, check_probability
 

@@ -469,6 +469,10 @@ class PLDAccountant(Accountant):
     def _check_supported(self, mechanism) -> None:
         if not isinstance(mechanism, Mechanism):
             raise DPValueError(f"mechanism must be a dputils.mechanisms.Mechanism, got {type(mechanism).__name__}")
+        for d in self.directions:
+            if not getattr(mechanism.pair(d), "has_tails", True):
+                raise DPValueError(f"pld: {type(mechanism).__name__} has no privacy-loss tails to discretize "
+                                   "(use the spa or edgeworth accountant)")
 
     def _invalidate(self) -> None:
         self._cache.clear()

@@ -1,0 +1,128 @@
+"""The dp_accounting adapter (dputils.interop.dp_accounting) against dp_accounting's own accountants.
+
+Truths: dp_accounting's PLD accountant (its pessimistic estimate is an upper bound with a discretization
+error of about 1e-4 relative here), its RDP accountant, and the closed-form Gaussian epsilon.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import dp_accounting as dpa
+import pytest
+from dp_accounting.mechanism_calibration import ExplicitBracketInterval, calibrate_dp_mechanism
+
+from dputils import curves
+from dputils.errors import DPValueError
+from dputils.interop.dp_accounting import DputilsPrivacyAccountant, make_accountant
+
+
+def dpsgd(sigma: float, q: float = 0.01, steps: int = 1000) -> dpa.DpEvent:
+    return dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), steps)
+
+
+HETERO = dpa.ComposedDpEvent([
+    dpa.GaussianDpEvent(5.0),
+    dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.02, dpa.GaussianDpEvent(1.0)), 300),
+    dpa.LaplaceDpEvent(10.0),
+    dpa.NoOpDpEvent(),
+])
+
+
+def _quiet(fn, *a):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the saddle-point accountant's degraded-regime warning
+        return fn(*a)
+
+
+@pytest.mark.parametrize("event, delta", [(dpsgd(1.0), 1e-5), (HETERO, 1e-6)], ids=["dpsgd", "heterogeneous"])
+def test_pld_agrees_with_dp_accounting_pld_and_brackets_it(event, delta):
+    theirs = dpa.pld.PLDAccountant().compose(event).get_epsilon(delta)
+    acc = make_accountant("pld").compose(event)
+    ours, res = acc.get_epsilon(delta), acc.get_epsilon_bracket(delta)
+    assert isinstance(acc, dpa.PrivacyAccountant) and ours == res.upper
+    assert abs(ours - theirs) <= 1e-3 * theirs  # both upper bounds on a 1e-4 grid
+    assert res.lower <= theirs * (1 + 1e-6)  # dp_accounting's upper bound is never below our certified lower bound
+    d_ours = acc.get_delta(ours)
+    assert d_ours <= delta * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("name", ["spa", "rdp"])
+def test_other_accountants_bound_dp_accounting_pld_from_above(name):
+    truth = dpa.pld.PLDAccountant().compose(HETERO).get_epsilon(1e-6)
+    acc = make_accountant(name).compose(HETERO)
+    res = _quiet(acc.get_epsilon_bracket, 1e-6)
+    upper = _quiet(acc.get_epsilon, 1e-6)
+    assert upper == res.upper and upper >= truth * (1 - 1e-3)  # certified upper ends (PLD grid error 1e-3)
+    if res.lower is not None:
+        assert res.lower <= truth * (1 + 1e-3)
+    if name == "rdp":  # dp_accounting's RDP accountant on the same events, within the order grids' difference
+        theirs = dpa.rdp.RdpAccountant().compose(HETERO).get_epsilon(1e-6)
+        assert abs(upper - theirs) <= 0.05 * theirs
+
+
+def test_estimate_report_and_gaussian_closed_form():
+    sigma, steps, delta = 3.0, 10, 1e-6
+    ev = dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(sigma), steps)
+    exact = curves.gdp_epsilon(delta, math.sqrt(steps) / sigma)
+    for name in ("pld", "spa", "rdp"):
+        acc = make_accountant(name).compose(ev)
+        up = _quiet(acc.get_epsilon, delta)
+        assert up >= exact * (1 - 1e-9), name
+    est = make_accountant("spa", report="estimate").compose(ev)
+    assert abs(_quiet(est.get_epsilon, delta) - exact) <= 1e-2 * exact
+
+
+def test_unsupported_events_are_named():
+    sampled_laplace = dpa.PoissonSampledDpEvent(0.02, dpa.LaplaceDpEvent(3.0))
+    for name, event, fragment in [
+        ("pld", sampled_laplace, "no privacy-loss tails"),
+        ("rdp", sampled_laplace, "rdp: unsupported mechanism"),
+        ("pld", dpa.SampledWithoutReplacementDpEvent(100, 10, dpa.GaussianDpEvent(1.0)), "not supported"),
+        ("spa", dpa.RandomizedResponseDpEvent(0.5, 2), "not supported"),
+        ("pld", dpa.PoissonSampledDpEvent(0.1, dpa.RandomizedResponseDpEvent(0.5, 2)), "Poisson sampling of"),
+        ("pld", dpa.GaussianDpEvent(-1.0), "noise_multiplier"),
+    ]:
+        acc = make_accountant(name)
+        wrapped = dpa.ComposedDpEvent([dpa.GaussianDpEvent(2.0), event])
+        assert not acc.supports(wrapped), (name, event)
+        with pytest.raises(dpa.UnsupportedEventError, match=fragment):
+            acc.compose(wrapped)
+        assert not acc.inner.ledger  # nothing was half-composed
+    assert make_accountant("spa").supports(sampled_laplace)  # the saddle point has the subsampled Laplace
+
+
+def test_edge_events_and_relation():
+    acc = make_accountant("pld")
+    assert acc.get_epsilon(1e-5) == 0.0 and acc.get_delta(1.0) == 0.0  # nothing composed
+    acc.compose(dpa.PoissonSampledDpEvent(0.0, dpa.GaussianDpEvent(1.0)), 5)  # never sampled
+    assert acc.get_epsilon(1e-5) == 0.0
+    full = make_accountant("pld").compose(dpa.PoissonSampledDpEvent(1.0, dpa.GaussianDpEvent(2.0)))
+    assert full.get_epsilon(1e-5) == pytest.approx(curves.gdp_epsilon(1e-5, 0.5), rel=1e-3)  # q = 1: no sampling
+    inf = make_accountant("rdp").compose(dpa.GaussianDpEvent(0.0))
+    assert inf.get_epsilon(1e-5) == math.inf and inf.get_delta(10.0) == 1.0
+    assert make_accountant("pld").compose(dpa.NonPrivateDpEvent()).get_epsilon(1e-3) == math.inf
+    with pytest.raises(DPValueError, match="ADD_OR_REMOVE_ONE"):
+        DputilsPrivacyAccountant("pld", dpa.NeighboringRelation.REPLACE_ONE)
+    with pytest.raises(DPValueError, match="name"):
+        make_accountant("moments")
+    with pytest.raises(DPValueError, match="delta"):
+        make_accountant("pld").compose(dpsgd(1.0, steps=10)).get_epsilon(0.0)
+    assert make_accountant("pld", discretization=1e-3).inner.h == 1e-3
+
+
+def test_calibrate_dp_mechanism_works_unchanged():
+    target_eps, delta = 2.0, 1e-5
+    bracket = ExplicitBracketInterval(0.5, 5.0)
+    ours = calibrate_dp_mechanism(lambda: make_accountant("pld", discretization=1e-3), dpsgd, target_eps, delta,
+                                  bracket, tol=1e-3)
+    theirs = calibrate_dp_mechanism(lambda: dpa.pld.PLDAccountant(value_discretization_interval=1e-3), dpsgd,
+                                    target_eps, delta, bracket, tol=1e-3)
+    assert abs(ours - theirs) <= 5e-3
+    # the answer keeps the promise it was calibrated for
+    assert make_accountant("pld").compose(dpsgd(ours)).get_epsilon(delta) <= target_eps * (1 + 1e-3)
+    steps = calibrate_dp_mechanism(lambda: make_accountant("rdp"), lambda t: dpsgd(1.0, steps=t), target_eps, delta,
+                                   ExplicitBracketInterval(1, 20000), discrete=True)
+    assert make_accountant("rdp").compose(dpsgd(1.0, steps=steps)).get_epsilon(delta) <= target_eps
+    assert make_accountant("rdp").compose(dpsgd(1.0, steps=steps + 1)).get_epsilon(delta) > target_eps
