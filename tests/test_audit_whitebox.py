@@ -146,3 +146,27 @@ def test_image_model_on_a_cifar_folder_with_microbatches(tmp_path):
         run_whitebox_audit(300, model="vgg", progress=False)
     with pytest.raises(DPValueError, match="microbatch"):
         run_whitebox_audit(300, microbatch=-2, progress=False)
+
+
+def test_mlp_on_fashion_mnist_files_and_the_fallback(tmp_path, monkeypatch):
+    """dataset="fashion-mnist" trains on the IDX files of the folder (784 inputs, 10 classes) and says so;
+    without the files it falls back to blobs with a warning and says that too."""
+    from dputils import data
+
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "fm"
+    for split, n in (("train", 60), ("test", 4)):
+        img, lab = data.FASHION_MNIST_FILES[split]
+        data.write_idx(folder / (img + ".gz"), rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8))
+        data.write_idx(folder / (lab + ".gz"), rng.integers(0, 10, size=n, dtype=np.uint8))
+    monkeypatch.setenv("DPBOOK_FASHION_MNIST", str(folder))
+    kw = dict(sigma=1.0, epochs=1, batch_size=10, n_train=50, hidden=4, progress=False, dataset="fashion-mnist")
+    run = run_whitebox_audit(100, **kw)
+    assert run.data.startswith("fashion-mnist:") and str(folder) in run.data
+    assert run.n_params == 784 * 4 + 4 + 4 * 10 + 10
+    monkeypatch.setenv("DPBOOK_FASHION_MNIST", str(tmp_path / "nowhere"))
+    with pytest.warns(UserWarning, match="Fashion-MNIST not found"):
+        fallback = run_whitebox_audit(100, **kw)
+    assert fallback.data.startswith("gaussian-blobs (Fashion-MNIST not found")
+    with pytest.raises(DPValueError, match="dataset"):
+        run_whitebox_audit(100, dataset="mnist", progress=False)

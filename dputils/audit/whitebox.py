@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,9 +123,13 @@ def run_whitebox_audit(
     model: str = "mlp",
     data_dir: str | None = None,
     microbatch: int = 0,
+    dataset: str = "blobs",
 ) -> WhiteboxRun:
     """Train with DP-SGD (Poisson, individual clipping) with ``m`` Dirac gradient canaries and return their
-    scores (see the module docstring). The data are :func:`dputils.data.gaussian_blobs` for ``model="mlp"``;
+    scores (see the module docstring). The data for ``model="mlp"`` are :func:`dputils.data.gaussian_blobs`
+    (``dataset="blobs"``) or ``n_train`` random Fashion-MNIST training images, flattened to 784 inputs
+    (``dataset="fashion-mnist"``, :func:`dputils.data.fashion_mnist_data`; blobs with a warning when the files
+    are missing);
     for the image models (``"cnn"``, ``"wrn16-4"``, the paper's WideResNet-16-4) the first ``n_train`` CIFAR-10
     training images of ``data_dir`` when it holds a CIFAR-10 python folder, else CIFAR-shaped synthetic images
     (:func:`dputils.data.image_data`; the run's ``data`` field says which).
@@ -145,6 +150,8 @@ def run_whitebox_audit(
         data_dir: CIFAR-10 python folder for the image models (``~`` is expanded); None or missing: synthetic.
         microbatch: per-sample gradients in chunks of this many examples (0: the whole batch at once); needed
             for WRN-16-4 at the paper's batch of 4096 (:class:`dputils.training.DPSGDConfig`).
+        dataset: ``"blobs"`` or ``"fashion-mnist"`` (the MLP's data; ``dim`` and ``n_classes`` are then 784 and
+            10). The run's ``data`` field says what was used, including a fallback.
     """
     import torch
 
@@ -165,9 +172,17 @@ def run_whitebox_audit(
 
     q = batch_size / n_train
     T = epochs * max(1, round(n_train / batch_size))
-    if model == "mlp":
+    check_choice("dataset", dataset, ("blobs", "fashion-mnist"))
+    if model == "mlp" and dataset == "fashion-mnist" and data.fashion_mnist_available():
+        X, y, _, _, source = data.fashion_mnist_data(n_train, 1, seed=seed)
+        dim, n_classes = X.shape[1], 10
+    elif model == "mlp":
         X, y = data.gaussian_blobs(n_train, dim=dim, n_classes=n_classes, seed=seed)
         source = "gaussian-blobs"
+        if dataset == "fashion-mnist":
+            source += f" (Fashion-MNIST not found in {data.fashion_mnist_root()})"
+            warnings.warn(f"Fashion-MNIST not found in {data.fashion_mnist_root()}: training on Gaussian blobs "
+                          "(Debian: apt-get install dataset-fashion-mnist)", stacklevel=2)
     else:
         folder = None if not data_dir else Path(data_dir).expanduser()
         X, y, source = data.image_data(folder, n_train, seed=seed)
