@@ -126,8 +126,9 @@ def output_dirs(profile: str, root: Path, output: Path | str | None = None) -> t
 
 def execute_one(source: Path, output: Path, parameters: dict[str, Any], timeout: int = 3600,
                 results_dir: Path | None = None, root: Path | None = None, profile: str | None = None,
-                published_results: Path | None = None) -> dict[str, Any]:
-    """Run one notebook into ``output`` (results into ``results_dir``); never raises.
+                published_results: Path | None = None, link_dir: Path | None = None) -> dict[str, Any]:
+    """Run one notebook into ``output`` (results into ``results_dir``); never raises. ``link_dir``: the folder
+    the copy will be published in (default ``output``'s), for its download links.
 
     Returns a report dict: ``name``, ``ok``, ``seconds``, ``output`` and, on failure, ``error`` (the
     exception line), ``cell`` (the execution count), ``code_cell`` (1-based among the source's code
@@ -162,7 +163,7 @@ def execute_one(source: Path, output: Path, parameters: dict[str, Any], timeout:
                 if attempt == 0 and ("kernel" in str(exc).lower() or "zmq" in str(exc).lower()):
                     continue
                 raise
-        _finish_executed_copy(output, source, root, profile)
+        _finish_executed_copy(output, source, root, profile, link_dir)
         report["ok"] = True
     except Exception as exc:  # report, never crash the batch
         report["error"] = _first_line(f"{type(exc).__name__}: {getattr(exc, 'evalue', None) or exc}")
@@ -263,7 +264,8 @@ def _md_cell_line(source: Path, k: int, src_lines: list[str]) -> int | None:
     return None
 
 
-def _finish_executed_copy(output: Path, source: Path, root: Path | None, profile: str | None) -> None:
+def _finish_executed_copy(output: Path, source: Path, root: Path | None, profile: str | None,
+                          link_dir: Path | None = None) -> None:
     """Store the source path as input_path (papermill stores the whole notebook) and show parameters once."""
     import nbformat
 
@@ -277,7 +279,29 @@ def _finish_executed_copy(output: Path, source: Path, root: Path | None, profile
     if profile is not None:
         nb.metadata.setdefault("dputils", {})["profile"] = profile
     merge_parameter_cells(nb, profile)
+    add_download_cell(nb, output.name, source, link_dir or output.parent)
     nbformat.write(nb, output)
+
+
+def add_download_cell(nb: Any, nb_name: str, source: Path, folder: Path) -> None:
+    """Append a short closing section that offers the executed notebook and its MyST source for download
+    (Sphinx's ``{download}`` role copies both into the built book) and says how to rerun the chapter."""
+    import nbformat
+
+    name = source.stem
+    rel_src = Path(os.path.relpath(source.resolve(), folder.resolve())).as_posix()
+    text = (
+        "## Run this chapter yourself\n\n"
+        f"Download the {{download}}`executed notebook (.ipynb) <{nb_name}>` or its "
+        f"{{download}}`MyST source (.md) <{rel_src}>`. In a checkout of the repository, "
+        f"`python -m dputils run --only {name}` reruns it with the book's parameters, "
+        f"`--profile smoke` gives a quick version, and papermill takes your own values "
+        "(see the README)."
+    )
+    nb.cells = [c for c in nb.cells if not c.get("metadata", {}).get("dputils_download")]
+    cell = nbformat.v4.new_markdown_cell(text)
+    cell.metadata["dputils_download"] = True
+    nb.cells.append(cell)
 
 
 def _simple_assignments(tree: ast.Module) -> dict[str, ast.expr] | None:
@@ -405,7 +429,7 @@ def run_staged(source: Path, methods_dir: Path, results_dir: Path, parameters: d
     stage_results.mkdir(parents=True)
     staged_nb = stage / f"{name}.ipynb"
     report = execute_one(source, staged_nb, parameters, timeout, results_dir=stage_results, root=root,
-                         profile=profile, published_results=results_dir)
+                         profile=profile, published_results=results_dir, link_dir=methods_dir)
     if not report["ok"]:
         report["output"] = str(staged_nb)
         return report

@@ -164,6 +164,11 @@ def test_smoke_run_does_not_touch_the_book_and_shows_parameters_once(tmp_path):
     hidden = [c for c in nb.cells if "remove-cell" in c.metadata.get("tags", [])]
     assert len(hidden) == 1 and "injected-parameters" in hidden[0].metadata["tags"]
     assert not (root / "_build" / "staging").exists()
+    # the page ends with download links: the copy itself and the MyST source, relative to where it lies
+    last = nb.cells[-1]
+    assert last.cell_type == "markdown" and "{download}`executed notebook (.ipynb) <demo.ipynb>`" in last.source
+    assert "{download}`MyST source (.md) <../../../notebooks/demo.md>`" in last.source
+    assert sum("Run this chapter yourself" in c.source for c in nb.cells) == 1
 
 
 def test_merge_parameter_cells_falls_back_when_the_cell_is_not_plain_literals():
