@@ -12,10 +12,16 @@ from .ftrl_audit import FTRLAuditRun, audit_ftrl, run_ftrl_audit, simulate_ftrl_
 from .gauss import AuditResult, bonferroni_box, bootstrap_ellipsoid, epsilon_of_theta, fit_theta, gauss_audit
 from .gaussian_pair import delta_pair, epsilon_pair, log_delta_directed, log_delta_pair
 from .input_canary import InputCanaryRun, audit_input_canaries, make_input_canaries, run_input_canary_audit
+from .methods import DEFAULT_METHODS, METHODS, AuditMethod, CanaryScoreAuditor, run_method
 from .onerun import fdp_epsilon, steinke_epsilon, steinke_p_value, threshold_audit
 
 __all__ = [
+    "AuditMethod",
     "AuditResult",
+    "CanaryScoreAuditor",
+    "DEFAULT_METHODS",
+    "METHODS",
+    "run_method",
     "FTRLAuditRun",
     "InputCanaryRun",
     "andrew_epsilon",
@@ -46,13 +52,6 @@ __all__ = [
 def audit_all(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0.05, *, selection: str = "split",
               n_bootstrap: int = 2000, seed: int = 0, pool_variance: bool = False) -> dict[str, float]:
     """The four auditors on one set of scores: ``{"gauss", "gauss-bonferroni", "steinke", "fdp"}`` -> lower bound."""
-    return {
-        "gauss": gauss_audit(in_scores, out_scores, delta, alpha, region="ellipsoid", n_bootstrap=n_bootstrap,
-                             seed=seed, pool_variance=pool_variance).epsilon_lower,
-        "gauss-bonferroni": gauss_audit(in_scores, out_scores, delta, alpha, region="bonferroni",
-                                        pool_variance=pool_variance).epsilon_lower,
-        "steinke": threshold_audit(in_scores, out_scores, delta, alpha, method="steinke", selection=selection,
-                                   seed=seed).epsilon_lower,
-        "fdp": threshold_audit(in_scores, out_scores, delta, alpha, method="fdp", selection=selection,
-                               seed=seed).epsilon_lower,
-    }
+    return {m: float(run_method(m, in_scores, out_scores, delta, alpha, n_bootstrap=n_bootstrap, seed=seed,
+                                selection=selection, pool_variance=pool_variance).epsilon_lower)
+            for m in DEFAULT_METHODS}

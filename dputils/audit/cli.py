@@ -28,8 +28,8 @@ import numpy as np
 from ..errors import (DPValueError, check_delta, check_nonnegative, check_nonnegative_int, check_positive_int,
                       check_probability)
 from .gauss import check_bootstrap_size
-
-METHODS = ("gauss", "gauss-bonferroni", "steinke", "fdp")
+from .methods import DEFAULT_METHODS as METHODS  # the methods offered here; the table: audit.methods.METHODS
+from .methods import run_method
 
 
 def _load_scores(path: str, name: str) -> np.ndarray:
@@ -76,9 +76,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the audit described by ``args``; returns the strict-JSON-ready result dict (inf/nan as None)."""
-    from .gauss import gauss_audit
-    from .onerun import threshold_audit
-
     t0 = time.perf_counter()
     check_delta(args.delta)
     check_probability("alpha", args.alpha, allow_one=False)
@@ -89,11 +86,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     o = _load_scores(args.out_scores, "out-scores")
     if args.method == "gauss":
         check_bootstrap_size(n_bootstrap, i.size + o.size)
-    if args.method in ("gauss", "gauss-bonferroni"):
-        res = gauss_audit(i, o, args.delta, args.alpha, region="ellipsoid" if args.method == "gauss" else "bonferroni",
-                          n_bootstrap=n_bootstrap, seed=seed, pool_variance=args.pool_variance)
-    else:
-        res = threshold_audit(i, o, args.delta, args.alpha, method=args.method, selection=args.selection, seed=seed)
+    res = run_method(args.method, i, o, args.delta, args.alpha, n_bootstrap=n_bootstrap, seed=seed,
+                     selection=args.selection, pool_variance=args.pool_variance)
     out = res.to_dict()
     out["method"] = args.method
     for k in ("cov", "grid"):

@@ -278,7 +278,7 @@ def audit_ftrl(run: FTRLAuditRun, alpha: float = 0.05, *, score: str = "ours", n
     ``score`` scores (``"ours"`` or, for trained runs, ``"raw"``); ``andrew``: the Andrew et al. point estimate on
     the max-cosine statistic (an estimate, not a bound); with ``baselines=True`` also the Steinke et al. and
     f-DP threshold audits (``selection`` as in :func:`dputils.audit.threshold_audit`)."""
-    from . import andrew_epsilon, gauss_audit, threshold_audit
+    from . import andrew_epsilon
     from ..errors import check_choice
 
     if not isinstance(run, FTRLAuditRun):
@@ -290,14 +290,12 @@ def audit_ftrl(run: FTRLAuditRun, alpha: float = 0.05, *, score: str = "ours", n
         i, o = run.in_raw, run.out_raw
     else:
         i, o = run.in_scores, run.out_scores
-    out = {
-        "gauss": gauss_audit(i, o, run.delta, alpha, region="ellipsoid", n_bootstrap=n_bootstrap,
-                             seed=seed).epsilon_lower,
-        "gauss-bonferroni": gauss_audit(i, o, run.delta, alpha, region="bonferroni").epsilon_lower,
-        "andrew": andrew_epsilon(run.in_andrew, run.out_andrew, run.delta).epsilon_lower,
-    }
+    from .methods import run_method
+
+    out = {m: run_method(m, i, o, run.delta, alpha, n_bootstrap=n_bootstrap, seed=seed).epsilon_lower
+           for m in ("gauss", "gauss-bonferroni")}
+    out["andrew"] = andrew_epsilon(run.in_andrew, run.out_andrew, run.delta).epsilon_lower
     if baselines:
         for method in ("steinke", "fdp"):
-            out[method] = threshold_audit(i, o, run.delta, alpha, method=method, selection=selection,
-                                          seed=seed).epsilon_lower
+            out[method] = run_method(method, i, o, run.delta, alpha, selection=selection, seed=seed).epsilon_lower
     return out

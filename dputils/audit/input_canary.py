@@ -218,7 +218,8 @@ def audit_input_canaries(run: InputCanaryRun, alpha: float = 0.05, *, score: str
     """Lower bounds at ``run.delta``: for ``score="gradient"`` the four auditors of
     :func:`dputils.audit.audit_all` on the Definition-2 scores; for ``score="loss"`` (scores = minus the final
     loss, not Gaussian) the Steinke et al. and f-DP threshold audits only."""
-    from . import audit_all, threshold_audit
+    from . import audit_all
+    from .methods import run_method
 
     if not isinstance(run, InputCanaryRun):
         raise DPValueError(f"run must be an InputCanaryRun, got {type(run).__name__}")
@@ -226,5 +227,5 @@ def audit_input_canaries(run: InputCanaryRun, alpha: float = 0.05, *, score: str
     if score == "gradient":
         return audit_all(run.in_scores, run.out_scores, run.delta, alpha, selection=selection,
                          n_bootstrap=n_bootstrap, seed=seed)
-    return {method: threshold_audit(-run.in_loss, -run.out_loss, run.delta, alpha, method=method,
-                                    selection=selection, seed=seed).epsilon_lower for method in ("steinke", "fdp")}
+    return {method: run_method(method, -run.in_loss, -run.out_loss, run.delta, alpha, selection=selection,
+                               seed=seed).epsilon_lower for method in ("steinke", "fdp")}

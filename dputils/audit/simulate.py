@@ -21,11 +21,12 @@ from scipy import stats
 from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
 
 from ..errors import check_choice, check_positive_int
-from .gauss import bonferroni_box, bootstrap_ellipsoid, gauss_audit
+from .gauss import bonferroni_box, bootstrap_ellipsoid
+from .methods import run_method
 from .model1 import simulate_scores
-from .onerun import threshold_audit
 
 ALL_METHODS = ("gauss", "gauss-bonferroni", "gauss-pooled", "steinke", "fdp", "steinke-uncorrected", "fdp-uncorrected")
+# (the methods themselves: dputils.audit.methods.METHODS)
 
 __all__ = ["ALL_METHODS", "audit_methods", "replicate", "subsample_curve", "coverage", "mc_upper"]
 
@@ -36,16 +37,7 @@ def audit_methods(in_scores, out_scores, methods: Iterable[str] = ALL_METHODS, d
     out: dict[str, float] = {}
     for name in methods:
         check_choice("method", name, ALL_METHODS)
-        if name == "gauss":
-            r = gauss_audit(in_scores, out_scores, delta, alpha, n_bootstrap=n_bootstrap, seed=seed)
-        elif name == "gauss-pooled":
-            r = gauss_audit(in_scores, out_scores, delta, alpha, n_bootstrap=n_bootstrap, seed=seed, pool_variance=True)
-        elif name == "gauss-bonferroni":
-            r = gauss_audit(in_scores, out_scores, delta, alpha, region="bonferroni")
-        else:
-            base, _, unc = name.partition("-")
-            r = threshold_audit(in_scores, out_scores, delta, alpha, method=base,
-                                selection="none" if unc else "split", seed=seed)
+        r = run_method(name, in_scores, out_scores, delta, alpha, n_bootstrap=n_bootstrap, seed=seed)
         out[name] = float(r.epsilon_lower)
     return out
 
