@@ -238,66 +238,33 @@ def calibrate(build, args: argparse.Namespace, parameter: str, epsilon: float, d
               tolerance: float = 1e-3, max_evaluations: int = MAX_EVALUATIONS) -> dict[str, Any]:
     """Smallest value of ``parameter`` (a noise level: larger is more private) whose epsilon(delta) <= target.
 
-    The search runs over :data:`CALIBRATE_RANGE`: doubling up from 1 (or halving down) until the target
-    is bracketed, then bisection on the accountant's *upper* bound until the bracket's relative width is
-    at most ``tolerance``. The value returned is the upper end of the final bracket, so the achieved
-    epsilon never exceeds the target (conservative by construction). An evaluation that fails with
-    :class:`NumericalError` counts as not meeting the target. At most ``max_evaluations`` accountant
-    evaluations; :class:`NumericalError` when the search does not end within them or the target lies
-    outside the range.
+    :func:`dputils.calibration.calibrate` over :data:`CALIBRATE_RANGE`: doubling up from 1 (or halving down)
+    until the target is bracketed, then Brent's method on log of the accountant's *upper* bound until the
+    bracket's relative width is at most ``tolerance``. The value returned is the end of the final bracket that
+    meets the target, checked by evaluation, so the achieved epsilon never exceeds it. An evaluation that fails
+    with :class:`NumericalError` counts as not meeting the target. At most ``max_evaluations`` accountant
+    evaluations; :class:`NumericalError` when the search does not end within them or the target lies outside
+    the range.
     """
+    from .calibration import calibrate as _search
+
     tolerance = check_tolerance(tolerance)
     max_evaluations = check_positive_int("max_evaluations", max_evaluations)
     lo_lim, hi_lim = CALIBRATE_RANGE
-    n = 0
 
     def eps_at(v: float) -> float:
-        nonlocal n
-        if n >= max_evaluations:
-            raise NumericalError(f"calibrate: no convergence within {max_evaluations} accountant evaluations "
-                                 f"({parameter} bracket [{lo:.6g}, {hi:.6g}]); use a larger --tolerance")
-        n += 1
         setattr(args, parameter, v)
-        try:
-            r = build(args).get_epsilon(delta)
-        except NumericalError:
-            return math.inf
-        e = float(r.upper if r.upper is not None else r.value)
-        return math.inf if math.isnan(e) else e
+        r = build(args).get_epsilon(delta)
+        return float(r.upper if r.upper is not None else r.value)
 
-    lo, hi = lo_lim, 1.0
-    e_hi = eps_at(hi)
-    if e_hi <= epsilon:  # search down for a value that fails
-        while True:
-            cand = hi / 2
-            if cand < lo_lim:
-                raise DPValueError(
-                    f"epsilon: target {epsilon:g} is met already at {parameter}={hi:g}; calibrate searches "
-                    f"{parameter} in [{lo_lim:g}, {hi_lim:g}], so give a smaller target epsilon")
-            e = eps_at(cand)
-            if e <= epsilon:
-                hi, e_hi = cand, e
-            else:
-                lo = cand
-                break
-    else:
-        while e_hi > epsilon:
-            lo, hi = hi, hi * 2
-            if hi > hi_lim:
-                raise NumericalError(f"calibrate: no {parameter} <= {hi_lim:g} reaches epsilon={epsilon:g} "
-                                     f"at delta={delta:g}")
-            e_hi = eps_at(hi)
-    while hi - lo > tolerance * hi:
-        mid = 0.5 * (lo + hi)
-        if not lo < mid < hi:  # floating point cannot split the bracket further
-            break
-        e = eps_at(mid)
-        if e <= epsilon:
-            hi, e_hi = mid, e
-        else:
-            lo = mid
-    return {parameter: hi, "epsilon": e_hi, "bracket": [lo, hi], "target_epsilon": epsilon, "delta": delta,
-            "evaluations": n}
+    c = _search(eps_at, epsilon, monotone="decreasing", start=1.0, limits=(lo_lim, hi_lim), rel_tol=tolerance,
+                max_evaluations=max_evaluations, name=parameter)
+    if c.details.get("at_limit"):
+        raise DPValueError(
+            f"epsilon: target {epsilon:g} is met already at {parameter}={c.value:g}; calibrate searches "
+            f"{parameter} in [{lo_lim:g}, {hi_lim:g}], so give a smaller target epsilon")
+    return {parameter: c.value, "epsilon": c.achieved, "bracket": list(c.bracket), "target_epsilon": epsilon,
+            "delta": delta, "evaluations": c.evaluations}
 
 
 #: Peak bytes per privacy-loss grid point of a grid (PLD-type) accountant, measured for the PLD accountant

@@ -61,7 +61,7 @@ CASES = [
     (_CAL + ["--tolerance", "0.9"], 2, "tolerance"),
     (_CAL + ["--sigma", "2"], 2, "calibrate searches for sigma"),
     (["calibrate", "--accountant", "rdp", "--mechanism", "gaussian", "--epsilon", "1e-6", "--delta", "1e-5"], 3,
-     "no sigma <= 10000 reaches epsilon=1e-06"),
+     "no sigma in [0.001, 10000] meets the target 1e-06"),
     (["calibrate", "--accountant", "rdp", "--mechanism", "gaussian", "--epsilon", "1e9", "--delta", "1e-5"], 2,
      "epsilon: target 1e+09 is met already"),
     (["calibrate", *_G[:4], "--epsilon", "1e6", "--delta", "1e-5"], 2, "epsilon: calibrating to epsilon=1e+06"),

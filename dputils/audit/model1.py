@@ -265,21 +265,11 @@ def theoretical_epsilon(sigma: float, q: float, T: int, delta: float, *, discret
 
 def calibrate_sigma(epsilon: float, q: float, T: int, delta: float, *, discretization: float = 1e-3,
                     rel_tol: float = 1e-3) -> float:
-    """The smallest noise multiplier (to rel_tol) whose PLD epsilon at delta is <= epsilon (bisection in log sigma)."""
+    """The smallest noise multiplier (to rel_tol, rounded up) whose PLD epsilon at delta is <= epsilon
+    (:func:`dputils.calibration.calibrate`: Brent's method on log sigma, the end that meets the target)."""
+    from ..calibration import calibrate
+
     epsilon = check_positive("epsilon", epsilon)
-    lo, hi = 0.2, 2.0
-    while theoretical_epsilon(lo, q, T, delta, discretization=discretization)["epsilon"] < epsilon:
-        lo /= 2
-        if lo < 1e-3:
-            raise NumericalError("calibrate_sigma: no lower bracket")
-    while theoretical_epsilon(hi, q, T, delta, discretization=discretization)["epsilon"] > epsilon:
-        hi *= 2
-        if hi > 1e4:
-            raise NumericalError("calibrate_sigma: no upper bracket")
-    while hi / lo > 1 + rel_tol:
-        mid = math.sqrt(lo * hi)
-        if theoretical_epsilon(mid, q, T, delta, discretization=discretization)["epsilon"] > epsilon:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return calibrate(lambda s: theoretical_epsilon(s, q, T, delta, discretization=discretization)["epsilon"],
+                     epsilon, monotone="decreasing", start=1.0, limits=(1e-3, 1e4), rel_tol=rel_tol,
+                     name="sigma").value

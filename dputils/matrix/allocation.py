@@ -421,9 +421,9 @@ def calibrate_sigma(
 ) -> float:
     """Smallest sigma (rounded up to relative precision ``rel_tol``) with ``delta(eps) <= delta``.
 
-    ``make_accountant(sigma)`` returns an accountant. Bisection on log sigma, assuming delta(eps) is
-    non-increasing in sigma; the upper end of the final bracket is returned, so the result meets the
-    target by construction (for an upper-bound accountant, it is a certified sigma).
+    ``make_accountant(sigma)`` returns an accountant. :func:`dputils.calibration.calibrate` (Brent's method on
+    log sigma), assuming delta(eps) is non-increasing in sigma; the upper end of the final bracket is returned,
+    so the result meets the target by construction (for an upper-bound accountant, it is a certified sigma).
 
     ``use`` picks which number of the accountant's result must meet the target: ``"value"`` (the reported
     value: the bound itself for upper-bound accountants, the point estimate for ``matrix-mc``) or ``"upper"``
@@ -442,40 +442,18 @@ def calibrate_sigma(
     if not s_min <= start <= s_max:
         raise DPValueError(f"sigma_start must be in [{s_min:g}, {s_max:g}], got {start!r}")
     max_evaluations = check_positive_int("max_evaluations", max_evaluations)
-    n = 0
+    from ..calibration import calibrate
 
-    def ok(s: float) -> bool:
-        nonlocal n
-        if n >= max_evaluations:
-            raise NumericalError(f"calibrate_sigma: no convergence within {max_evaluations} accountant evaluations "
-                                 f"(sigma bracket [{lo:.6g}, {hi:.6g}], rel_tol={rel_tol:g})")
-        n += 1
+    def value(s: float) -> float:
         r = make_accountant(s).get_delta(eps)
         v = float(r.upper if use == "upper" else r)
         if math.isnan(v):
             raise NumericalError(f"calibrate_sigma: the accountant returned delta = nan at sigma={s!r}")
-        return v <= dl
+        return v
 
-    lo = hi = start
-    if ok(hi):
-        while ok(lo):
-            hi, lo = lo, lo / 2
-            if lo < s_min:
-                return hi
-    else:
-        while not ok(hi):
-            lo, hi = hi, hi * 2
-            if hi > s_max:
-                raise NumericalError(f"no sigma <= {s_max:g} reaches epsilon={eps} at delta={dl}")
-    while hi / lo - 1 > rel_tol:
-        mid = math.sqrt(lo * hi)
-        if not lo < mid < hi:  # floating point cannot split the bracket any further
-            raise NumericalError(f"calibrate_sigma: the bracket [{lo!r}, {hi!r}] cannot be split to rel_tol={rel_tol:g}")
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    # Brent on log sigma, the end of the final bracket that meets the target (dputils.calibration)
+    return calibrate(value, dl, monotone="decreasing", start=start, limits=SIGMA_RANGE, rel_tol=rel_tol,
+                     max_evaluations=max_evaluations, name="sigma", failures="raise").value
 
 
 def check_rel_tol(rel_tol: Any) -> float:
