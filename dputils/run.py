@@ -579,7 +579,13 @@ def build_book(root: Path | None = None) -> int:
 
     toc = (root / "_toc.yml").read_text() if (root / "_toc.yml").is_file() else ""
     chapters = re.findall(r"book/methods/([A-Za-z0-9_]+)", toc) or [p.stem for p in notebook_paths(root)]
-    page = write_page(root / "results", root / "book" / "scorecard.md", chapters)
+    titles = {}
+    for c in chapters:  # each chapter's H1, for the scorecard's links (short form: before a subtitle)
+        src = root / "notebooks" / f"{c}.md"
+        heads = re.findall(r"^# (.+)$", src.read_text(), flags=re.M) if src.is_file() else []
+        if heads:
+            titles[c] = heads[0].strip()
+    page = write_page(root / "results", root / "book" / "scorecard.md", chapters, titles)
     _say(f"scorecard: {page}")
     exe = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(exe) if exe.exists() else "jupyter-book", "build", ".", "-W", "--all"]

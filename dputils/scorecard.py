@@ -180,8 +180,11 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
     reasons of the rows that are not plain passes as numbered notes below it, so the table fits the column."""
     titles = titles or {}
 
-    def link(chapter: str) -> str:
-        return f"{{doc}}`{titles[chapter]} <methods/{chapter}>`" if chapter in titles else f"{{doc}}`methods/{chapter}`"
+    def link(chapter: str, short: bool = False) -> str:
+        if chapter not in titles:
+            return f"{{doc}}`methods/{chapter}`"
+        title = titles[chapter].split(":")[0] if short else titles[chapter]  # short: before a subtitle
+        return f"{{doc}}`{title} <methods/{chapter}>`"
 
     lines = [
         "# Reproduction scorecard",
@@ -219,13 +222,13 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
             status = r["status"]
             status_md = f"**{status}**" if status in ("fail", "not reproduced") else status
             if r.get("reason"):
-                notes.append(f"{link(chapter)}, {_md_cell(r.get('id'))}: {_md_cell(r.get('reason'))}")
+                notes.append(f"{link(chapter, short=True)}, {_md_cell(r.get('id'))}: {_md_cell(r.get('reason'))}")
                 status_md += f" [{len(notes)}]"
             what = _md_cell(r.get("what"))
             if r.get("source"):
                 what += f" *({_md_cell(r.get('source'))})*"
             lines.append("| " + " | ".join([
-                link(chapter), _md_cell(r.get("id")), what, _md_cell(r.get("paper")), _md_cell(r.get("ours")),
+                link(chapter, short=True), _md_cell(r.get("id")), what, _md_cell(r.get("paper")), _md_cell(r.get("ours")),
                 _md_cell(r.get("tolerance")), status_md,
             ]) + " |")
     lines += ["```", ""]

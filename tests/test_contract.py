@@ -75,3 +75,16 @@ def test_torch_pin_resolves_to_the_cpu_wheel_range():
     text = (ROOT / "pyproject.toml").read_text()
     assert '"torch>=2.2,<2.14"' in text
     assert '"jupyter-book>=1.0.4,<2"' in text
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_code_lines_fit_the_book_column(path):
+    """The rendered column holds 77 characters of code (75 inside a collapsed hide-input cell); longer lines
+    scroll sideways, which the browser check of the built book (dputils.bookcheck) reports as overflow."""
+    nb = jupytext.read(path)
+    for c in nb.cells:
+        if c.cell_type != "code":
+            continue
+        limit = 75 if "hide-input" in c.metadata.get("tags", []) else 77
+        long = [ln for ln in c.source.splitlines() if len(ln) > limit]
+        assert not long, f"{path.name}: code lines longer than {limit} characters: {long[:3]}"

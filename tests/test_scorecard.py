@@ -71,3 +71,11 @@ def test_table_html_escapes_and_formats():
     assert "123,456" in h and "color:#cf222e" in h
     assert "1.235e-12" in str(t)
     assert fmt_value(None) == "\u2014" and fmt_value(float("inf")) == "\u221e" and fmt_value(0.5) == "0.5"
+
+
+def test_page_links_use_short_titles_in_the_big_table():
+    recs = {"chap": [{"id": "T1", "what": "w", "paper": 1.0, "ours": 1.0, "tolerance": "±0.1", "status": "pass",
+                      "source": "paper"}]}
+    page = page_markdown(recs, {"chap": "Long title: with a subtitle"})
+    assert "{doc}`Long title: with a subtitle <methods/chap>`" in page  # the per-chapter totals
+    assert "| {doc}`Long title <methods/chap>` | T1 |" in page  # the table of every target
