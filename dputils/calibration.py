@@ -24,9 +24,9 @@ from typing import Any, Callable
 
 from scipy import optimize
 
-from .errors import DPValueError, NumericalError, check_choice, check_positive, check_positive_int
+from .errors import DPValueError, NumericalError, check_choice, check_finite, check_positive, check_positive_int
 
-__all__ = ["Calibration", "calibrate", "calibrate_noise", "REL_TOL_RANGE", "MAX_EVALUATIONS"]
+__all__ = ["Calibration", "calibrate", "calibrate_noise", "check_rel_tol", "REL_TOL_RANGE", "MAX_EVALUATIONS"]
 
 #: Allowed relative width of the final bracket.
 REL_TOL_RANGE = (1e-12, 0.5)
@@ -60,12 +60,13 @@ class Calibration:
         return float(self.value)
 
 
-def _check_rel_tol(rel_tol: float) -> float:
-    r = check_positive("rel_tol", rel_tol)
+def check_rel_tol(rel_tol: Any) -> float:
+    """A relative tolerance in :data:`REL_TOL_RANGE` (finite; 0, negative, nan or below 1e-12 are refused)."""
+    t = check_finite("rel_tol", rel_tol)
     lo, hi = REL_TOL_RANGE
-    if not lo <= r <= hi:
-        raise DPValueError(f"rel_tol must be in [{lo:g}, {hi:g}], got {rel_tol!r}")
-    return r
+    if not lo <= t <= hi:
+        raise DPValueError(f"rel_tol must be in [{lo:g}, {hi:g}], got {t!r}")
+    return t
 
 
 def calibrate(value: Callable[[float], float], target: float, *, monotone: str = "decreasing",
@@ -91,7 +92,7 @@ def calibrate(value: Callable[[float], float], target: float, *, monotone: str =
     target = check_positive("target", target)
     check_choice("monotone", monotone, ("decreasing", "increasing"))
     check_choice("failures", failures, ("miss", "raise"))
-    rel_tol = _check_rel_tol(rel_tol)
+    rel_tol = check_rel_tol(rel_tol)
     max_evaluations = check_positive_int("max_evaluations", max_evaluations)
     lo_lim, hi_lim = (float(limits[0]), float(limits[1]))
     if not 0 < lo_lim < hi_lim or not math.isfinite(hi_lim):

@@ -29,13 +29,13 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..accountants.base import AccountingResult
+from ..calibration import REL_TOL_RANGE, check_rel_tol  # the shared search's tolerance rule
 from ..errors import (
     DPValueError,
     NumericalError,
     check_choice,
     check_delta,
     check_epsilon,
-    check_finite,
     check_nonnegative_int,
     check_positive,
     check_positive_int,
@@ -60,8 +60,6 @@ DEFAULT_ORDERS = tuple(range(2, 129))
 #: Work per tier of the dynamic program (DP updates; with the compiled factored step about one to a few
 #: seconds on one core; covers bands 4 up to order ~44 at b = 100 in one tier).
 DEFAULT_TIER_BUDGET = 2e8
-#: Range of the relative tolerance of :func:`calibrate_sigma` (a smaller one never ends in floating point).
-REL_TOL_RANGE = (1e-12, 0.5)
 #: Range of sigma searched by :func:`calibrate_sigma`, and its cap on accountant evaluations.
 SIGMA_RANGE = (1e-4, 1e4)
 MAX_CALIBRATION_EVALUATIONS = 200
@@ -454,15 +452,6 @@ def calibrate_sigma(
     # Brent on log sigma, the end of the final bracket that meets the target (dputils.calibration)
     return calibrate(value, dl, monotone="decreasing", start=start, limits=SIGMA_RANGE, rel_tol=rel_tol,
                      max_evaluations=max_evaluations, name="sigma", failures="raise").value
-
-
-def check_rel_tol(rel_tol: Any) -> float:
-    """A relative tolerance in :data:`REL_TOL_RANGE` (finite; 0, negative, nan or below 1e-12 are refused)."""
-    t = check_finite("rel_tol", rel_tol)
-    lo, hi = REL_TOL_RANGE
-    if not lo <= t <= hi:
-        raise DPValueError(f"rel_tol must be in [{lo:g}, {hi:g}], got {t!r}")
-    return t
 
 
 # ---------------------------------------------------------------------------------------------- command line
