@@ -88,3 +88,23 @@ def test_code_lines_fit_the_book_column(path):
         limit = 75 if "hide-input" in c.metadata.get("tags", []) else 77
         long = [ln for ln in c.source.splitlines() if len(ln) > limit]
         assert not long, f"{path.name}: code lines longer than {limit} characters: {long[:3]}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_stray_result_outputs(path):
+    """A cell's last expression is shown by Jupyter: a value returned by show_table (already displayed) or by a
+    target check (True) would appear a second time, or as a stray repr, in the book."""
+    import ast
+
+    nb = jupytext.read(path)
+    for c in nb.cells:
+        if c.cell_type != "code" or "parameters" in c.metadata.get("tags", []):
+            continue
+        src = c.source.rstrip()
+        tree = ast.parse(src)
+        if not tree.body or src.endswith(";") or not isinstance(tree.body[-1], ast.Expr):
+            continue
+        last = tree.body[-1].value
+        name = ast.unparse(last.func) if isinstance(last, ast.Call) else ""
+        assert not (name == "show_table" or name.startswith("tg.check") or name.startswith("tg.not_")), (
+            f"{path.name}: cell ends with {name}(...): assign it to _ so its value is not shown twice")
