@@ -126,3 +126,16 @@ def test_calibrate_dp_mechanism_works_unchanged():
                                    ExplicitBracketInterval(1, 20000), discrete=True)
     assert make_accountant("rdp").compose(dpsgd(1.0, steps=steps)).get_epsilon(delta) <= target_eps
     assert make_accountant("rdp").compose(dpsgd(1.0, steps=steps + 1)).get_epsilon(delta) > target_eps
+
+
+def test_accountants_say_what_they_support():
+    from dputils.accountants.edgeworth import SubsampledLaplaceMechanism
+    from dputils.accountants.pld import PLDAccountant
+    from dputils.accountants.rdp import RDPAccountant
+    from dputils.mechanisms import SubsampledGaussianMechanism
+
+    lap = SubsampledLaplaceMechanism(3.0, 0.02)
+    assert PLDAccountant().supports(SubsampledGaussianMechanism(1.0, 0.1))
+    assert not PLDAccountant().supports(lap) and not RDPAccountant().supports(lap)
+    with pytest.raises(DPValueError, match="no privacy-loss tails"):
+        PLDAccountant().check_supported(lap)

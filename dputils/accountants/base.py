@@ -109,6 +109,18 @@ class Accountant(ABC):
     def _check_supported(self, mechanism: Any) -> None:  # pragma: no cover - default accepts all
         return None
 
+    def check_supported(self, mechanism: Any) -> None:
+        """Raise ``DPValueError`` naming the problem when this accountant cannot compose ``mechanism``."""
+        self._check_supported(mechanism)
+
+    def supports(self, mechanism: Any) -> bool:
+        """Whether this accountant can compose ``mechanism`` (see :meth:`check_supported` for the reason)."""
+        try:
+            self._check_supported(mechanism)
+        except (DPValueError, ValueError):
+            return False
+        return True
+
     def _invalidate(self) -> None:
         """Drop cached state after the ledger changed."""
         return None

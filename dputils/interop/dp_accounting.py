@@ -154,7 +154,7 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
                 self._infinite = True
             return None
         try:
-            self.inner._check_supported(mech)
+            self.inner.check_supported(mech)
         except (DPValueError, ValueError) as exc:
             msg = str(exc)
             return error(msg if msg.startswith(f"{self.name}:") else f"{self.name}: {msg}")
