@@ -13,7 +13,7 @@ eq. 29-31 {cite}`alghamdi_spa`): :math:`K'(t) = \mathbb{E} L_t`, :math:`K''(t) =
 
 How they are computed (no finite differences anywhere):
 
-* **Gaussian** (``GaussianMixturePair`` with ``q == 1``): :math:`L \sim N(\eta, 2\eta)`,
+* **Gaussian** (``SubsampledGaussianPair`` with ``q == 1``): :math:`L \sim N(\eta, 2\eta)`,
   :math:`\eta = \Delta^2/(2\sigma^2)`, so :math:`K(t) = \eta t(1+t)` and every moment in closed form.
 * Every other pair is represented by **weighted points**: atoms of the loss with their masses in closed
   form, plus a density in an integration variable :math:`x` integrated by composite 20-point
@@ -30,7 +30,7 @@ How they are computed (no finite differences anywhere):
   - **Laplace** (``LaplacePair``): with :math:`s = \Delta/b`, :math:`L` has atoms :math:`+s` (mass 1/2),
     :math:`-s` (mass :math:`e^{-s}/2`) and density :math:`\tfrac14 e^{(l-s)/2}` on :math:`(-s, s)`, so
     :math:`M(t) = [(1+t)e^{ts} + t e^{-(1+t)s}]/(1+2t)`.
-  - **Poisson-subsampled Laplace** (``SubsampledLaplacePair`` of :mod:`dputils.accountants.edgeworth`, the
+  - **Poisson-subsampled Laplace** (``SubsampledLaplacePair`` of :mod:`dputils.mechanisms`, the
     Edgeworth paper's Sec. 4.4): loss :math:`\pm\log(1 - q + q e^{u})` with :math:`u = (|x| - |x - \Delta|)/b`,
     two atoms (:math:`x \le 0` and :math:`x \ge \Delta`) and a smooth density on :math:`(0, \Delta)`.
 
@@ -89,23 +89,23 @@ _LOG_TINY = -745.0  # log of the smallest positive double (relative cut-off of t
 def pair_key(pair: Any) -> tuple:
     """A hashable key of a privacy-loss pair from its parameters (used for caching).
 
-    Supported: ``GaussianMixturePair(sigma, q, sensitivity, direction)`` and
-    ``LaplacePair(scale, sensitivity, direction)`` from :mod:`dputils.mechanisms`, and
-    ``SubsampledLaplacePair(scale, q, sensitivity, direction)`` from :mod:`dputils.accountants.edgeworth`
-    (with ``q == 1`` it is the Laplace pair).
+    Supported: ``SubsampledGaussianPair(sigma, q, sensitivity, direction)``,
+    ``LaplacePair(scale, sensitivity, direction)`` and ``SubsampledLaplacePair(scale, q, sensitivity,
+    direction)`` from :mod:`dputils.mechanisms` (with ``q == 1`` the last is the Laplace pair).
     """
-    name = type(pair).__name__
-    if name == "GaussianMixturePair":
+    from .mechanisms import LaplacePair, SubsampledGaussianPair, SubsampledLaplacePair
+
+    if isinstance(pair, SubsampledGaussianPair):
         return ("gm", float(pair.sigma), float(pair.q), float(pair.sensitivity), str(pair.direction))
-    if name == "LaplacePair":
+    if isinstance(pair, LaplacePair):
         # the Laplace PLRV is the same in both directions
         return ("laplace", float(pair.scale), float(pair.sensitivity))
-    if name == "SubsampledLaplacePair":
+    if isinstance(pair, SubsampledLaplacePair):
         if float(pair.q) == 1.0:
             return ("laplace", float(pair.scale), float(pair.sensitivity))
         return ("slap", float(pair.scale), float(pair.q), float(pair.sensitivity), str(pair.direction))
     raise DPValueError(
-        "pair must be a GaussianMixturePair or LaplacePair from dputils.mechanisms (or a SubsampledLaplacePair), "
+        "pair must be a SubsampledGaussianPair, LaplacePair or SubsampledLaplacePair from dputils.mechanisms, "
         f"got {type(pair).__name__}"
     )
 
@@ -447,6 +447,14 @@ def _eval_cached(key: tuple, t: float) -> tuple:
 def clear_cache() -> None:
     """Forget every cached evaluation (for cold-start timings)."""
     _eval_cached.cache_clear()
+
+
+def evaluation_count() -> int:
+    """How many one-step CGF evaluations were computed (not served from the cache) since :func:`clear_cache`.
+
+    The unit of cost the chapters report: each is one tilted quadrature of a single mechanism's loss.
+    """
+    return int(_eval_cached.cache_info().misses)
 
 
 def _eval(pair: Any, t: float, order: int) -> tuple[np.ndarray, float]:

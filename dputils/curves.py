@@ -22,19 +22,10 @@ from typing import Callable
 import numpy as np
 from scipy import special
 
+from .numerics import log_diff_exp
 from .errors import DPValueError, NumericalError, check_delta, check_finite, check_positive
 
 _LOG_NDTR = special.log_ndtr
-
-
-def _log_diff_exp(a, b):
-    """log(e^a - e^b), elementwise, for a >= b (returns -inf where equal)."""
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d = np.minimum(b - a, 0.0)
-        out = a + np.log(-np.expm1(d))
-    return np.where(np.isneginf(a), -np.inf, out)
 
 
 _SQRT1_2 = np.sqrt(0.5)
@@ -160,7 +151,7 @@ def gdp_log_delta(eps, mu: float):
         a = _LOG_NDTR(-e / mu + mu / 2.0)
         b = e + _LOG_NDTR(-e / mu - mu / 2.0)
         b = np.where(np.isnan(b), -np.inf, b)
-    out = _log_diff_exp(a, np.minimum(a, b))
+    out = log_diff_exp(a, np.minimum(a, b))
     return float(out) if np.ndim(eps) == 0 else out
 
 

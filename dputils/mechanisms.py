@@ -27,7 +27,6 @@ All formulas are in closed form through the standard normal CDF, evaluated in lo
 
 from __future__ import annotations
 
-import argparse
 import math
 from abc import ABC, abstractmethod
 
@@ -35,23 +34,13 @@ import numpy as np
 from scipy import special
 
 from .errors import DPValueError, NumericalError, check_choice, check_positive, check_probability
+from .numerics import log_diff_exp
 
 DIRECTIONS = ("remove", "add")
 
 
 def _log_ndtr(x):
     return special.log_ndtr(x)
-
-
-def _log_diff_exp(a, b):
-    """log(exp(a) - exp(b)) for a >= b, elementwise; -inf where a == b (or both -inf)."""
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        d = b - a
-        out = a + np.log(-np.expm1(np.minimum(d, 0.0)))
-    out = np.where(np.isneginf(a) | (d >= 0), -np.inf, out)
-    return out
 
 
 class PrivacyLossPair(ABC):
@@ -167,7 +156,7 @@ def _maybe_scalar(x, like):
     return float(x) if np.ndim(like) == 0 else x
 
 
-class GaussianMixturePair(PrivacyLossPair):
+class SubsampledGaussianPair(PrivacyLossPair):
     r"""The pair of the Poisson-subsampled Gaussian mechanism (``q = 1``: the plain Gaussian).
 
     With :math:`\mu = \Delta/\sigma`, write outputs in units of :math:`\sigma`. For ``"remove"`` the loss
@@ -199,7 +188,7 @@ class GaussianMixturePair(PrivacyLossPair):
         self.log1m_q = math.log1p(-self.q) if self.q < 1 else -math.inf
 
     def __repr__(self) -> str:
-        return f"GaussianMixturePair(sigma={self.sigma}, q={self.q}, sensitivity={self.sensitivity}, direction={self.direction!r})"
+        return f"SubsampledGaussianPair(sigma={self.sigma}, q={self.q}, sensitivity={self.sensitivity}, direction={self.direction!r})"
 
     # densities ---------------------------------------------------------------------------------
     def _log_mix(self, x):
@@ -258,7 +247,7 @@ class GaussianMixturePair(PrivacyLossPair):
             if self.q == 1.0:
                 lr = e
             else:
-                lr = _log_diff_exp(e, np.full_like(e, self.log1m_q)) - self.log_q_
+                lr = log_diff_exp(e, np.full_like(e, self.log1m_q)) - self.log_q_
         u = lr / self.mu + self.mu / 2.0
         return eps, u
 
@@ -295,7 +284,7 @@ class GaussianMixturePair(PrivacyLossPair):
             if self.direction == "remove":
                 a = self.log_q_ + _log_ndtr(mu - u)
                 b = self.log_q_ + log_r + _log_ndtr(-u)
-                out = _log_diff_exp(a, np.minimum(b, a))
+                out = log_diff_exp(a, np.minimum(b, a))
                 # trivial region e^eps <= 1-q: {L > eps} is everything, delta = 1 - e^eps
                 triv = np.isneginf(u)
                 if np.any(triv):
@@ -303,7 +292,7 @@ class GaussianMixturePair(PrivacyLossPair):
             else:
                 a = eps + self.log_q_ + log_r + _log_ndtr(u)
                 b = eps + self.log_q_ + _log_ndtr(u - mu)
-                out = _log_diff_exp(a, np.minimum(b, a))
+                out = log_diff_exp(a, np.minimum(b, a))
                 # e^-eps <= 1-q: loss never exceeds eps, delta = 0
                 out = np.where(np.isneginf(u), -np.inf, out)
         return _maybe_scalar(out, eps)
@@ -444,7 +433,7 @@ class GaussianMechanism(Mechanism):
         return self.sensitivity / self.sigma
 
     def pair(self, direction: str) -> PrivacyLossPair:
-        return GaussianMixturePair(self.sigma, 1.0, self.sensitivity, check_choice("direction", direction, DIRECTIONS))
+        return SubsampledGaussianPair(self.sigma, 1.0, self.sensitivity, check_choice("direction", direction, DIRECTIONS))
 
     def to_dp_event(self):
         import dp_accounting
@@ -468,7 +457,7 @@ class SubsampledGaussianMechanism(Mechanism):
         return {"sigma": self.sigma, "q": self.q, "sensitivity": self.sensitivity}
 
     def pair(self, direction: str) -> PrivacyLossPair:
-        return GaussianMixturePair(self.sigma, self.q, self.sensitivity, check_choice("direction", direction, DIRECTIONS))
+        return SubsampledGaussianPair(self.sigma, self.q, self.sensitivity, check_choice("direction", direction, DIRECTIONS))
 
     def to_dp_event(self):
         import dp_accounting
@@ -500,7 +489,97 @@ class LaplaceMechanism(Mechanism):
 
 
 # mixtures of Gaussians -------------------------------------------------------------------------
-class MixtureGaussianPair(PrivacyLossPair):
+# ------------------------------------------------------------------------------------------------
+# Poisson-subsampled Laplace (Sec. 4.4 of the Edgeworth paper): densities, loss and sampling only
+# ------------------------------------------------------------------------------------------------
+class SubsampledLaplacePair(PrivacyLossPair):
+    r"""Poisson-subsampled Laplace: ``"remove"``: :math:`P = (1-q)\mathrm{Lap}(0,b) + q\,\mathrm{Lap}(\Delta,b)`,
+    :math:`Q = \mathrm{Lap}(0,b)`; ``"add"``: the pair reversed (Sec. 4.4 of the paper).
+
+    Only the densities, the loss and sampling are implemented (enough for Monte Carlo); its moments
+    and CGF come from :mod:`dputils.cumulants`, which recognises the pair; tails and the hockey-stick
+    divergence are not available in closed form, so ``has_tails`` is False and the PLD accountant refuses it.
+    """
+
+    has_tails = False  # densities, loss and sampling only: enough for the cumulants, not for the PLD
+
+    def __init__(self, scale: float, q: float, sensitivity: float = 1.0, direction: str = "remove"):
+        self.scale = check_positive("scale", scale)
+        self.q = check_probability("q", q)
+        self.sensitivity = check_positive("sensitivity", sensitivity)
+        self.direction = check_choice("direction", direction, ("remove", "add"))
+
+    def __repr__(self) -> str:
+        return f"SubsampledLaplacePair(scale={self.scale}, q={self.q}, sensitivity={self.sensitivity}, direction={self.direction!r})"
+
+    def _lap(self, x, m):
+        return -np.abs(x - m) / self.scale - math.log(2 * self.scale)
+
+    def _mix(self, x):
+        if self.q == 1.0:
+            return self._lap(x, self.sensitivity)
+        return np.logaddexp(math.log1p(-self.q) + self._lap(x, 0.0), math.log(self.q) + self._lap(x, self.sensitivity))
+
+    def log_p(self, x):
+        x = np.asarray(x, dtype=float)
+        return self._mix(x) if self.direction == "remove" else self._lap(x, 0.0)
+
+    def log_q(self, x):
+        x = np.asarray(x, dtype=float)
+        return self._lap(x, 0.0) if self.direction == "remove" else self._mix(x)
+
+    def loss(self, x):
+        x = np.asarray(x, dtype=float)
+        t = (np.abs(x) - np.abs(x - self.sensitivity)) / self.scale
+        lm = t if self.q == 1.0 else np.log1p(self.q * np.expm1(t))
+        return lm if self.direction == "remove" else -lm
+
+    def log_sf_p(self, eps):  # pragma: no cover - not needed by the Edgeworth accountant
+        raise NotImplementedError
+
+    def log_sf_q(self, eps):  # pragma: no cover
+        raise NotImplementedError
+
+    def log_cdf_p(self, eps):  # pragma: no cover
+        raise NotImplementedError
+
+    def log_delta(self, eps):  # pragma: no cover
+        raise NotImplementedError
+
+    def sample(self, n: int, rng: np.random.Generator, under: str = "p"):
+        check_choice("under", under, ("p", "q"))
+        mixture = (under == "p") == (self.direction == "remove")
+        z = rng.laplace(0.0, self.scale, n)
+        if mixture:
+            z = z + self.sensitivity * (rng.random(n) < self.q)
+        return z
+
+
+class SubsampledLaplaceMechanism(Mechanism):
+    """Laplace noise of scale ``scale`` on a Poisson subsample (rate ``q``), L1 sensitivity ``sensitivity``."""
+
+    name = "subsampled-laplace"
+
+    def __init__(self, scale: float, q: float, sensitivity: float = 1.0):
+        self.scale = check_positive("scale", scale)
+        self.q = check_probability("q", q)
+        self.sensitivity = check_positive("sensitivity", sensitivity)
+
+    @property
+    def params(self) -> dict[str, float]:
+        return {"scale": self.scale, "q": self.q, "sensitivity": self.sensitivity}
+
+    def pair(self, direction: str) -> PrivacyLossPair:
+        return SubsampledLaplacePair(self.scale, self.q, self.sensitivity, check_choice("direction", direction, ("remove", "add")))
+
+    def to_dp_event(self):
+        import dp_accounting
+
+        return dp_accounting.PoissonSampledDpEvent(self.q, dp_accounting.LaplaceDpEvent(self.scale / self.sensitivity))
+
+
+
+class MixtureVsGaussianPair(PrivacyLossPair):
     r"""The pair of a 1-D Gaussian mixture against the zero-mean Gaussian.
 
     :math:`P = \sum_j w_j N(s_j, \sigma^2)` with :math:`0 \le s_1 < \dots < s_K`, :math:`\sum_j w_j = 1`,
@@ -522,11 +601,11 @@ class MixtureGaussianPair(PrivacyLossPair):
 
     * remove: :math:`P[L>\varepsilon] = \sum_j w_j \bar\Phi((x^*-s_j)/\sigma)`, :math:`Q[L>\varepsilon] = \bar\Phi(x^*/\sigma)`,
       :math:`\delta = \sum_{s_j>0} w_j\bar\Phi((x^*-s_j)/\sigma) - e^{T}\bar\Phi(x^*/\sigma)` with :math:`x^* = x^*(\varepsilon)`
-      (the zero-mean part cancels exactly, as in :class:`GaussianMixturePair`);
+      (the zero-mean part cancels exactly, as in :class:`SubsampledGaussianPair`);
     * add: the loss is :math:`-L`, :math:`\{-L > \varepsilon\} = \{x < x^*(-\varepsilon)\}` and
       :math:`\delta = e^{\varepsilon}[e^{T}\Phi(x^*/\sigma) - \sum_{s_j>0} w_j \Phi((x^*-s_j)/\sigma)]`, :math:`T = \log(e^{-\varepsilon} - W_0)`.
 
-    With the two means {0, s} this is :class:`GaussianMixturePair` with ``q = w_2``.
+    With the two means {0, s} this is :class:`SubsampledGaussianPair` with ``q = w_2``.
     """
 
     def __init__(self, sigma: float, sensitivities, weights, direction: str = "remove"):
@@ -551,7 +630,7 @@ class MixtureGaussianPair(PrivacyLossPair):
         self._cache_val = None
 
     def __repr__(self) -> str:
-        return (f"MixtureGaussianPair(sigma={self.sigma}, sensitivities={self.sens.tolist()}, "
+        return (f"MixtureVsGaussianPair(sigma={self.sigma}, sensitivities={self.sens.tolist()}, "
                 f"weights={self.weights.tolist()}, direction={self.direction!r})")
 
     # densities ---------------------------------------------------------------------------------
@@ -621,7 +700,7 @@ class MixtureGaussianPair(PrivacyLossPair):
         flat = e.ravel()
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.W0 > 0:
-                T = _log_diff_exp(flat, np.full_like(flat, self.log_W0))
+                T = log_diff_exp(flat, np.full_like(flat, self.log_W0))
                 T = np.where(flat > self.log_W0, T, -np.inf)
             else:
                 T = flat.copy()
@@ -672,9 +751,9 @@ class MixtureGaussianPair(PrivacyLossPair):
             if not active.any():
                 break
         else:
-            raise NumericalError("MixtureGaussianPair: the loss threshold did not converge")
+            raise NumericalError("MixtureVsGaussianPair: the loss threshold did not converge")
         if np.any(np.isnan(xc)):
-            raise NumericalError("MixtureGaussianPair: the loss threshold is not a number (degenerate means)")
+            raise NumericalError("MixtureVsGaussianPair: the loss threshold is not a number (degenerate means)")
         return xc
 
     def _x_eps(self, eps):
@@ -717,14 +796,14 @@ class MixtureGaussianPair(PrivacyLossPair):
             if self.direction == "remove":
                 a = self._lse_ndtr(x, -1.0, self.pos)
                 b = T + _log_ndtr(-x / self.sigma)
-                out = _log_diff_exp(a, np.minimum(b, a))
+                out = log_diff_exp(a, np.minimum(b, a))
                 triv = np.isneginf(x)  # e^eps <= W0: {L > eps} is the whole line, delta = 1 - e^eps
                 if np.any(triv):
                     out = np.where(triv, np.log(-np.expm1(np.minimum(eps, 0.0))), out)
             else:
                 a = eps + T + _log_ndtr(x / self.sigma)
                 b = eps + self._lse_ndtr(x, 1.0, self.pos)
-                out = _log_diff_exp(a, np.minimum(b, a))
+                out = log_diff_exp(a, np.minimum(b, a))
                 out = np.where(np.isneginf(x), -np.inf, out)  # eps >= -log W0: the loss never exceeds eps
         return _maybe_scalar(out, eps)
 
@@ -740,7 +819,7 @@ class MixtureGaussianPair(PrivacyLossPair):
 class GaussianMixtureMechanism(Mechanism):
     r"""A scalar Gaussian mixture against N(0, sigma^2): ``P = sum_j w_j N(s_j, sigma^2)``, ``Q = N(0, sigma^2)``.
 
-    ``pair("remove")`` is (P, Q), ``pair("add")`` is (Q, P) (:class:`MixtureGaussianPair`). The input is
+    ``pair("remove")`` is (P, Q), ``pair("add")`` is (Q, P) (:class:`MixtureVsGaussianPair`). The input is
     normalised: zero weights are dropped, equal sensitivities merged, weights renormalised (their sum
     must be 1 up to 1e-6). Requires ``s_j >= 0`` and at least one ``s_j > 0`` with positive weight.
     Equal mixtures compare and hash equal, so accountant ledgers merge repeated steps.
@@ -778,7 +857,7 @@ class GaussianMixtureMechanism(Mechanism):
                 "weights": tuple(self.weights.tolist())}
 
     def pair(self, direction: str) -> PrivacyLossPair:
-        return MixtureGaussianPair(self.sigma, self.sensitivities, self.weights,
+        return MixtureVsGaussianPair(self.sigma, self.sensitivities, self.weights,
                                    check_choice("direction", direction, DIRECTIONS))
 
 
@@ -813,12 +892,3 @@ def make_mechanism(name: str, *, sigma: float | None = None, q: float | None = N
     if scale is None:
         raise DPValueError("scale is required for mechanism laplace (scale > 0)")
     return LaplaceMechanism(scale, sensitivity)
-
-
-def mechanism_from_args(args: argparse.Namespace) -> Mechanism:
-    """The mechanism described by the command-line options ``--mechanism --sigma --q --scale``."""
-    if getattr(args, "mechanism", None) is None:
-        raise DPValueError(f"mechanism is required ({', '.join(MECHANISM_NAMES)})")
-    sensitivity = getattr(args, "sensitivity", None)
-    return make_mechanism(args.mechanism, sigma=getattr(args, "sigma", None), q=getattr(args, "q", None),
-                          scale=getattr(args, "scale", None), sensitivity=1.0 if sensitivity is None else sensitivity)

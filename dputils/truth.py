@@ -169,11 +169,11 @@ def _checked_ledger(ledger) -> list[tuple[Any, int]]:
 
 def truth_log_delta(ledger: Sequence[tuple[Any, int]], epsilon: float, rtol: float = 1e-10) -> tuple[float, float]:
     """(log delta(epsilon), relative error estimate) by the contour integral through the saddle point of epsilon."""
-    from .accountants.spa import _ess_sup, saddle_point
+    from .accountants.spa import ess_sup, saddle_point
 
     ledger = _checked_ledger(ledger)
     eps = check_epsilon(epsilon)
-    if eps >= _ess_sup(ledger) * (1 - 1e-12):
+    if eps >= ess_sup(ledger) * (1 - 1e-12):
         return -math.inf, 0.0
     c = _Contour(ledger, saddle_point(ledger, eps), eps, rtol)
     return c.log_delta(eps), c.rel
@@ -201,10 +201,10 @@ def _bracket_root(g, lo: float, hi: float) -> tuple[float, float] | None:
 
 
 def _epsilon_with_error(ledger, delta: float, guess: float, xtol: float, rtol: float) -> tuple[float, float]:
-    from .accountants.spa import _ess_sup, saddle_point
+    from .accountants.spa import ess_sup, saddle_point
 
     ld = math.log(delta)
-    sup = _ess_sup(ledger)
+    sup = ess_sup(ledger)
     root = max(guess, 1e-3)
     for _ in range(2):  # contour at the saddle of the guess, then at the saddle of the first root
         # a guess at or above the largest loss (a bounded direction, e.g. add for subsampled Gaussians, with a
@@ -287,7 +287,7 @@ def composition_epsilon(mechanisms, delta: float, direction: str = "both", eps_g
     (default: the SP-CLT estimate). Error estimate: ``xtol`` plus the quadrature's relative accuracy of
     delta divided by :math:`|d\log\delta/d\varepsilon| \approx \hat t` (the contour's tilt).
     """
-    from .accountants.spa import _ess_sup, spa_epsilon
+    from .accountants.spa import ess_sup, spa_epsilon
 
     delta = check_delta(delta)
     led = _mechanism_ledger(mechanisms)
@@ -295,7 +295,7 @@ def composition_epsilon(mechanisms, delta: float, direction: str = "both", eps_g
     for d in _directions(direction):
         ledger = [(m.pair(d), k) for m, k in led]
         g = float(eps_guess) if eps_guess is not None else math.inf
-        if not g < _ess_sup(ledger):  # no guess, or one (from the other direction) beyond this direction's losses
+        if not g < ess_sup(ledger):  # no guess, or one (from the other direction) beyond this direction's losses
             g = spa_epsilon(ledger, delta, "clt")[0]
         e, er = _epsilon_with_error(ledger, delta, g, xtol, rtol)
         if e >= best:

@@ -16,12 +16,12 @@ import pytest
 
 from dputils.accountants.edgeworth import (
     EdgeworthAccountant,
-    SubsampledLaplaceMechanism,
     dgg_bound_iid_skew,
     prop45_tail_bound,
     summarize,
 )
 from dputils.cumulants import loss_moments
+from dputils.mechanisms import SubsampledLaplaceMechanism
 from dputils.curves import gdp_delta, gdp_epsilon
 from dputils.errors import DPValueError
 from dputils.mechanisms import GaussianMechanism, SubsampledGaussianMechanism

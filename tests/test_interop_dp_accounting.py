@@ -129,7 +129,7 @@ def test_calibrate_dp_mechanism_works_unchanged():
 
 
 def test_accountants_say_what_they_support():
-    from dputils.accountants.edgeworth import SubsampledLaplaceMechanism
+    from dputils.mechanisms import SubsampledLaplaceMechanism
     from dputils.accountants.pld import PLDAccountant
     from dputils.accountants.rdp import RDPAccountant
     from dputils.mechanisms import SubsampledGaussianMechanism

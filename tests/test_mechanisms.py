@@ -13,7 +13,7 @@ from dputils.errors import DPValueError
 from dputils.mechanisms import (
     GaussianMechanism,
     GaussianMixtureMechanism,
-    GaussianMixturePair,
+    SubsampledGaussianPair,
     LaplaceMechanism,
     LaplacePair,
     SubsampledGaussianMechanism,
@@ -59,7 +59,7 @@ def _mp_hockey_stick(p, q, eps, lo, hi):
     (0.8, 0.1, "remove", -0.05), (2.0, 0.01, "remove", 0.3), (0.7, 0.2, "remove", 6.0),
 ])
 def test_subsampled_gaussian_profile_matches_mpmath(sigma, q, direction, eps):
-    pair = GaussianMixturePair(sigma, q, 1.0, direction)
+    pair = SubsampledGaussianPair(sigma, q, 1.0, direction)
     p, qd = _mp_densities(sigma, q, direction)
     ref = float(_mp_hockey_stick(p, qd, eps, -15 * sigma, 15 * sigma + 10))
     got = float(pair.delta(eps))
@@ -89,7 +89,7 @@ def test_laplace_profile_matches_mpmath(eps):
 @pytest.mark.parametrize("direction", ["remove", "add"])
 def test_tails_match_monte_carlo(direction):
     rng = np.random.default_rng(1)
-    pair = GaussianMixturePair(0.9, 0.1, 1.0, direction)
+    pair = SubsampledGaussianPair(0.9, 0.1, 1.0, direction)
     n = 400_000
     lp = pair.sample_loss(n, rng, "p")
     lq = pair.loss(pair.sample(n, rng, "q"))
@@ -102,7 +102,7 @@ def test_tails_match_monte_carlo(direction):
 
 def test_loss_is_log_density_ratio():
     x = np.linspace(-5, 6, 101)
-    for pair in (GaussianMixturePair(1.3, 0.2, 2.0, "remove"), GaussianMixturePair(1.3, 0.2, 2.0, "add"),
+    for pair in (SubsampledGaussianPair(1.3, 0.2, 2.0, "remove"), SubsampledGaussianPair(1.3, 0.2, 2.0, "add"),
                  LaplacePair(0.7, 1.5, "remove"), LaplacePair(0.7, 1.5, "add")):
         np.testing.assert_allclose(pair.loss(x), pair.log_p(x) - pair.log_q(x), rtol=1e-12, atol=1e-12)
 
@@ -119,7 +119,7 @@ def test_add_and_remove_are_related_by_the_duality_identity():
 @given(st.floats(0.3, 5.0), st.floats(1e-4, 1.0), st.sampled_from(["add", "remove"]),
        st.lists(st.floats(-3.0, 10.0), min_size=2, max_size=8))
 def test_profile_is_nonincreasing_and_in_unit_interval(sigma, q, direction, eps):
-    pair = GaussianMixturePair(sigma, q, 1.0, direction)
+    pair = SubsampledGaussianPair(sigma, q, 1.0, direction)
     e = np.sort(np.asarray(eps))
     d = pair.delta(e)
     assert np.all(np.isfinite(d)) and np.all(d >= 0) and np.all(d <= 1)

@@ -65,7 +65,7 @@ from scipy import optimize, special
 
 from ..cumulants import LossMoments, loss_moments, pair_key
 from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_finite, check_positive_int
-from ..mechanisms import Mechanism, PrivacyLossPair
+from ..mechanisms import Mechanism, SubsampledLaplaceMechanism
 from .base import Accountant, AccountingResult
 
 __all__ = [
@@ -78,107 +78,10 @@ __all__ = [
     "dgg_bound_inid_skew",
     "dgg_bound_iid_skew",
     "EdgeworthAccountant",
-    "SubsampledLaplaceMechanism",
-    "comparison_row",
-    "clt_mu",
-    "rdp_epsilon",
     "prop45_tail_bound",
 ]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-
-
-# ------------------------------------------------------------------------------------------------
-# A subsampled Laplace pair (the paper's Sec. 4.4); the foundation has only the plain Laplace.
-# ------------------------------------------------------------------------------------------------
-class SubsampledLaplacePair(PrivacyLossPair):
-    r"""Poisson-subsampled Laplace: ``"remove"``: :math:`P = (1-q)\mathrm{Lap}(0,b) + q\,\mathrm{Lap}(\Delta,b)`,
-    :math:`Q = \mathrm{Lap}(0,b)`; ``"add"``: the pair reversed (Sec. 4.4 of the paper).
-
-    Only the densities, the loss and sampling are implemented here (enough for Monte Carlo); its moments
-    and CGF come from :mod:`dputils.cumulants`, which recognises the pair; tails and the hockey-stick
-    divergence are not available in closed form here.
-    """
-
-    has_tails = False  # densities, loss and sampling only: enough for the cumulants, not for the PLD
-
-    def __init__(self, scale: float, q: float, sensitivity: float = 1.0, direction: str = "remove"):
-        from ..errors import check_positive, check_probability
-
-        self.scale = check_positive("scale", scale)
-        self.q = check_probability("q", q)
-        self.sensitivity = check_positive("sensitivity", sensitivity)
-        self.direction = check_choice("direction", direction, ("remove", "add"))
-
-    def __repr__(self) -> str:
-        return f"SubsampledLaplacePair(scale={self.scale}, q={self.q}, sensitivity={self.sensitivity}, direction={self.direction!r})"
-
-    def _lap(self, x, m):
-        return -np.abs(x - m) / self.scale - math.log(2 * self.scale)
-
-    def _mix(self, x):
-        if self.q == 1.0:
-            return self._lap(x, self.sensitivity)
-        return np.logaddexp(math.log1p(-self.q) + self._lap(x, 0.0), math.log(self.q) + self._lap(x, self.sensitivity))
-
-    def log_p(self, x):
-        x = np.asarray(x, dtype=float)
-        return self._mix(x) if self.direction == "remove" else self._lap(x, 0.0)
-
-    def log_q(self, x):
-        x = np.asarray(x, dtype=float)
-        return self._lap(x, 0.0) if self.direction == "remove" else self._mix(x)
-
-    def loss(self, x):
-        x = np.asarray(x, dtype=float)
-        t = (np.abs(x) - np.abs(x - self.sensitivity)) / self.scale
-        lm = t if self.q == 1.0 else np.log1p(self.q * np.expm1(t))
-        return lm if self.direction == "remove" else -lm
-
-    def log_sf_p(self, eps):  # pragma: no cover - not needed by the Edgeworth accountant
-        raise NotImplementedError
-
-    def log_sf_q(self, eps):  # pragma: no cover
-        raise NotImplementedError
-
-    def log_cdf_p(self, eps):  # pragma: no cover
-        raise NotImplementedError
-
-    def log_delta(self, eps):  # pragma: no cover
-        raise NotImplementedError
-
-    def sample(self, n: int, rng: np.random.Generator, under: str = "p"):
-        check_choice("under", under, ("p", "q"))
-        mixture = (under == "p") == (self.direction == "remove")
-        z = rng.laplace(0.0, self.scale, n)
-        if mixture:
-            z = z + self.sensitivity * (rng.random(n) < self.q)
-        return z
-
-
-class SubsampledLaplaceMechanism(Mechanism):
-    """Laplace noise of scale ``scale`` on a Poisson subsample (rate ``q``), L1 sensitivity ``sensitivity``."""
-
-    name = "subsampled-laplace"
-
-    def __init__(self, scale: float, q: float, sensitivity: float = 1.0):
-        from ..errors import check_positive, check_probability
-
-        self.scale = check_positive("scale", scale)
-        self.q = check_probability("q", q)
-        self.sensitivity = check_positive("sensitivity", sensitivity)
-
-    @property
-    def params(self) -> dict[str, float]:
-        return {"scale": self.scale, "q": self.q, "sensitivity": self.sensitivity}
-
-    def pair(self, direction: str) -> PrivacyLossPair:
-        return SubsampledLaplacePair(self.scale, self.q, self.sensitivity, check_choice("direction", direction, ("remove", "add")))
-
-    def to_dp_event(self):
-        import dp_accounting
-
-        return dp_accounting.PoissonSampledDpEvent(self.q, dp_accounting.LaplaceDpEvent(self.scale / self.sensitivity))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -692,7 +595,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> EdgeworthAccountant:
-    from ..mechanisms import mechanism_from_args
+    from .registry import mechanism_from_args
 
     acc = EdgeworthAccountant(direction=getattr(args, "direction", None) or "both", order=2 if getattr(args, "order", None) is None else args.order)
     return acc.compose(mechanism_from_args(args), check_positive_int("steps", args.steps))
@@ -710,62 +613,3 @@ try:
     )
 except Exception:  # pragma: no cover - registry is part of the foundation
     raise
-
-
-# ------------------------------------------------------------------------------------------------
-# Baselines used by the notebook's reproduction tables (thin wrappers, one place for the choices)
-# ------------------------------------------------------------------------------------------------
-#: RDP orders of the team's reference numbers (dp_accounting, improved conversion).
-RDP_ORDERS = tuple(np.concatenate([np.linspace(1.01, 8, 300), np.arange(8.5, 256.5, 0.5), [300, 400, 512, 1024]]))
-
-
-def clt_mu(sigma: float, p: float, m: int) -> float:
-    r"""The CLT mu of Bu et al. for m Poisson-subsampled Gaussian steps: :math:`p\sqrt{m(e^{1/\sigma^2}-1)}`.
-
-    An **approximation** (asymptotic in m with p sqrt(m) fixed), not a bound."""
-    return p * math.sqrt(m * math.expm1(1.0 / sigma**2))
-
-
-def rdp_epsilon(sigma: float, p: float, m: int, delta: float) -> float:
-    """RDP upper bound on epsilon from dp_accounting (Mironov et al. Poisson subsampling, improved conversion)."""
-    import dp_accounting
-
-    acc = dp_accounting.rdp.RdpAccountant(list(RDP_ORDERS))
-    ev = dp_accounting.PoissonSampledDpEvent(p, dp_accounting.GaussianDpEvent(sigma)) if p < 1 else dp_accounting.GaussianDpEvent(sigma)
-    acc.compose(ev, int(m))
-    return float(acc.get_epsilon(delta))
-
-
-def comparison_row(mechanism: Mechanism, m: int, delta: float, *, truth: bool = True, rdp: bool = True,
-                   orders: tuple[int, ...] = (0, 1, 2, 3)) -> dict[str, Any]:
-    """One row of the reproduction tables: AEA of each order, EEAI bracket, Lemma 4.3 Deltas, truth, GDP, RDP.
-
-    ``truth`` uses :func:`dputils.truth.composition_epsilon` (contour integral through the saddle point, with
-    its error estimate); GDP and RDP apply to the (subsampled) Gaussian only.
-    """
-    import time
-
-    from ..curves import gdp_epsilon
-    from ..truth import composition_epsilon
-
-    t0 = time.perf_counter()
-    acc = EdgeworthAccountant(order=2).compose(mechanism, m)
-    res = acc.get_epsilon(delta)
-    row: dict[str, Any] = {"m": int(m), "aea_seconds": time.perf_counter() - t0}
-    for k in orders:
-        row[f"ew{k}"] = max(acc.epsilon_direction(delta, d, k) for d in acc.directions)
-    row["ew_per_direction"] = {d: acc.epsilon_direction(delta, d, 2) for d in acc.directions}
-    row["ew_low"], row["ew_upp"] = res.lower, res.upper
-    row["Delta_Y"], row["Delta_X"] = (float(v) for v in acc.error_bounds()["remove"])
-    if truth:
-        t0 = time.perf_counter()
-        row["truth"], row["truth_err"] = composition_epsilon([(mechanism, m)], delta, eps_guess=max(row["ew2"], 0.05))
-        row["truth_seconds"] = time.perf_counter() - t0
-    sigma = getattr(mechanism, "sigma", None)
-    if sigma is not None:
-        p = getattr(mechanism, "q", 1.0)
-        row["gdp_mu"] = clt_mu(sigma / mechanism.sensitivity, p, m)
-        row["gdp"] = gdp_epsilon(delta, row["gdp_mu"])
-        if rdp:
-            row["rdp"] = rdp_epsilon(sigma / mechanism.sensitivity, p, m, delta)
-    return row

@@ -80,7 +80,7 @@ class GDPAccountant(Accountant):
 
 
 def _build(args: argparse.Namespace) -> GDPAccountant:
-    from ..mechanisms import mechanism_from_args
+    from .registry import mechanism_from_args
 
     return GDPAccountant(direction=args.direction).compose(mechanism_from_args(args), args.steps)
 

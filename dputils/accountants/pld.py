@@ -58,7 +58,8 @@ from scipy.signal import lfilter
 from scipy.special import logsumexp
 
 from ..errors import DPValueError, NumericalError, check_positive
-from ..mechanisms import Mechanism, PrivacyLossPair, _log_diff_exp
+from ..mechanisms import Mechanism, PrivacyLossPair
+from ..numerics import log_diff_exp
 from ..resources import check_memory
 from .base import Accountant, AccountingResult
 
@@ -107,10 +108,10 @@ def discretize(pair: PrivacyLossPair, h: float, tail: float = 1e-20) -> Discrete
     upper_side = lsf_p[:-1] < math.log(0.5)
     lp_bin = np.where(
         upper_side,
-        _log_diff_exp(lsf_p[:-1], np.minimum(lsf_p[1:], lsf_p[:-1])),
-        _log_diff_exp(lcdf_p[1:], np.minimum(lcdf_p[:-1], lcdf_p[1:])),
+        log_diff_exp(lsf_p[:-1], np.minimum(lsf_p[1:], lsf_p[:-1])),
+        log_diff_exp(lcdf_p[1:], np.minimum(lcdf_p[:-1], lcdf_p[1:])),
     )
-    lq_bin = _log_diff_exp(lsf_q[:-1], np.minimum(lsf_q[1:], lsf_q[:-1]))
+    lq_bin = log_diff_exp(lsf_q[:-1], np.minimum(lsf_q[1:], lsf_q[:-1]))
     with np.errstate(invalid="ignore"):
         a_rel = lp_bin - lq_bin - grid[:-1]  # a_k - eps_{k-1}, should lie in [0, h]
     a_rel = np.where(np.isfinite(a_rel), np.clip(a_rel, 0.0, h), 0.0)
@@ -517,7 +518,7 @@ class PLDAccountant(Accountant):
 
 
 def _build(args: argparse.Namespace) -> PLDAccountant:
-    from ..mechanisms import mechanism_from_args
+    from .registry import mechanism_from_args
 
     acc = PLDAccountant(direction=args.direction, discretization=args.discretization)
     return acc.compose(mechanism_from_args(args), args.steps)

@@ -8,7 +8,7 @@ A registration gives:
 * ``build(args) -> object`` with ``get_epsilon(delta)`` and ``get_delta(epsilon)`` returning
   :class:`~dputils.accountants.base.AccountingResult`. ``args`` is the parsed ``argparse.Namespace``;
   accountants that use the common mechanism options (``uses_mechanism=True``) read the mechanism with
-  :func:`dputils.mechanisms.mechanism_from_args` and compose it ``args.steps`` times.
+  :func:`mechanism_from_args` and compose it ``args.steps`` times.
 * ``add_arguments(parser)``: extra options of this accountant (e.g. ``--orders`` for RDP).
 * ``uses_mechanism``: whether the common ``--mechanism/--sigma/--q/--scale/--steps`` options apply.
 * ``noise_parameter``: the option that ``calibrate`` searches over (default ``"sigma"``), or None when
@@ -29,6 +29,8 @@ import argparse
 import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from ..errors import DPValueError
 
 #: Modules that register accountants when imported.
 PLUGIN_MODULES = (
@@ -123,3 +125,14 @@ def get(name: str) -> AccountantSpec:
         return _REGISTRY[name]
     except KeyError:
         raise KeyError(f"unknown accountant {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def mechanism_from_args(args: argparse.Namespace) -> Any:
+    """The mechanism described by the command-line options ``--mechanism --sigma --q --scale``."""
+    from ..mechanisms import MECHANISM_NAMES, make_mechanism
+
+    if getattr(args, "mechanism", None) is None:
+        raise DPValueError(f"mechanism is required ({', '.join(MECHANISM_NAMES)})")
+    sensitivity = getattr(args, "sensitivity", None)
+    return make_mechanism(args.mechanism, sigma=getattr(args, "sigma", None), q=getattr(args, "q", None),
+                          scale=getattr(args, "scale", None), sensitivity=1.0 if sensitivity is None else sensitivity)

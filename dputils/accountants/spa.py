@@ -120,7 +120,8 @@ def _all_gaussian(ledger: Ledger) -> bool:
     return all(pair_key(p)[0] == "gm" and pair_key(p)[2] == 1.0 for p, _ in ledger)
 
 
-def _ess_sup(ledger: Ledger) -> float:
+def ess_sup(ledger: Ledger) -> float:
+    """The largest privacy loss of the composition: the sum over the ledger of count x each pair's loss supremum."""
     return float(sum(c * loss_sup(p) for p, c in ledger))
 
 
@@ -295,7 +296,7 @@ def saddle_point(ledger: Ledger, epsilon: float) -> float:
             if hi > math.log(_T_MAX):
                 raise NumericalError(
                     f"no saddle point below t = {_T_MAX:g} for epsilon={eps!r} (epsilon too close to the "
-                    f"largest privacy loss {_ess_sup(ledger):.6g})"
+                    f"largest privacy loss {ess_sup(ledger):.6g})"
                 )
             if g(hi) >= 0:
                 break
@@ -315,7 +316,7 @@ def spa_delta(ledger: Ledger, epsilon: float) -> SPAPoint | None:
     (epsilon at or above the largest privacy loss of a bounded composition)."""
     ledger = _ledger_tuple(ledger)
     eps = check_epsilon(epsilon)
-    if eps >= _ess_sup(ledger) * (1 - 1e-12):
+    if eps >= ess_sup(ledger) * (1 - 1e-12):
         return None
     t = saddle_point(ledger, eps)
     return spa_terms(ledger, t, eps)
@@ -518,7 +519,7 @@ class SaddlePointAccountant(Accountant):
 
 
 def _build(args: Any) -> SaddlePointAccountant:
-    from ..mechanisms import mechanism_from_args
+    from .registry import mechanism_from_args
 
     acc = SaddlePointAccountant(direction=getattr(args, "direction", "both") or "both")
     return acc.compose(mechanism_from_args(args), args.steps)

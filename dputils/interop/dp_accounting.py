@@ -95,7 +95,7 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
     def _mechanism(self, event: dp_event.DpEvent) -> Any:
         """The dputils mechanism of a leaf event, ``None`` for one that releases everything, or a string
         saying why the event is not supported."""
-        from ..accountants.edgeworth import SubsampledLaplaceMechanism
+        from ..mechanisms import SubsampledLaplaceMechanism
         from ..mechanisms import GaussianMechanism, LaplaceMechanism, SubsampledGaussianMechanism
 
         if isinstance(event, dp_event.GaussianDpEvent):
