@@ -714,3 +714,16 @@ def test_training_runs_are_frozen():
         run.sigma = 1.0
     assert run.as_dict() == {"sigma": 2.0, "epochs": 10, "group_size": 4, "dataset_size": 1000, "batch_size": 10}
     assert run == sh.ShuffledBatchClipping(2, 10, 4, 1000, 10) and hash(run) == hash(sh.ShuffledBatchClipping(2.0, 10, 4, 1000, 10))
+
+
+def test_registered_shuffling_accountants_are_one_family():
+    from dputils.accountants import registry
+    from dputils.accountants.base import Accountant
+
+    for n in ("shuffle-batch-clip", "shuffle-batch-clip-exact", "shuffle-batch-clip-as-printed",
+              "shuffle-individual-clip-exact", "subsample-batch-clip-exact"):
+        acc = registry.get(n).build(_ns(epochs=5, group_size=2, dataset_size=1000, batch_size=10))
+        assert isinstance(acc, Accountant) and len(acc.ledger) == 1
+        run, count = acc.ledger[0]
+        assert count == 1 and isinstance(run, sh.TRAINING_RUNS) and acc.supports(run)
+        assert run.as_dict()["epochs"] == 5 and run.group_size == 2
