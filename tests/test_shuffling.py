@@ -90,6 +90,16 @@ def test_gaussian_tradeoff_basics():
     assert np.allclose(sh.gaussian_tradeoff(G, 1.3), a, atol=1e-10)  # symmetric
 
 
+def test_gaussian_tradeoff_tiny_alpha_against_mpmath():
+    # why it is not curves.gdp_tradeoff (which forms 1 - alpha): G_10(1e-20) = Phi(Phi^-1(1 - 1e-20) - 10)
+    mp.mp.dps = 350  # 1 - 2 alpha must be exact in mpmath for alpha down to 1e-300
+    for alpha, mu in ((1e-20, 10.0), (1e-12, 9.0), (1e-300, 40.0)):
+        ref = mp.ncdf(mp.sqrt(2) * mp.erfinv(1 - 2 * mp.mpf(alpha)) - mu)
+        assert 1e-4 < ref < 0.5  # a value that a lost alpha (G = 1) would miss
+        assert sh.gaussian_tradeoff(alpha, mu) == pytest.approx(float(ref), rel=1e-9)
+    assert sh.gaussian_tradeoff(0.3, 0.0) == pytest.approx(0.7, rel=1e-15)  # G_0, the c = 0 component
+
+
 # ------------------------------------------------------------------------------------------ laws
 
 
