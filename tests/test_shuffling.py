@@ -90,6 +90,16 @@ def test_gaussian_tradeoff_basics():
     assert np.allclose(sh.gaussian_tradeoff(G, 1.3), a, atol=1e-10)  # symmetric
 
 
+def test_gaussian_tradeoff_tiny_alpha_against_mpmath():
+    # why it is not curves.gdp_tradeoff (which forms 1 - alpha): G_10(1e-20) = Phi(Phi^-1(1 - 1e-20) - 10)
+    mp.mp.dps = 350  # 1 - 2 alpha must be exact in mpmath for alpha down to 1e-300
+    for alpha, mu in ((1e-20, 10.0), (1e-12, 9.0), (1e-300, 40.0)):
+        ref = mp.ncdf(mp.sqrt(2) * mp.erfinv(1 - 2 * mp.mpf(alpha)) - mu)
+        assert 1e-4 < ref < 0.5  # a value that a lost alpha (G = 1) would miss
+        assert sh.gaussian_tradeoff(alpha, mu) == pytest.approx(float(ref), rel=1e-9)
+    assert sh.gaussian_tradeoff(0.3, 0.0) == pytest.approx(0.7, rel=1e-15)  # G_0, the c = 0 component
+
+
 # ------------------------------------------------------------------------------------------ laws
 
 
@@ -553,3 +563,177 @@ def test_lemma_e4_example_and_validity():
     for E in (1, 5, 10, 50):
         r = sh.lemma_e4_as_printed(60000, 256, 1, E)
         assert sh.subsample_ic_g1_law(60000, 256, E).sf(r["cL2"]) <= r["l"]
+
+
+# ------------------------------------------------------------------------------------------ one accountant family
+# The training runs are mechanisms and the two accountants compose them (issue 14). Anchors: the numbers the
+# pre-package code gave (recorded from results/shuffling_batch_clipping.json of a smoke run before the change:
+# sigma = 2, E = 10, N = 50000, s = 250, delta = 1e-5), mpmath, brute-force enumeration and the note's numbers.
+
+_OLD_PATH = {  # g -> (bound, exact occupancy mixture, printed law, individual clipping) before the refactor
+    1: (7.511275900744781, 7.511275900819896, 7.511275900819896, 7.511275900819896),
+    4: (17.856586830107627, 17.78362863187617, 17.711482015333054, 18.103344474142762),
+}
+
+
+def _mp_gdp_delta(eps, mu):
+    mp.mp.dps = 40
+    mu = mp.mpf(mu)
+    return float(mp.ncdf(-eps / mu + mu / 2) - mp.exp(eps) * mp.ncdf(-eps / mu - mu / 2))
+
+
+@pytest.mark.parametrize("g", sorted(_OLD_PATH))
+def test_compose_path_equals_the_old_path(g):
+    bound, exact, printed, ic = _OLD_PATH[g]
+    run = sh.ShuffledBatchClipping(2.0, 10, g, 50000, 250)
+    r = sh.GDPBoundAccountant().compose(run).get_epsilon(1e-5)
+    assert r.kind == "upper-bound" and r.upper == r.value and r.lower is None
+    assert r.value == pytest.approx(bound, rel=1e-11)
+    assert abs(r.value - _mp_gdp_epsilon(1e-5, math.sqrt(10 * g) / 2)) < 1e-8  # mpmath, independent
+    # the old path's bracket had a 1e-11 step: the new bisection brackets to 1e-12 relative
+    m = sh.MixtureAccountant().compose(run).get_epsilon(1e-5)
+    assert m.kind == "exact" and m.lower <= m.value <= m.upper and m.upper - m.lower < 1e-9 * m.value
+    assert m.value == pytest.approx(exact, rel=2e-11)
+    p = sh.MixtureAccountant("as-printed").compose(run).get_epsilon(1e-5)
+    assert p.kind == "approximation" and p.lower is None and p.value == pytest.approx(printed, rel=2e-11)
+    i = sh.MixtureAccountant().compose(sh.ShuffledIndividualClipping(2.0, 10, g, 50000, 250)).get_epsilon(1e-5)
+    assert i.value == pytest.approx(ic, rel=2e-11)
+    if g == 1:  # c^2 = E deterministically: the exact mixture is G_(sqrt(E)/sigma), the bound is tight
+        assert m.lower <= r.value <= m.upper * (1 + 1e-12)
+
+
+def test_compose_note_anchors():
+    # the note's section 8 numbers (sigma = 2, E = 50, N = 50000, s = 250), as the registry test above
+    g4 = sh.ShuffledBatchClipping(2.0, 50, 4, 50000, 250)
+    assert abs(sh.GDPBoundAccountant().compose(g4).get_epsilon(1e-5).value - 54.38) < 0.01
+    assert abs(sh.MixtureAccountant().compose(g4).get_epsilon(1e-5).value - 54.09) < 0.05
+    ic = sh.ShuffledIndividualClipping(2.0, 50, 4, 50000, 250)
+    assert abs(sh.MixtureAccountant().compose(ic).get_epsilon(1e-5).value - 55.04) < 0.05
+    ss = sh.SubsampledBatchClipping(2.0, 50, 1, 50000, 250)
+    assert abs(sh.MixtureAccountant().compose(ss).get_epsilon(1e-5).value - 22.46) < 0.02
+
+
+def test_gdp_bound_composition_adds_mu_in_quadrature():
+    acc = sh.GDPBoundAccountant()
+    acc.compose(sh.ShuffledBatchClipping(2.0, 10, 4), count=3).compose(sh.ShuffledBatchClipping(3.0, 7, 4))
+    mu = math.sqrt(3 * 4 * 10 / 2.0**2 + 4 * 7 / 3.0**2)  # closed form: G_a (x) G_b = G_sqrt(a^2 + b^2)
+    assert acc.mu() == pytest.approx(mu, rel=1e-14)
+    assert abs(acc.get_epsilon(1e-6).value - _mp_gdp_epsilon(1e-6, mu)) < 1e-8
+    for eps in (0.5, 3.0, 10.0):
+        assert acc.get_delta(eps).value == pytest.approx(_mp_gdp_delta(eps, mu), rel=1e-10)
+    # count = k is k epochs more; individual clipping with g = 1 is G_(sqrt(E)/sigma) (Lemma F.2)
+    a = sh.GDPBoundAccountant().compose(sh.ShuffledBatchClipping(2.0, 5, 1), count=4)
+    b = sh.GDPBoundAccountant().compose(sh.ShuffledIndividualClipping(2.0, 20))
+    assert a.mu() == pytest.approx(math.sqrt(20) / 2, rel=1e-15) == b.mu()
+    assert a.get_epsilon(1e-5).details["runs"][0]["count"] == 4
+
+
+def test_mixture_composition_is_the_labelled_product():
+    # a shuffled run twice and a subsampled run once, sigma 1.5, g = 2, N = 12, s = 3. Reference: the shuffle
+    # law by enumerating all placements, the subsample law as Binomial(T = N E / s, 1 - C(N-g, s)/C(N, s))
+    # written out here, and delta = sum over the labels of the product law of the mpmath GDP delta at
+    # mu = sqrt(c1^2 + c2^2 + c3^2)/sigma.
+    N, s, g, sig = 12, 3, 2, 1.5
+    shuf = _enumerate_law(N, s, 1, g)
+    q1 = 1 - math.comb(N - g, s) / math.comb(N, s)
+    T = N * 2 // s  # two epochs of subsampling
+    sub = {k: math.comb(T, k) * q1**k * (1 - q1) ** (T - k) for k in range(T + 1)}
+    acc = sh.MixtureAccountant()
+    acc.compose(sh.ShuffledBatchClipping(sig, 1, g, N, s), count=2)
+    acc.compose(sh.SubsampledBatchClipping(sig, 2, g, N, s))
+    for eps in (0.0, 0.7, 2.5):
+        ref = sum(pa * pb * pc * (_mp_gdp_delta(eps, math.sqrt(a + b + c) / sig) if a + b + c else 0.0)
+                  for a, pa in shuf.items() for b, pb in shuf.items() for c, pc in sub.items())
+        r = acc.get_delta(eps)
+        assert r.kind == "exact" and r.lower <= ref * (1 + 1e-12) and ref <= r.upper * (1 + 1e-12)
+        assert r.value == pytest.approx(ref, rel=1e-10)
+    # count = k equals k epochs (the per-epoch law convolved): the same answers, not just the same law
+    a = sh.MixtureAccountant().compose(sh.ShuffledBatchClipping(2.0, 2, 4, 50000, 250), count=5)
+    b = sh.MixtureAccountant().compose(sh.ShuffledBatchClipping(2.0, 10, 4, 50000, 250))
+    assert a.get_epsilon(1e-5).value == pytest.approx(b.get_epsilon(1e-5).value, rel=1e-12)
+    assert a.law.max_c2 == 40
+
+
+def test_supports_and_refusals_name_the_mechanism():
+    from dputils import GaussianMechanism
+
+    bc = sh.ShuffledBatchClipping(2.0, 10, 4, 1000, 10)
+    bc_no_sizes = sh.ShuffledBatchClipping(2.0, 10, 4)
+    ic4 = sh.ShuffledIndividualClipping(2.0, 10, 4, 1000, 10)
+    ss = sh.SubsampledBatchClipping(2.0, 10, 4, 1000, 10)
+    gdp, mix, printed = sh.GDPBoundAccountant(), sh.MixtureAccountant(), sh.MixtureAccountant("as-printed")
+    assert gdp.supports(bc) and gdp.supports(bc_no_sizes) and gdp.supports(sh.ShuffledIndividualClipping(1.0, 3))
+    assert not gdp.supports(ic4) and not gdp.supports(ss) and not gdp.supports(GaussianMechanism(1.0))
+    assert mix.supports(bc) and mix.supports(ic4) and mix.supports(ss) and not mix.supports(bc_no_sizes)
+    assert printed.supports(bc) and not printed.supports(ic4) and not printed.supports(ss)
+    cases = [
+        (gdp, ic4, "ShuffledIndividualClipping.*group_size=4"),
+        (gdp, ss, "SubsampledBatchClipping.*subsampling"),
+        (gdp, GaussianMechanism(1.0), "GaussianMechanism"),
+        (mix, bc_no_sizes, "ShuffledBatchClipping.*dataset_size and batch_size"),
+        (mix, GaussianMechanism(1.0), "GaussianMechanism"),
+        (printed, ic4, "ShuffledIndividualClipping.*printed law"),
+    ]
+    for acc, mech, msg in cases:
+        with pytest.raises(DPValueError, match=msg):
+            acc.check_supported(mech)
+        with pytest.raises(DPValueError, match=msg):
+            acc.compose(mech)
+    assert not gdp.ledger and not mix.ledger  # refused runs leave the ledger as it was
+    # composition that is not exact (or not on our grid) is refused, saying why
+    mix.compose(bc)
+    with pytest.raises(DPValueError, match="sigma 3.0 differs .* integer grid of one sigma"):
+        mix.compose(sh.ShuffledBatchClipping(3.0, 10, 4, 1000, 10))
+    with pytest.raises(DPValueError, match="group_size 2 differs .* same group"):
+        mix.compose(sh.ShuffledBatchClipping(2.0, 10, 2, 1000, 10))
+    gdp.compose(bc)
+    assert gdp.supports(sh.ShuffledBatchClipping(5.0, 1, 4)) and not gdp.supports(sh.ShuffledBatchClipping(5.0, 1, 2))
+    with pytest.raises(DPValueError, match="count"):
+        gdp.compose(bc, count=0)
+    assert len(mix.ledger) == 1 and len(gdp.ledger) == 1
+    for fresh in (sh.GDPBoundAccountant(), sh.MixtureAccountant()):
+        with pytest.raises(DPValueError, match="nothing composed yet"):
+            fresh.get_epsilon(1e-5)
+    with pytest.raises(DPValueError, match="law"):
+        sh.MixtureAccountant("printed")
+
+
+@pytest.mark.parametrize("call, word", [
+    (lambda: sh.ShuffledBatchClipping(0.0, 10), "sigma"),
+    (lambda: sh.ShuffledBatchClipping(1.0, 0), "epochs"),
+    (lambda: sh.ShuffledBatchClipping(1.0, 2.5), "epochs"),
+    (lambda: sh.ShuffledBatchClipping(1.0, 10, 0), "group_size"),
+    (lambda: sh.ShuffledBatchClipping(1.0, 10, 1, 1000), "batch_size must be given"),
+    (lambda: sh.ShuffledBatchClipping(1.0, 10, 1, None, 10), "dataset_size must be given"),
+    (lambda: sh.ShuffledBatchClipping(1.0, 10, 1, 1001, 10), "dataset_size must be a multiple of batch_size"),
+    (lambda: sh.ShuffledIndividualClipping(1.0, 10, 20, 10, 5), "group_size must be <= dataset_size"),
+    (lambda: sh.ShuffledIndividualClipping(1.0, 10, 2).mu, "group_size must be 1"),
+    (lambda: sh.SubsampledBatchClipping(1.0, 10, 1), "dataset_size must be given"),
+    (lambda: sh.SubsampledBatchClipping(1.0, 10, 5, 10, 6), "batch_size \\+ group_size"),
+])
+def test_training_runs_are_validated_on_construction(call, word):
+    with pytest.raises(DPValueError, match=word):
+        call()
+
+
+def test_training_runs_are_frozen():
+    import dataclasses
+
+    run = sh.ShuffledBatchClipping(2.0, 10, 4, 1000, 10)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.sigma = 1.0
+    assert run.as_dict() == {"sigma": 2.0, "epochs": 10, "group_size": 4, "dataset_size": 1000, "batch_size": 10}
+    assert run == sh.ShuffledBatchClipping(2, 10, 4, 1000, 10) and hash(run) == hash(sh.ShuffledBatchClipping(2.0, 10, 4, 1000, 10))
+
+
+def test_registered_shuffling_accountants_are_one_family():
+    from dputils.accountants import registry
+    from dputils.accountants.base import Accountant
+
+    for n in ("shuffle-batch-clip", "shuffle-batch-clip-exact", "shuffle-batch-clip-as-printed",
+              "shuffle-individual-clip-exact", "subsample-batch-clip-exact"):
+        acc = registry.get(n).build(_ns(epochs=5, group_size=2, dataset_size=1000, batch_size=10))
+        assert isinstance(acc, Accountant) and len(acc.ledger) == 1
+        run, count = acc.ledger[0]
+        assert count == 1 and isinstance(run, sh.TRAINING_RUNS) and acc.supports(run)
+        assert run.as_dict()["epochs"] == 5 and run.group_size == 2

@@ -1,0 +1,100 @@
+"""Conversions of mu-GDP (Section 2 of ``vandijk_shuffling``) and the standard-model comparisons.
+
+* mu-GDP implies RDP, zCDP and tCDP; the generic group transform of (eps, delta)-DP;
+* the Dong-Roth-Su CLT for uniform sampling, the Bu-Dong-Long-Su CLT for Poisson sampling
+  (approximations, not bounds) and the RDP of the Poisson-subsampled Gaussian with the classic and
+  improved conversions, from the foundation's :mod:`dputils.accountants.rdp`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+import numpy as np
+from scipy import special
+
+from ..accountants import rdp as _rdp
+from ..errors import DPValueError
+from ..errors import check_choice, check_delta, check_epsilon, check_nonnegative, check_positive, check_positive_int, check_probability
+
+
+
+def gdp_to_rdp(mu: float, order: float) -> float:
+    """mu-GDP implies (order, order mu^2/2)-RDP for every order > 1; for ``mu = sqrt(gE)/sigma`` this is the
+    paper's ``(omega, gE omega/(2 sigma^2))``."""
+    mu = check_nonnegative("mu", mu)
+    order = check_positive("order", order)
+    if order <= 1:
+        raise DPValueError(f"order must be > 1, got {order!r}")
+    return order * mu * mu / 2
+
+
+def gdp_to_zcdp(mu: float) -> float:
+    """mu-GDP implies ``rho = mu^2/2``-zCDP (= gE/(2 sigma^2) for the headline)."""
+    mu = check_nonnegative("mu", mu)
+    return mu * mu / 2
+
+
+def gdp_to_tcdp(mu: float, omega: float) -> tuple[float, float]:
+    """(rho, omega)-tCDP with ``rho = mu^2/2`` for any omega > 1 (the paper prints the pair garbled as
+    ``(gE omega/(2 sigma^2), omega)``; the correct reading is ``rho = gE/(2 sigma^2)``)."""
+    omega = check_positive("omega", omega)
+    if omega <= 1:
+        raise DPValueError(f"omega must be > 1, got {omega!r}")
+    return gdp_to_zcdp(mu), omega
+
+
+def generic_group_eps_delta(epsilon: float, delta: float, group_size: int) -> tuple[float, float]:
+    """Generic group privacy of (eps, delta)-DP: ``(g eps, g e^{(g-1) eps} delta)`` (Dwork-Roth; the paper writes
+    ``g e^{g-1} delta`` for its normalisation)."""
+    eps = check_epsilon(epsilon)
+    delta = check_probability("delta", delta, allow_zero=True)
+    g = check_positive_int("group_size", group_size)
+    return g * eps, min(1.0, g * math.exp((g - 1) * eps) * delta)
+
+
+# ---------------------------------------------------------------------------------------------
+# Standard-model accountants for the comparison (section 2.9 of the note)
+# ---------------------------------------------------------------------------------------------
+
+
+def clt_mu_uniform(p: float, steps: int, sigma: float) -> float:
+    """Dong-Roth-Su CLT for ``C_p(G_{1/sigma})^{(x)T}`` (uniform sampling): ``mu = p sqrt(T (e^{1/sigma^2} - 1))``.
+    An approximation (a limit theorem), not a bound."""
+    p = check_probability("p", p)
+    T = check_positive_int("steps", steps)
+    sigma = check_positive("sigma", sigma)
+    return p * math.sqrt(T * math.expm1(1 / sigma**2))
+
+
+def clt_mu_poisson(p: float, steps: int, sigma: float) -> float:
+    """Bu-Dong-Long-Su CLT for Poisson sampling:
+    ``mu = p sqrt(T (e^{1/sigma^2} Phi(1.5/sigma) + 3 Phi(-0.5/sigma) - 2))``.  An approximation."""
+    p = check_probability("p", p)
+    T = check_positive_int("steps", steps)
+    sigma = check_positive("sigma", sigma)
+    v = math.exp(1 / sigma**2) * special.ndtr(1.5 / sigma) + 3 * special.ndtr(-0.5 / sigma) - 2
+    return p * math.sqrt(T * v)
+
+
+def rdp_poisson_gaussian(q: float, sigma: float, orders: Iterable[int]) -> np.ndarray:
+    """RDP of one Poisson-subsampled Gaussian step at integer orders a >= 2 (Mironov-Talwar-Zhang 2019),
+    from the foundation's :func:`dputils.accountants.rdp.subsampled_gaussian_rdp`."""
+    q = check_probability("q", q)
+    sigma = check_positive("sigma", sigma)
+    out = []
+    for a in orders:
+        if int(a) != a or a < 2:
+            raise DPValueError(f"orders must be integers >= 2, got {a}")
+        out.append(_rdp.subsampled_gaussian_rdp(q, sigma, float(a)))
+    return np.asarray(out)
+
+
+def rdp_epsilon(rdp: np.ndarray, orders: Iterable[int], delta: float, conversion: str = "classic") -> float:
+    """eps from an RDP curve: classic ``min_a [rdp(a) + log(1/delta)/(a-1)]`` (Mironov) or improved
+    (Balle et al. 2020), via the foundation's :func:`dputils.accountants.rdp.rdp_to_epsilon`."""
+    delta = check_delta(delta)
+    check_choice("conversion", conversion, ("classic", "improved"))
+    return _rdp.rdp_to_epsilon(list(orders), rdp, delta, "classic" if conversion == "classic" else "modern")[0]
+
