@@ -23,7 +23,7 @@ import numpy as np
 from scipy import special
 
 from .numerics import log_diff_exp
-from .errors import DPValueError, NumericalError, check_delta, check_finite, check_positive
+from .errors import DPValueError, NumericalError, check_delta, check_finite, check_nonnegative, check_positive
 
 _LOG_NDTR = special.log_ndtr
 
@@ -253,12 +253,19 @@ def gdp_mu(epsilon: float, delta: float) -> float:
 
 
 def gdp_tradeoff(alpha, mu: float):
-    r"""Trade-off curve :math:`G_\mu(\alpha) = \Phi(\Phi^{-1}(1 - \alpha) - \mu)` for alpha in [0, 1]."""
-    mu = check_positive("mu", mu)
+    r"""Trade-off curve :math:`G_\mu(\alpha) = \Phi(\Phi^{-1}(1 - \alpha) - \mu)` for alpha in [0, 1], mu >= 0.
+
+    Evaluated as :math:`\Phi(-\Phi^{-1}(\alpha) - \mu)` (symmetry of the normal), which keeps full precision
+    for alpha down to 1e-300: forming ``1 - alpha`` first would round alpha < 1e-16 to zero (at mu = 10,
+    alpha = 1e-20 it would return 1.0 instead of 0.2304). ``mu = 0`` is the identity curve ``1 - alpha``.
+    A float for a scalar alpha, an array otherwise.
+    """
+    mu = check_nonnegative("mu", mu)
     a = np.asarray(alpha, dtype=float)
     if np.any((a < 0) | (a > 1) | ~np.isfinite(a)):
         raise DPValueError("alpha must lie in [0, 1]")
-    return special.ndtr(special.ndtri(1.0 - a) - mu)
+    out = special.ndtr(-special.ndtri(a) - mu)
+    return out if out.ndim else float(out)
 
 
 # inversion and duality --------------------------------------------------------------------------

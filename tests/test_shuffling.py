@@ -91,7 +91,7 @@ def test_gaussian_tradeoff_basics():
 
 
 def test_gaussian_tradeoff_tiny_alpha_against_mpmath():
-    # why it is not curves.gdp_tradeoff (which forms 1 - alpha): G_10(1e-20) = Phi(Phi^-1(1 - 1e-20) - 10)
+    # forming 1 - alpha first would lose alpha: G_10(1e-20) = Phi(Phi^-1(1 - 1e-20) - 10) = 0.2304, not 1
     mp.mp.dps = 350  # 1 - 2 alpha must be exact in mpmath for alpha down to 1e-300
     for alpha, mu in ((1e-20, 10.0), (1e-12, 9.0), (1e-300, 40.0)):
         ref = mp.ncdf(mp.sqrt(2) * mp.erfinv(1 - 2 * mp.mpf(alpha)) - mu)

@@ -11,10 +11,7 @@ Reference: van Dijk, Nguyen, Nguyen, Nguyen, "Generalizing DP-SGD with Shuffling
 
 The mu-GDP profile, its inverse, the Gaussian hockey-stick divergence and the inversion of a privacy
 profile are the foundation's (:mod:`dputils.curves`); this module adds the mixture machinery.
-:func:`gaussian_tradeoff` is evaluated as ``Phi(-Phi^{-1}(alpha) - mu)`` rather than through
-:func:`dputils.curves.gdp_tradeoff` (``Phi(Phi^{-1}(1 - alpha) - mu)``), because forming ``1 - alpha``
-loses every digit of alpha below 1e-16 (``G_10(1e-20)`` = 0.23 would come out as 1) and because
-``G_0`` (the c = 0 component) is needed.
+:func:`gaussian_tradeoff` is :func:`dputils.curves.gdp_tradeoff`.
 """
 
 from __future__ import annotations
@@ -38,15 +35,9 @@ _EPS_REL_TOL = 1e-12
 # ---------------------------------------------------------------------------------------------
 
 
-def gaussian_tradeoff(alpha, mu: float):
-    """``G_mu(alpha) = Phi(Phi^{-1}(1 - alpha) - mu)`` (Section 4), computed as
-    ``ndtr(-ndtri(alpha) - mu)`` which keeps precision for alpha down to 1e-300."""
-    mu = check_nonnegative("mu", mu)
-    a = np.asarray(alpha, dtype=float)
-    if np.any((a < 0) | (a > 1)) or np.any(np.isnan(a)):
-        raise DPValueError("alpha must be in [0, 1]")
-    out = special.ndtr(-special.ndtri(a) - mu)
-    return out if out.ndim else float(out)
+#: ``G_mu(alpha) = Phi(Phi^{-1}(1 - alpha) - mu)`` (Section 4), mu >= 0: the foundation's curve, which is
+#: evaluated as ``Phi(-Phi^{-1}(alpha) - mu)`` to keep alpha down to 1e-300.
+gaussian_tradeoff = curves.gdp_tradeoff
 
 
 def f_eps_delta(alpha, epsilon: float, delta: float):
