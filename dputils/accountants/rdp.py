@@ -20,7 +20,10 @@ Conversion to (epsilon, delta), the choice matters and is explicit:
 * ``"classic"`` (Mironov 2017, Prop. 3; what produced the TF-Privacy tutorial's 1.19 / 3.01 / 7.10):
   :math:`\varepsilon = r_\alpha + \frac{\log(1/\delta)}{\alpha - 1}`.
 
-The result is minimised over the orders and is an upper bound (``kind="upper-bound"``, no lower bound).
+The result is minimised over the grid of orders and then, by default, over a continuous order between
+the best grid order's neighbours (every order gives a valid bound, so this only tightens it; at T = 1e6
+or 1e7 the best order lies between grid points near 1, where a fixed grid loses 1-6%). It is an upper
+bound (``kind="upper-bound"``, no lower bound). Pass ``refine=False`` to reproduce a fixed-grid number.
 """
 
 from __future__ import annotations
@@ -37,12 +40,15 @@ from ..errors import DPValueError, NumericalError, check_choice, check_finite
 from ..mechanisms import GaussianMechanism, LaplaceMechanism, Mechanism, SubsampledGaussianMechanism
 from .base import Accountant, AccountingResult
 
-#: Default orders: a few fractional ones near 1 plus the integers 2..256 and a few large ones.
-DEFAULT_ORDERS = tuple([1.25, 1.5, 1.75] + list(range(2, 65)) + [80, 96, 128, 160, 192, 256, 512, 1024])
+#: Default orders: fractional ones down to 1.01 (long compositions want orders near 1), the integers
+#: 2..64 and a few large ones. With ``refine=True`` (the default) they are only the starting grid.
+DEFAULT_ORDERS = tuple([1.01, 1.02, 1.05, 1.1, 1.25, 1.5, 1.75] + list(range(2, 65))
+                       + [80, 96, 128, 160, 192, 256, 512, 1024])
 #: Integer orders only, as in the dp_accounting comparisons.
 INTEGER_ORDERS = tuple(range(2, 257))
 
 
+@lru_cache(maxsize=65536)
 def _log_a_int(q: float, sigma: float, alpha: int) -> float:
     """log A_alpha for integer alpha by the binomial expansion (log-sum-exp)."""
     k = np.arange(alpha + 1, dtype=float)
@@ -52,30 +58,111 @@ def _log_a_int(q: float, sigma: float, alpha: int) -> float:
         terms = log_binom + (alpha - k) * log1mq + k * math.log(q) + (k * k - k) / (2 * sigma**2)
     if q == 1.0:
         terms = np.where(k == alpha, (alpha * alpha - alpha) / (2 * sigma**2), -np.inf)
-    return float(special.logsumexp(terms))
+    top = float(np.max(terms))  # log-sum-exp inline: scipy's costs ~0.3 ms of overhead a call
+    return top + math.log(float(np.sum(np.exp(terms - top))))
 
 
-def _log_a_frac(q: float, sigma: float, alpha: float) -> float:
-    """log A_alpha for fractional alpha > 1 by quadrature of the log-scaled integrand."""
+def _log_a_frac_logspace(q: float, sigma: float, alpha: float) -> float:
+    """log A_alpha for fractional alpha > 1: the trapezoid rule on a uniform grid, checked against half the grid.
+
+    The integrand :math:`\varphi_\sigma(x)(1 - q + q e^{(2x-1)/(2\sigma^2)})^\alpha` is analytic and decays
+    like a Gaussian, so the trapezoid rule converges geometrically in 1/h; the grid spans
+    ``[-12 sigma, alpha + 12 max(sigma, 1)]`` (beyond it the integrand is below e^-72 of its peak) with step
+    ``h = sigma / 16``. The value is accepted when the rule on every other node agrees to 1e-13 relative
+    (its error is then far below that); otherwise adaptive quadrature (scipy ``quad``, split at the peak)
+    is used. Vectorised: a fraction of a millisecond per order where ``quad`` takes tens.
+    """
     log1mq = math.log1p(-q)
     logq = math.log(q)
+    log_norm = 0.5 * math.log(2 * math.pi * sigma**2)
+
+    def log_f_vec(x: np.ndarray) -> np.ndarray:
+        t = (2 * x - 1) / (2 * sigma**2)
+        return alpha * np.logaddexp(log1mq, logq + t) - 0.5 * (x / sigma) ** 2 - log_norm
+
+    lo, hi = -12.0 * sigma, (alpha + 12.0) * max(sigma, 1.0)
+    n = int(math.ceil((hi - lo) / (sigma / 16.0)))
+    if n <= 200_000:
+        n += n % 2  # an even number of intervals, so that every other node is the 2h rule
+        xs = np.linspace(lo, hi, n + 1)
+        vals = log_f_vec(xs)
+        peak = float(vals.max())
+        w = np.exp(vals - peak)
+        h = (hi - lo) / n
+        fine = h * (w.sum() - 0.5 * (w[0] + w[-1]))
+        coarse = 2 * h * (w[::2].sum() - 0.5 * (w[0] + w[-1]))
+        if fine > 0 and abs(fine - coarse) <= 1e-13 * fine:
+            return peak + math.log(fine)
 
     def log_f(x: float) -> float:
         t = (2 * x - 1) / (2 * sigma**2)
-        return alpha * float(np.logaddexp(log1mq, logq + t)) - 0.5 * (x / sigma) ** 2 - 0.5 * math.log(2 * math.pi * sigma**2)
+        return alpha * float(np.logaddexp(log1mq, logq + t)) - 0.5 * (x / sigma) ** 2 - log_norm
 
-    # locate the peak to scale the integrand
-    xs = np.linspace(-12 * sigma, (alpha + 12) * max(sigma, 1.0), 4001)
-    vals = np.array([log_f(x) for x in xs])
+    xs = np.linspace(lo, hi, 4001)
+    vals = log_f_vec(xs)
     peak = float(vals.max())
     x0 = float(xs[int(vals.argmax())])
-    lo, hi = float(xs[0]), float(xs[-1])
-    parts = [(lo, x0), (x0, hi)]
     total = 0.0
-    for a, b in parts:
+    for a, b in ((lo, x0), (x0, hi)):
         v, _ = integrate.quad(lambda x: math.exp(log_f(x) - peak), a, b, limit=200, epsabs=0, epsrel=1e-12)
         total += v
     return peak + math.log(total)
+
+
+def _binomial_excess(u: np.ndarray, alpha: float) -> np.ndarray:
+    """``(1 + u)^alpha - 1 - alpha u`` elementwise for ``u > -1``, without cancellation (>= 0 for alpha > 1).
+
+    Direct formula where ``|u| >= 0.01``; the binomial series to the 9th power below (relative error < 1e-15).
+    """
+    u = np.asarray(u, dtype=float)
+    small = np.abs(u) < 0.01
+    with np.errstate(over="ignore", invalid="ignore"):
+        direct = np.expm1(alpha * np.log1p(u)) - alpha * u
+    us = np.where(small, u, 0.0)
+    series = np.zeros_like(us)
+    coef = alpha
+    power = us.copy()
+    for k in range(2, 10):
+        coef *= (alpha - k + 1) / k
+        power = power * us
+        series += coef * power
+    return np.where(small, series, direct)
+
+
+def _log_a_frac(q: float, sigma: float, alpha: float) -> float:
+    """log A_alpha for fractional alpha > 1, to full relative precision also when it is tiny.
+
+    Where ``log A >= 1e-3`` the log-space rule (:func:`_log_a_frac_logspace`) is used. Below, ``log A`` is
+    ``log1p(A - 1)`` with :math:`A - 1 = \mathbb{E}[r^\alpha - 1 - \alpha(r - 1)]`, ``r = 1 - q + q e^{(2x-1)/(2\sigma^2)}``
+    and :math:`x \sim N(0, \sigma^2)` (the linear term has mean zero as :math:`\mathbb{E} r = 1`): the integrand is
+    non-negative (convexity of :math:`r^\alpha`), so nothing cancels, whereas ``log(A)`` formed from ``A`` keeps
+    only ~1e-16 absolute precision (relative 1e-3 at ``log A ~ 1e-13``). Trapezoid rule with the half-grid
+    check as in the log-space rule, adaptive quadrature as the fallback.
+    """
+    la = _log_a_frac_logspace(q, sigma, alpha)
+    if la >= 1e-3:
+        return la
+    log_norm = 0.5 * math.log(2 * math.pi * sigma**2)
+
+    def integrand(x):
+        x = np.asarray(x, dtype=float)
+        u = q * np.expm1((2 * x - 1) / (2 * sigma**2))
+        return np.exp(-0.5 * (x / sigma) ** 2 - log_norm) * _binomial_excess(u, alpha)
+
+    lo, hi = -12.0 * sigma, (alpha + 12.0) * max(sigma, 1.0)
+    n = int(math.ceil((hi - lo) / (sigma / 16.0)))
+    if n <= 200_000:
+        n += n % 2
+        xs = np.linspace(lo, hi, n + 1)
+        w = integrand(xs)
+        h = (hi - lo) / n
+        fine = h * (w.sum() - 0.5 * (w[0] + w[-1]))
+        coarse = 2 * h * (w[::2].sum() - 0.5 * (w[0] + w[-1]))
+        if np.all(np.isfinite(w)) and fine > 0 and abs(fine - coarse) <= 1e-12 * fine:
+            return math.log1p(fine)
+    total, _ = integrate.quad(lambda x: float(integrand(x)), lo, hi, points=[0.0, 0.5, alpha], limit=400,
+                              epsabs=0, epsrel=1e-12)
+    return math.log1p(total)
 
 
 def _log_a_frac_checked(q: float, sigma: float, alpha: float) -> float:
@@ -172,7 +259,7 @@ class RDPAccountant(Accountant):
     Args:
         orders: the orders of the grid (finite, > 1).
         conversion: ``"modern"`` (Balle et al. 2020, Thm 21) or ``"classic"`` (Mironov 2017, Prop. 3).
-        refine: after the grid, minimise the converted epsilon (or log delta) over a continuous order
+        refine: (default True) after the grid, minimise the converted epsilon (or log delta) over a continuous order
             between the best grid order's neighbours (bounded Brent search, :func:`refine_order`). Each
             conversion holds at *every* order > 1, so the refined value is still an upper bound as long as
             the RDP at that order is computed accurately (closed forms; checked quadrature for fractional
@@ -182,7 +269,7 @@ class RDPAccountant(Accountant):
     name = "rdp"
 
     def __init__(self, orders=DEFAULT_ORDERS, conversion: str = "modern", direction: str = "both",
-                 refine: bool = False) -> None:
+                 refine: bool = True) -> None:
         super().__init__(direction)
         if isinstance(orders, (str, bytes)) or not hasattr(orders, "__iter__"):
             raise DPValueError(f"orders must be a non-empty sequence of finite numbers > 1, got {orders!r}")
@@ -227,7 +314,7 @@ class RDPAccountant(Accountant):
 
 
 def refine_order(value_at, orders, best_order: float, best_value: float,
-                 xatol: float = 1e-4) -> tuple[float, float, int]:
+                 xatol: float = 1e-7) -> tuple[float, float, int]:
     """Minimise ``value_at(alpha)`` over the continuous orders between the grid neighbours of ``best_order``.
 
     The converted epsilon (or delta) is unimodal in the order near its grid minimum in practice, but
@@ -254,7 +341,7 @@ def refine_order(value_at, orders, best_order: float, best_value: float,
 
     if hi > lo:
         optimize.minimize_scalar(f, bounds=(lo, hi), method="bounded",
-                                 options={"xatol": xatol, "maxiter": 60})
+                                 options={"xatol": xatol, "maxiter": 100})
     order = min(seen, key=seen.get)
     return seen[order], order, len(seen) - 1
 
