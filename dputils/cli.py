@@ -5,6 +5,8 @@ Commands:
 * ``run [--profile smoke|full|paper] [--only NAME ...] [--jobs N]``: execute notebooks with papermill.
 * ``book [--profile ...] [--jobs N] [--check]``: ``run``, then ``jupyter-book build . -W --all`` (and, with
   ``--check``, the headless-browser check of every page).
+* ``sweep NOTEBOOK --grid GRID.yml [--scheduler ADDRESS] [--workers N] [--resume]``: one papermill run per
+  grid point on dask.distributed, collected in ``sweeps/NAME/results.csv`` (see :mod:`dputils.sweep`).
 * ``epsilon`` / ``delta``: one JSON object with the value, its bounds, the accountant and the seconds.
 * ``calibrate``: the smallest noise parameter meeting (``--epsilon``, ``--delta``), conservative.
 * ``audit``: one-run privacy auditing of canary scores (when the audit module is installed).
@@ -382,7 +384,7 @@ def _one_line(exc: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = ("run", "book", "epsilon", "delta", "calibrate", "audit", "accountants")
+    commands = ("run", "book", "sweep", "epsilon", "delta", "calibrate", "audit", "accountants")
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if argv else 2
@@ -393,6 +395,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if cmd in ("epsilon", "delta", "calibrate", "audit", "accountants"):
             return _accounting_command(cmd, rest)
+        if cmd == "sweep":
+            from .sweep import cli_main as sweep_main
+
+            return sweep_main(rest)
         from .run import cli_main
 
         return cli_main(cmd, rest)

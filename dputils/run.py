@@ -159,8 +159,8 @@ def execute_one(source: Path, output: Path, parameters: dict[str, Any], timeout:
                 break
             except pm.PapermillExecutionError:
                 raise
-            except RuntimeError as exc:  # kernel start races (ZMQ "address in use"): retry once
-                if attempt == 0 and ("kernel" in str(exc).lower() or "zmq" in str(exc).lower()):
+            except Exception as exc:  # kernel start races (ZMQ "address in use", kernel died on start): retry once
+                if attempt == 0 and kernel_start_race(exc):
                     continue
                 raise
         _finish_executed_copy(output, source, root, profile, link_dir)
@@ -178,6 +178,16 @@ def execute_one(source: Path, output: Path, parameters: dict[str, Any], timeout:
         os.environ.update(env_backup)
     report["seconds"] = round(time.perf_counter() - t0, 2)
     return report
+
+
+def kernel_start_race(exc: BaseException) -> bool:
+    """True for the known failure of kernels started in parallel: a ZMQ port taken between the kernel
+    manager picking it and the kernel binding it ("Address already in use"), or a kernel that died before
+    answering (papermill and snakemake report both). ``execute_one`` retries such a start once."""
+    text = f"{type(exc).__name__} {exc}".lower()
+    if "address already in use" in text or getattr(exc, "errno", None) == errno.EADDRINUSE:
+        return True
+    return isinstance(exc, RuntimeError) and ("kernel" in text or "zmq" in text)
 
 
 def _first_line(text: str, limit: int = 300) -> str:

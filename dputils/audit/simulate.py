@@ -14,6 +14,7 @@ runs every auditor on the same scores. Method names:
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any, Iterable
 
 import numpy as np
@@ -21,6 +22,7 @@ from scipy import stats
 from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
 
 from ..errors import check_choice, check_positive_int
+from ..parallel import map_chunks
 from .gauss import bonferroni_box, bootstrap_ellipsoid
 from .methods import run_method
 from .model1 import simulate_scores
@@ -42,19 +44,41 @@ def audit_methods(in_scores, out_scores, methods: Iterable[str] = ALL_METHODS, d
     return out
 
 
-def replicate(m: int, T: int, q: float, sigma: float, reps: int, methods=ALL_METHODS, *, C: float = 1.0,
-              delta: float = 1e-5, alpha: float = 0.05, n_bootstrap: int = 2000, seed: int = 0,
-              desc: str | None = None) -> dict[str, np.ndarray]:
-    """``reps`` independent Model-1 runs with m canaries; returns method -> array of lower bounds."""
-    reps = check_positive_int("reps", reps)
-    ss = np.random.SeedSequence(seed)
+def _rep_seeds(n: int, ss: np.random.SeedSequence) -> list[np.random.SeedSequence]:
+    """Seeds of the ``n`` reps of one chunk: a one-rep chunk draws from the chunk's own seed (so one rep per
+    chunk, the default, is the stream these studies always used: rep i seeded by SeedSequence(seed).spawn(reps)[i]),
+    a larger chunk from its seed's children."""
+    return [ss] if n == 1 else ss.spawn(n)
+
+
+def _replicate_chunk(n: int, ss: np.random.SeedSequence, m, T, q, sigma, methods, C, delta, alpha,
+                     n_bootstrap) -> dict[str, list[float]]:
     res: dict[str, list[float]] = {k: [] for k in methods}
-    for child in tqdm(ss.spawn(reps), desc=desc or f"m={m} T={T} sigma={sigma:.3g}", leave=False):
+    for child in _rep_seeds(n, ss):
         rng = np.random.default_rng(child)
         i, o = simulate_scores(m, T, q, sigma, C, rng=rng)
         for k, v in audit_methods(i, o, methods, delta, alpha, n_bootstrap, int(rng.integers(1 << 31))).items():
             res[k].append(v)
-    return {k: np.array(v) for k, v in res.items()}
+    return res
+
+
+def replicate(m: int, T: int, q: float, sigma: float, reps: int, methods=ALL_METHODS, *, C: float = 1.0,
+              delta: float = 1e-5, alpha: float = 0.05, n_bootstrap: int = 2000, seed: int = 0,
+              desc: str | None = None, chunk: int = 1, client: Any = None,
+              executor: Any = None) -> dict[str, np.ndarray]:
+    """``reps`` independent Model-1 runs with m canaries; returns method -> array of lower bounds.
+
+    The reps run in seeded chunks of ``chunk`` (:func:`dputils.parallel.map_chunks`), serially or on a Dask
+    ``client`` / ``concurrent.futures`` ``executor``: the answer depends on ``seed`` and ``chunk`` only, not
+    on the number of workers.
+    """
+    reps = check_positive_int("reps", reps)
+    methods = tuple(methods)
+    fn = partial(_replicate_chunk, m=m, T=T, q=q, sigma=sigma, methods=methods, C=C, delta=delta, alpha=alpha,
+                 n_bootstrap=n_bootstrap)
+    parts = map_chunks(fn, reps, chunk, seed, client=client, executor=executor,
+                       desc=desc or f"m={m} T={T} sigma={sigma:.3g}")
+    return {k: np.array([v for part in parts for v in part[k]]) for k in methods}
 
 
 def subsample_curve(in_scores, out_scores, ms: Iterable[int], n_sub: int, methods=ALL_METHODS, *,
@@ -86,26 +110,11 @@ def mc_upper(k: int, n: int, level: float = 0.95) -> float:
     return 1.0 if k >= n else float(stats.beta.ppf(level, k + 1, n - k))
 
 
-def coverage(m: int, T: int, q: float, sigma: float, reps: int, eps_true: dict[str, float], *, C: float = 1.0,
-             methods=ALL_METHODS, delta: float = 1e-5, alpha: float = 0.05, n_bootstrap: int = 1000,
-             seed: int = 0, scores: str = "model1", mu_gdp: float | None = None) -> dict[str, Any]:
-    """Over ``reps`` seeds: how often each method's lower bound exceeds each reference epsilon in
-    ``eps_true`` (name -> value), and how often each confidence region covers theta*.
-
-    ``scores="model1"`` draws Model-1 scores (theta* from Proposition 1); ``scores="gdp"`` draws exact
-    N(0, 1) vs N(mu_gdp, 1) scores (the DP-FTRL situation, where the true epsilon is the GDP epsilon).
-    Rates come with a one-sided 95% Clopper-Pearson upper bound (Monte Carlo error).
-    """
-    reps = check_positive_int("reps", reps)
-    check_choice("scores", scores, ("model1", "gdp"))
-    ss = np.random.SeedSequence(seed)
-    if scores == "model1":
-        theta_star = np.array([math.sqrt(T) * q * C, math.sqrt((sigma * C) ** 2 + q * (1 - q) * C * C), 0.0, sigma * C])
-    else:
-        theta_star = np.array([mu_gdp, 1.0, 0.0, 1.0])
-    bounds = {k: [] for k in methods}
+def _coverage_chunk(n: int, ss: np.random.SeedSequence, m, T, q, sigma, methods, C, delta, alpha, n_bootstrap,
+                    scores, mu_gdp, theta_star) -> dict[str, Any]:
+    bounds: dict[str, list[float]] = {k: [] for k in methods}
     cov_box = cov_ell = 0
-    for child in tqdm(ss.spawn(reps), desc=f"coverage m={m}", leave=False):
+    for child in _rep_seeds(n, ss):
         rng = np.random.default_rng(child)
         if scores == "model1":
             i, o = simulate_scores(m, T, q, sigma, C, rng=rng)
@@ -121,6 +130,37 @@ def coverage(m: int, T: int, q: float, sigma: float, reps: int, eps_true: dict[s
         ell = bootstrap_ellipsoid(i, o, alpha, n_bootstrap, np.random.default_rng(b_seed))
         d = theta_star - ell["center"]
         cov_ell += bool(d @ np.linalg.solve(ell["cov"], d) <= ell["radius2"])
+    return {"bounds": bounds, "box": cov_box, "ellipsoid": cov_ell}
+
+
+def coverage(m: int, T: int, q: float, sigma: float, reps: int, eps_true: dict[str, float], *, C: float = 1.0,
+             methods=ALL_METHODS, delta: float = 1e-5, alpha: float = 0.05, n_bootstrap: int = 1000,
+             seed: int = 0, scores: str = "model1", mu_gdp: float | None = None, chunk: int = 1,
+             client: Any = None, executor: Any = None) -> dict[str, Any]:
+    """Over ``reps`` seeds: how often each method's lower bound exceeds each reference epsilon in
+    ``eps_true`` (name -> value), and how often each confidence region covers theta*.
+
+    ``scores="model1"`` draws Model-1 scores (theta* from Proposition 1); ``scores="gdp"`` draws exact
+    N(0, 1) vs N(mu_gdp, 1) scores (the DP-FTRL situation, where the true epsilon is the GDP epsilon).
+    Rates come with a one-sided 95% Clopper-Pearson upper bound (Monte Carlo error).
+
+    The seeds run in chunks of ``chunk`` (:func:`dputils.parallel.map_chunks`), serially or on a Dask
+    ``client`` / ``concurrent.futures`` ``executor``; the counts are summed in chunk order, so the answer
+    depends on ``seed`` and ``chunk`` only, not on the number of workers.
+    """
+    reps = check_positive_int("reps", reps)
+    check_choice("scores", scores, ("model1", "gdp"))
+    methods = tuple(methods)
+    if scores == "model1":
+        theta_star = np.array([math.sqrt(T) * q * C, math.sqrt((sigma * C) ** 2 + q * (1 - q) * C * C), 0.0, sigma * C])
+    else:
+        theta_star = np.array([mu_gdp, 1.0, 0.0, 1.0])
+    fn = partial(_coverage_chunk, m=m, T=T, q=q, sigma=sigma, methods=methods, C=C, delta=delta, alpha=alpha,
+                 n_bootstrap=n_bootstrap, scores=scores, mu_gdp=mu_gdp, theta_star=theta_star)
+    parts = map_chunks(fn, reps, chunk, seed, client=client, executor=executor, desc=f"coverage m={m}")
+    bounds = {k: [v for part in parts for v in part["bounds"][k]] for k in methods}
+    cov_box = sum(part["box"] for part in parts)
+    cov_ell = sum(part["ellipsoid"] for part in parts)
     out: dict[str, Any] = {"reps": reps, "m": m, "scores": scores,
                            "region_coverage": {"bonferroni": cov_box / reps, "ellipsoid": cov_ell / reps},
                            "exceed": {}, "exceed_upper95": {}, "mean_bound": {}}

@@ -1,0 +1,655 @@
+"""Parameter sweeps: one papermill run of a notebook per grid point, on dask.distributed, collected in one table.
+
+``python -m dputils sweep NOTEBOOK --grid GRID.yml [--profile P] [--scheduler ADDRESS] [--workers N] [--resume]
+[--name NAME]``
+
+The grid file is YAML with exactly one of two keys::
+
+    grid:            # the cartesian product of the lists (first key varies slowest)
+      sigma: [0.5, 1.0, 2.0]
+      q: [0.001, 0.01]
+    points:          # or an explicit list of points
+      - {sigma: 0.5, q: 0.01}
+      - {sigma: 2.0, q: 0.1}
+
+Every parameter must be declared in the notebook's ``parameters`` cell (as papermill's ``inspect_notebook``
+reads it) and have the declared type (``int``, ``float`` (an integer is accepted and made a float),
+``bool``, ``str``, ``list``, ``dict``); a bad grid file is refused with one line before anything runs.
+``--profile P`` starts each point from ``params/P.yml``'s values for the notebook; the point's own values
+override them.
+
+Each point runs through :func:`dputils.run.run_staged` (staged, atomic, the failing cell and line reported)
+into ``sweeps/NAME/<point-id>/``: the executed ``NOTEBOOK.ipynb``, ``results/*.json`` (what the notebook
+saved with :func:`dputils.results.save`) and ``point.json`` (parameters, code version, status, seconds).
+The point id is a readable slug of the swept values plus a short hash of all parameters the run received.
+At the end ``sweeps/NAME/results.csv`` and ``results.parquet`` hold one row per point: ``point``, the swept
+parameters, ``status``, ``error``, ``seconds``, then the notebook's recorded results (nested keys joined
+with dots; lists as JSON text; ``targets`` as counts per status).
+
+Points run as tasks on a Dask cluster: without ``--scheduler`` a LocalCluster of ``--workers`` processes
+(default: one per CPU core) with one thread each is started and stopped; with ``--scheduler ADDRESS`` the
+points go to that cluster, whose workers must be able to import ``dputils`` and reach the same file system.
+A worker that dies has its points rerun elsewhere (Dask reschedules them). ``--resume`` skips points whose
+``point.json`` says they passed with the same parameters and the same code version (a hash of the
+``dputils`` sources and the notebook). Exit status: 0 every point passed, 1 a point failed, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import itertools
+import json
+import math
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+
+from .errors import DPValueError
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+POINT_FILE = "point.json"
+
+
+# --------------------------------------------------------------------------- the notebook and its parameters
+
+
+def resolve_notebook(notebook: str | Path, root: Path | None = None) -> Path:
+    """``notebook`` as a path (``.md`` MyST or ``.ipynb``), else the stem of ``ROOT/notebooks/NAME.md``."""
+    p = Path(notebook).expanduser()
+    if p.is_file():
+        return p.resolve()
+    if root is not None and _NAME.match(str(notebook)):
+        cand = root / "notebooks" / f"{notebook}.md"
+        if cand.is_file():
+            return cand.resolve()
+    raise DPValueError(f"notebook: {notebook} is neither a file nor a notebook in notebooks/")
+
+
+def declared_parameters(source: Path) -> dict[str, dict[str, Any]]:
+    """The notebook's ``parameters`` cell as papermill reads it: name -> {inferred_type_name, default, help}."""
+    import jupytext
+    import papermill as pm
+
+    try:
+        nb = jupytext.read(source)
+    except Exception as exc:
+        raise DPValueError(f"notebook: cannot read {source} ({_one_line(exc)})") from None
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d) / f"{source.stem}.ipynb"
+        jupytext.write(nb, tmp)
+        declared = pm.inspect_notebook(str(tmp))
+    if not declared:
+        raise DPValueError(f"notebook: {source.name} has no parameters cell (a code cell tagged 'parameters')")
+    return dict(declared)
+
+
+def _type_ok(name: str, value: Any, type_name: str, where: str) -> Any:
+    """``value`` checked against the declared type (a float parameter takes an integer, made a float, and the
+    text of a number: YAML 1.1 reads ``1e-5`` as text)."""
+    t = (type_name or "None").replace(" ", "")
+    optional = "None" in t.split("|") or t.startswith("Optional[")
+    base = t.removeprefix("Optional[").rstrip("]").split("|")[0].split("[")[0]
+    if value is None:
+        if optional or base in ("None", ""):
+            return None
+        raise DPValueError(f"{where}: {name} is null, but the notebook declares it {type_name}")
+
+    def bad() -> DPValueError:
+        return DPValueError(f"{where}: {name}={value!r} is {type(value).__name__}, "
+                            f"but the notebook declares it {type_name}")
+
+    if base == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad()
+        return value
+    if base == "float":
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise bad() from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad()
+        if not math.isfinite(value):
+            raise DPValueError(f"{where}: {name}={value!r} is not finite")
+        return float(value)
+    if base == "bool":
+        if not isinstance(value, bool):
+            raise bad()
+        return value
+    if base == "str":
+        if not isinstance(value, str):
+            raise bad()
+        return value
+    if base in ("list", "tuple", "List", "Tuple"):
+        if not isinstance(value, list):
+            raise bad()
+        return value
+    if base in ("dict", "Dict"):
+        if not isinstance(value, dict):
+            raise bad()
+        return value
+    return value  # an annotation we do not know: papermill passes the value as is
+
+
+# --------------------------------------------------------------------------- the grid file
+
+
+@dataclass
+class Point:
+    """One grid point: the swept values, every parameter the run receives, and where it goes."""
+
+    swept: dict[str, Any]
+    parameters: dict[str, Any]
+    id: str = ""
+
+
+@dataclass
+class Plan:
+    """What a sweep will run (everything checked, nothing run yet)."""
+
+    source: Path
+    name: str
+    out_dir: Path
+    points: list[Point]
+    swept_names: list[str]
+    code_version: str
+    profile: str | None = None
+    root: Path | None = None
+
+
+def load_grid(path: str | Path) -> list[dict[str, Any]]:
+    """The points of a grid file, in order (see the module docstring); DPValueError naming the problem."""
+    p = Path(path).expanduser()
+    where = f"grid {p.name}"
+    if not p.is_file():
+        raise DPValueError(f"grid: {p} is not a file")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise DPValueError(f"{where}: not valid YAML{at} ({getattr(exc, 'problem', None) or 'parse error'})") from None
+    except UnicodeDecodeError:
+        raise DPValueError(f"{where}: not a text file") from None
+    if not isinstance(data, dict):
+        raise DPValueError(f"{where}: expected a mapping with 'grid:' or 'points:', got {type(data).__name__}")
+    unknown = sorted(set(map(str, data)) - {"grid", "points"})
+    if unknown:
+        raise DPValueError(f"{where}: unknown key(s) {', '.join(unknown)}; expected 'grid:' or 'points:'")
+    if ("grid" in data) == ("points" in data):
+        raise DPValueError(f"{where}: give exactly one of 'grid:' (lists to combine) or 'points:' (a list of points)")
+    if "grid" in data:
+        grid = data["grid"]
+        if not isinstance(grid, dict) or not grid:
+            raise DPValueError(f"{where}: 'grid:' is empty; it must map each parameter to a non-empty list")
+        names = list(grid)
+        for k in names:
+            v = grid[k]
+            if not isinstance(v, list):
+                raise DPValueError(f"{where}: grid.{k} must be a list of values, got {type(v).__name__} {v!r}")
+            if not v:
+                raise DPValueError(f"{where}: grid.{k} is an empty list, so the grid has no points")
+        return [dict(zip(names, combo)) for combo in itertools.product(*(grid[k] for k in names))]
+    pts = data["points"]
+    if not isinstance(pts, list) or not pts:
+        raise DPValueError(f"{where}: 'points:' is empty; it must be a non-empty list of parameter mappings")
+    out = []
+    for i, pt in enumerate(pts):
+        if not isinstance(pt, dict) or not pt:
+            raise DPValueError(f"{where}: points[{i}] must be a non-empty mapping of parameter: value")
+        out.append(dict(pt))
+    return out
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def point_id(swept: dict[str, Any], parameters: dict[str, Any]) -> str:
+    """A readable slug of the swept values plus a 10-hex hash of all the run's parameters (stable)."""
+    h = hashlib.sha256(_canonical(parameters).encode()).hexdigest()[:10]
+    parts = []
+    for k, v in swept.items():
+        text = v if isinstance(v, str) else _canonical(v)
+        parts.append(f"{k}-{text}")
+    slug = re.sub(r"[^A-Za-z0-9.=-]+", "_", "_".join(parts)).strip("_.")[:48].rstrip("_.")
+    return f"{slug}-{h}" if slug else h
+
+
+def code_version(source: Path) -> str:
+    """A hash of every ``dputils/**/*.py`` source and of the notebook: resumed points must match it."""
+    pkg = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in sorted(pkg.rglob("*.py")):
+        if "__pycache__" in f.parts:
+            continue
+        h.update(f.relative_to(pkg).as_posix().encode() + b"\0")
+        h.update(f.read_bytes() + b"\0")
+    h.update(b"notebook\0" + source.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def plan_sweep(notebook: str | Path, grid: str | Path, profile: str | None = None, name: str | None = None,
+               output: str | Path | None = None, root: Path | None = None) -> Plan:
+    """Check the notebook, the grid and the profile, and list the points: nothing runs yet."""
+    from .run import find_root, load_profile
+
+    try:
+        root = find_root(root)
+    except ValueError:
+        root = None
+    source = resolve_notebook(notebook, root)
+    if name is None:
+        name = Path(grid).stem
+    if not _NAME.match(name) or name in (".", ".."):
+        raise DPValueError(f"name must be letters, digits, '_', '.' or '-', got {name!r}")
+    raw = load_grid(grid)
+    declared = declared_parameters(source)
+    base: dict[str, Any] = {}
+    if profile is not None:
+        if root is None:
+            raise DPValueError("profile: no repository root with params/ found")
+        base = dict(load_profile(profile, root).get(source.stem, {}))
+    where = f"grid {Path(grid).name}"
+    points: list[Point] = []
+    swept_names: list[str] = []
+    for i, pt in enumerate(raw):
+        swept = {}
+        for k, v in pt.items():
+            if not isinstance(k, str) or not _IDENT.match(k):
+                raise DPValueError(f"{where}: parameter name {k!r} is not an identifier")
+            if k not in declared:
+                known = ", ".join(sorted(declared))
+                raise DPValueError(f"{where}: unknown parameter {k!r}; {source.name} declares {known}")
+            swept[k] = _type_ok(k, v, declared[k].get("inferred_type_name", "None"), where)
+            if k not in swept_names:
+                swept_names.append(k)
+        params = {**base, **swept}
+        try:
+            _canonical(params)
+        except (TypeError, ValueError) as exc:
+            raise DPValueError(f"{where}: point {i} has a value JSON cannot hold ({_one_line(exc)})") from None
+        points.append(Point(swept, params, point_id(swept, params)))
+    seen: dict[str, int] = {}
+    for i, pt in enumerate(points):
+        if pt.id in seen:
+            raise DPValueError(f"{where}: points {seen[pt.id]} and {i} are the same point ({pt.swept})")
+        seen[pt.id] = i
+    if output is None:
+        out_base = (root / "sweeps") if root is not None else Path.cwd() / "sweeps"
+    else:
+        out_base = Path(output).expanduser().resolve()
+    return Plan(source=source, name=name, out_dir=out_base / name, points=points, swept_names=swept_names,
+                code_version=code_version(source), profile=profile, root=root)
+
+
+# --------------------------------------------------------------------------- running one point (on a worker)
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as fh:
+        os.fchmod(fh.fileno(), 0o644)
+        fh.write(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+
+
+def run_point(source: str, out_dir: str, pid: str, parameters: dict[str, Any], swept: dict[str, Any],
+              timeout: int, root: str | None, version: str, profile: str | None = None) -> dict[str, Any]:
+    """Run one point into ``out_dir/pid/`` (staged: see :func:`dputils.run.run_staged`); never raises.
+
+    Returns the report of :func:`dputils.run.execute_one` plus ``point``; writes ``point.json`` last, so a point
+    with a ``point.json`` saying ``ok`` has all its files. Each attempt stages in its own folder, so a rerun of
+    a point whose worker died never shares files with the dead attempt's kernel.
+    """
+    from .run import run_staged
+
+    src, base = Path(source), Path(out_dir)
+    pdir = base / pid
+    t0 = time.perf_counter()
+    try:
+        (pdir / POINT_FILE).unlink(missing_ok=True)
+        shutil.rmtree(pdir / "results", ignore_errors=True)
+        pdir.mkdir(parents=True, exist_ok=True)
+        staging = base / ".staging" / f"{pid}.{os.getpid()}.{time.time_ns()}"
+        rep = run_staged(src, pdir, pdir / "results", parameters, timeout, staging,
+                         Path(root) if root else src.parent, profile)
+        try:
+            staging.rmdir()
+        except OSError:
+            pass
+    except Exception as exc:  # a report, never an exception: the other points go on
+        rep = {"name": src.stem, "ok": False, "error": f"{type(exc).__name__}: {_one_line(exc)}",
+               "output": str(pdir), "seconds": round(time.perf_counter() - t0, 2)}
+    rep["point"] = pid
+    meta = {"point": pid, "notebook": str(src), "parameters": parameters, "swept": swept, "code_version": version,
+            "profile": profile, "ok": bool(rep["ok"]), "seconds": rep.get("seconds"),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    for k in ("error", "md_line", "code_cell", "cell", "line", "source", "output"):
+        if k in rep:
+            meta[k] = rep[k]
+    try:
+        _write_json(pdir / POINT_FILE, meta)
+    except (OSError, TypeError, ValueError) as exc:
+        rep.update(ok=False, error=f"cannot write {POINT_FILE}: {_one_line(exc)}")
+    return rep
+
+
+def _record_lost(plan: Plan, pt: Point, rep: dict[str, Any]) -> None:
+    """``point.json`` for a point whose task itself failed (its worker died too often): the table says why."""
+    meta = {"point": pt.id, "notebook": str(plan.source), "parameters": pt.parameters, "swept": pt.swept,
+            "code_version": plan.code_version, "profile": plan.profile, "ok": False, "error": rep["error"]}
+    try:
+        _write_json(plan.out_dir / pt.id / POINT_FILE, meta)
+    except OSError:
+        pass
+
+
+def point_done(plan: Plan, pt: Point) -> bool:
+    """True when ``pt`` passed before with the same parameters and code version (what ``--resume`` skips)."""
+    f = plan.out_dir / pt.id / POINT_FILE
+    try:
+        meta = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return False
+    return (meta.get("ok") is True and meta.get("code_version") == plan.code_version
+            and _canonical(meta.get("parameters")) == _canonical(pt.parameters)
+            and (plan.out_dir / pt.id / f"{plan.source.stem}.ipynb").is_file())
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def _flatten(prefix: str, obj: Any, out: dict[str, Any]) -> None:
+    if isinstance(obj, dict):
+        for k in sorted(obj):
+            _flatten(f"{prefix}.{k}" if prefix else str(k), obj[k], out)
+    elif isinstance(obj, (list, tuple)):
+        out[prefix] = json.dumps(obj, sort_keys=True)
+    else:
+        out[prefix] = obj
+
+
+def point_results(pdir: Path) -> dict[str, Any]:
+    """The recorded results of one point, flattened (``_meta`` dropped, ``targets`` counted per status)."""
+    files = sorted((pdir / "results").glob("*.json"))
+    flat: dict[str, Any] = {}
+    for f in files:
+        data = json.loads(f.read_text())
+        data.pop("_meta", None)
+        targets = data.pop("targets", None)
+        if isinstance(targets, list):
+            counts: dict[str, int] = {}
+            for t in targets:
+                st = str(t.get("status", "unknown")) if isinstance(t, dict) else "unknown"
+                counts[st] = counts.get(st, 0) + 1
+            data["targets"] = counts
+        _flatten(f.stem if len(files) > 1 else "", data, flat)
+    return flat
+
+
+def collect(plan: Plan) -> list[dict[str, Any]]:
+    """One row per point of ``plan`` (in grid order) from the files under ``sweeps/NAME/``."""
+    rows = []
+    for pt in plan.points:
+        pdir = plan.out_dir / pt.id
+        try:
+            meta = json.loads((pdir / POINT_FILE).read_text())
+        except (OSError, ValueError):
+            meta = {"ok": False, "error": "did not run"}
+        row: dict[str, Any] = {"point": pt.id}
+        for k in plan.swept_names:
+            v = pt.swept.get(k)
+            row[k] = json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v
+        row["status"] = "ok" if meta.get("ok") else "failed"
+        row["error"] = None if meta.get("ok") else meta.get("error")
+        row["seconds"] = meta.get("seconds")
+        if meta.get("ok"):
+            for k, v in point_results(pdir).items():
+                row[k if k not in row else f"result.{k}"] = v
+        rows.append(row)
+    return rows
+
+
+def _columns(rows: list[dict[str, Any]], plan: Plan) -> list[str]:
+    head = ["point", *plan.swept_names, "status", "error", "seconds"]
+    rest = sorted({k for r in rows for k in r} - set(head))
+    return head + rest
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def write_table(plan: Plan, rows: list[dict[str, Any]]) -> list[Path]:
+    """``results.csv`` (and ``results.parquet`` with pyarrow) under ``sweeps/NAME/``; returns the paths."""
+    cols = _columns(rows, plan)
+    plan.out_dir.mkdir(parents=True, exist_ok=True)
+    csv_path = plan.out_dir / "results.csv"
+    tmp = csv_path.with_name(".results.csv.tmp")
+    with open(tmp, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(cols)
+        for r in rows:
+            w.writerow([_cell(r.get(c)) for c in cols])
+    os.replace(tmp, csv_path)
+    written = [csv_path]
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        _say("results.parquet not written: pyarrow is not installed (pip install -e '.[sweep]')")
+        return written
+    arrays = {}
+    for c in cols:
+        vals = [r.get(c) for r in rows]
+        try:
+            arrays[c] = pa.array(vals)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            arrays[c] = pa.array([None if v is None else _cell(v) for v in vals], type=pa.string())
+    pq_path = plan.out_dir / "results.parquet"
+    tmp = pq_path.with_name(".results.parquet.tmp")
+    pq.write_table(pa.table(arrays), tmp)
+    os.replace(tmp, pq_path)
+    written.append(pq_path)
+    return written
+
+
+def read_table(path: str | Path) -> list[dict[str, str]]:
+    """The rows of a ``results.csv`` as dicts of text (for checks and small scripts)."""
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+# --------------------------------------------------------------------------- running the sweep
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _one_line(exc: BaseException | str) -> str:
+    return " ".join(str(exc).split()) or (type(exc).__name__ if isinstance(exc, BaseException) else "")
+
+
+def describe(rep: dict[str, Any], source: Path) -> str:
+    """One line: the point, where the notebook failed (file:line, code cell, line in the cell), the error."""
+    parts = []
+    if "md_line" in rep:
+        parts.append(f"{source.name}:{rep['md_line']}")
+    if "code_cell" in rep:
+        parts.append(f"code cell {rep['code_cell']}")
+    if "line" in rep:
+        parts.append(f"line {rep['line']}")
+    where = ", ".join(parts) if parts else source.name
+    src = f" `{rep['source'].strip()}`" if rep.get("source") else ""
+    return f"point {rep.get('point')} FAILED at {where}{src}: {rep.get('error', 'unknown error')}"
+
+
+def local_cluster(workers: int | None = None):
+    """A LocalCluster on loopback: ``workers`` processes (default one per core), one thread each, no dashboard."""
+    from distributed import LocalCluster
+
+    n = workers or os.cpu_count() or 1
+    return LocalCluster(n_workers=n, processes=True, threads_per_worker=1, host="127.0.0.1",
+                        dashboard_address=None)
+
+
+def run_sweep(plan: Plan, client: Any = None, *, serial: bool = False, resume: bool = False, timeout: int = 3600,
+              workers: int | None = None) -> dict[str, Any]:
+    """Run the plan's points (skipping done ones with ``resume``) and write the table.
+
+    ``serial=True`` runs the points one after another in this process (no Dask); else on ``client``, or on a
+    LocalCluster of ``workers`` processes started for the sweep and stopped after it. Returns ``{"reports",
+    "skipped", "failed", "table"}``.
+    """
+    todo = [pt for pt in plan.points if not (resume and point_done(plan, pt))]
+    skipped = len(plan.points) - len(todo)
+    plan.out_dir.mkdir(parents=True, exist_ok=True)
+    args = {pt.id: (str(plan.source), str(plan.out_dir), pt.id, pt.parameters, pt.swept, timeout,
+                    str(plan.root) if plan.root else None, plan.code_version, plan.profile) for pt in todo}
+    from tqdm.std import tqdm
+
+    _say(f"sweep {plan.name}: {len(plan.points)} point(s) of {plan.source.name}"
+         f"{f', {skipped} already done (--resume)' if skipped else ''} -> {plan.out_dir}")
+    reports: list[dict[str, Any]] = []
+    bar = tqdm(total=len(todo), desc=f"sweep {plan.name}", unit="point", file=sys.stderr)
+
+    def done(rep: dict[str, Any]) -> None:
+        reports.append(rep)
+        bar.update(1)
+        if not rep.get("ok"):
+            bar.write(describe(rep, plan.source), file=sys.stderr)
+
+    own_cluster = None
+    try:
+        if todo and serial:
+            for pt in todo:
+                done(run_point(*args[pt.id]))
+        elif todo:
+            from distributed import Client, as_completed
+
+            if client is None:
+                own_cluster = local_cluster(min(workers or os.cpu_count() or 1, len(todo)))
+                client = Client(own_cluster)
+            futures, ids = [], {}
+            by_id = {pt.id: pt for pt in todo}
+            for pt in todo:
+                fut = client.submit(run_point, *args[pt.id], pure=False,
+                                    key=f"sweep-{plan.name}-{pt.id}-{time.time_ns()}")
+                futures.append(fut)
+                ids[fut.key] = pt.id
+            for fut in as_completed(futures):
+                try:
+                    rep = fut.result()
+                except Exception as exc:  # e.g. KilledWorker after repeated deaths: report, go on
+                    rep = {"name": plan.source.stem, "ok": False, "point": ids[fut.key],
+                           "error": f"{type(exc).__name__}: {_one_line(exc)}"}
+                    _record_lost(plan, by_id[ids[fut.key]], rep)
+                done(rep)
+    finally:
+        bar.close()
+        if own_cluster is not None:
+            client.close()
+            own_cluster.close()
+    try:
+        (plan.out_dir / ".staging").rmdir()
+    except OSError:
+        pass
+    rows = collect(plan)
+    paths = write_table(plan, rows)
+    failed = [r for r in rows if r["status"] != "ok"]
+    _say(f"sweep {plan.name}: {len(rows) - len(failed)} ok, {len(failed)} failed ({len(reports)} run, "
+         f"{skipped} skipped); table: {paths[0]}")
+    return {"reports": reports, "skipped": skipped, "failed": failed, "table": paths}
+
+
+# --------------------------------------------------------------------------- command line
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *a: Any, **kw: Any) -> None:
+        kw.setdefault("allow_abbrev", False)
+        super().__init__(*a, **kw)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"error: {message}\n")
+        raise SystemExit(2)
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .run import PROFILES
+
+    p = _Parser(prog="python -m dputils sweep",
+                description="run a notebook once per grid point (papermill on dask.distributed) and collect "
+                            "sweeps/NAME/results.csv and results.parquet")
+    p.add_argument("notebook", help="notebook source (path to .md/.ipynb, or a name in notebooks/)")
+    p.add_argument("--grid", required=True, metavar="GRID.yml", help="YAML with 'grid:' (lists) or 'points:'")
+    p.add_argument("--profile", default=None, choices=PROFILES, help="start each point from params/PROFILE.yml")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="a running Dask scheduler (tcp://host:8786); default: a LocalCluster on this machine")
+    p.add_argument("--workers", type=int, default=None, help="LocalCluster processes (default: one per core)")
+    p.add_argument("--resume", action="store_true", help="skip points done with the same parameters and code")
+    p.add_argument("--name", default=None, help="sweeps/NAME/ (default: the grid file's stem)")
+    p.add_argument("--output", default=None, metavar="DIR", help="write DIR/NAME/ instead of sweeps/NAME/")
+    p.add_argument("--timeout", type=int, default=3600, help="per-cell timeout in seconds (default 3600)")
+    p.add_argument("--root", default=None, metavar="PATH", help="repository root (holds notebooks/ and params/)")
+    return p
+
+
+def cli_main(argv: Sequence[str]) -> int:
+    """``python -m dputils sweep ...``: 0 every point passed, 1 a point failed, 2 bad input."""
+    try:
+        args = _parser().parse_args(list(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        if args.workers is not None and args.workers < 1:
+            raise DPValueError(f"workers must be >= 1, got {args.workers}")
+        if args.workers is not None and args.scheduler is not None:
+            raise DPValueError("--workers sizes the local cluster; with --scheduler the cluster has its own workers")
+        if args.timeout < 1:
+            raise DPValueError(f"timeout must be >= 1 second, got {args.timeout}")
+        plan = plan_sweep(args.notebook, args.grid, profile=args.profile, name=args.name, output=args.output,
+                          root=args.root)
+    except ValueError as exc:  # DPValueError, RootError, a bad profile
+        sys.stderr.write(f"error: {_one_line(exc)}\n")
+        return 2
+    client = None
+    if args.scheduler is not None:
+        try:
+            from distributed import Client
+
+            client = Client(args.scheduler, timeout="20s")
+        except ImportError:
+            sys.stderr.write("error: dask.distributed is not installed (pip install -e '.[sweep]')\n")
+            return 2
+        except (OSError, TimeoutError, ValueError) as exc:
+            sys.stderr.write(f"error: --scheduler: cannot reach {args.scheduler} ({_one_line(exc)})\n")
+            return 2
+    try:
+        out = run_sweep(plan, client, resume=args.resume, timeout=args.timeout, workers=args.workers)
+    except ImportError as exc:
+        sys.stderr.write(f"error: {_one_line(exc)} (pip install -e '.[sweep]')\n")
+        return 2
+    finally:
+        if client is not None:
+            client.close()
+    return 1 if out["failed"] else 0

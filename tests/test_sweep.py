@@ -1,0 +1,306 @@
+"""Sweeps and chunked Monte Carlo on dask.distributed (issue 16): a LocalCluster of 2 worker processes on
+loopback runs a small sweep of tests/data/sweep_tiny.md and chunked Monte Carlo; both must equal the serial
+run; a worker killed in the middle of a sweep loses no point; bad grid files are refused with one line
+before anything runs; --resume skips the points already done."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from dputils import sweep  # noqa: E402
+from dputils.cli import main  # noqa: E402
+from dputils.errors import DPValueError  # noqa: E402
+from dputils.parallel import chunk_sizes, map_chunks  # noqa: E402
+
+pytestmark = pytest.mark.timeout(600)
+
+NB = Path(__file__).parent / "data" / "sweep_tiny.md"
+
+
+@pytest.fixture(scope="module")
+def client():
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import this test module
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                       dashboard_address=None)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def uniform_sum(n, ss):
+    return float(np.random.default_rng(ss).random(n).sum())
+
+
+# --------------------------------------------------------------------------- chunked Monte Carlo
+
+
+def test_chunks_and_seeds_follow_seed_sequence_spawn():
+    assert chunk_sizes(10, 4) == [4, 4, 2] and chunk_sizes(8, 4) == [4, 4] and chunk_sizes(3, 10) == [3]
+    # the serial answer, computed here without map_chunks: chunk j draws its size from spawn(k)[j]
+    kids = np.random.SeedSequence(7).spawn(3)
+    expected = [float(np.random.default_rng(s).random(n).sum()) for n, s in zip([4, 4, 2], kids)]
+    assert map_chunks(uniform_sum, 10, 4, 7) == expected
+    assert map_chunks(uniform_sum, 10, 4, 8) != expected  # the seed matters
+    ss = np.random.SeedSequence(7)
+    assert map_chunks(uniform_sum, 10, 4, ss) == expected == map_chunks(uniform_sum, 10, 4, ss)  # not consumed
+
+
+@pytest.mark.parametrize("bad, fragment", [
+    (dict(n_samples=0), "n_samples"), (dict(chunk=0), "chunk"), (dict(seed=-1), "seed"), (dict(seed=1.5), "seed"),
+    (dict(seed=None), "seed"), (dict(client=object(), executor=object()), "not both"),
+])
+def test_map_chunks_refuses_bad_input(bad, fragment):
+    kw = dict(n_samples=10, chunk=3, seed=0) | bad
+    with pytest.raises(DPValueError, match=fragment):
+        map_chunks(uniform_sum, **kw)
+
+
+def test_map_chunks_same_answer_for_one_and_two_workers(client):
+    serial = map_chunks(uniform_sum, 1000, 130, 3)
+    assert len(serial) == 8
+    with ProcessPoolExecutor(max_workers=1) as ex:
+        assert map_chunks(uniform_sum, 1000, 130, 3, executor=ex) == serial
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        assert map_chunks(uniform_sum, 1000, 130, 3, executor=ex) == serial
+    assert map_chunks(uniform_sum, 1000, 130, 3, client=client) == serial
+    one = list(client.scheduler_info()["workers"])[:1]
+    futs = client.map(uniform_sum, chunk_sizes(1000, 130), np.random.SeedSequence(3).spawn(8), pure=False,
+                      workers=one)  # one worker only
+    assert client.gather(futs) == serial
+
+
+def test_model1_coverage_serial_equals_dask_and_executor(client):
+    from dputils.audit import simulate
+
+    kw = dict(methods=("gauss-bonferroni", "steinke"), n_bootstrap=30, seed=11)
+    args = (100, 400, 0.1, 1.5, 3, {"exact": 1.0})
+    serial = simulate.coverage(*args, **kw)
+    assert simulate.coverage(*args, **kw, client=client) == serial
+    with ThreadPoolExecutor(max_workers=1) as ex:
+        assert simulate.coverage(*args, **kw, executor=ex) == serial
+    two = simulate.coverage(*args, **kw, chunk=2)  # another chunking: again the same on the cluster
+    assert simulate.coverage(*args, **kw, chunk=2, client=client) == two
+    # one rep per chunk is rep i seeded by SeedSequence(seed).spawn(reps)[i]: the first rep alone, by hand
+    from dputils.audit.model1 import simulate_scores
+
+    rng = np.random.default_rng(np.random.SeedSequence(11).spawn(3)[0])
+    i, o = simulate_scores(100, 400, 0.1, 1.5, 1.0, rng=rng)
+    first = simulate.audit_methods(i, o, ("steinke",), 1e-5, 0.05, 30, int(rng.integers(1 << 31)))["steinke"]
+    one = simulate.replicate(100, 400, 0.1, 1.5, 1, ("steinke",), n_bootstrap=30, seed=11)
+    assert one["steinke"].tolist() == [first]
+
+
+# --------------------------------------------------------------------------- sweeps
+
+
+def _grid(tmp_path: Path, text: str, name: str = "g.yml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+GRID = "grid:\n  x: [1.0, 2.5]\n  n: [2, 3]\n  fail_product: [7.5]\n"  # the point x=2.5, n=3 fails on purpose
+
+
+@pytest.fixture(scope="module")
+def dask_sweep(client, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sweep")
+    g = _grid(tmp, GRID)
+    plan = sweep.plan_sweep(NB, g, output=tmp / "dask")
+    out = sweep.run_sweep(plan, client, timeout=300)
+    return tmp, g, plan, out
+
+
+def _without_seconds(rows):
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
+
+
+def test_sweep_on_two_workers_equals_serial_run(dask_sweep, capsys):
+    tmp, g, plan, out = dask_sweep
+    assert [p.swept for p in plan.points] == [{"x": 1.0, "n": 2, "fail_product": 7.5},
+                                              {"x": 1.0, "n": 3, "fail_product": 7.5},
+                                              {"x": 2.5, "n": 2, "fail_product": 7.5},
+                                              {"x": 2.5, "n": 3, "fail_product": 7.5}]
+    rows = sweep.read_table(tmp / "dask" / "g" / "results.csv")
+    assert [r["status"] for r in rows] == ["ok", "ok", "ok", "failed"]
+    for r in rows[:3]:
+        x, n = float(r["x"]), int(r["n"])
+        assert float(r["product"]) == x * n and r["label"] == "a" * n and float(r["stats.half"]) == x * n / 2
+        assert json.loads(r["seq"]) == [x, n] and float(r["u"]) == np.random.default_rng(0).random()
+        pdir = tmp / "dask" / "g" / r["point"]
+        assert (pdir / "sweep_tiny.ipynb").is_file() and (pdir / "results" / "sweep_tiny.json").is_file()
+    assert "failing on purpose at x * n = 7.5" in rows[3]["error"] and rows[3]["product"] == ""
+    # the failing point is reported with the notebook, its line, the code cell and the line in the cell
+    (fail,) = [r for r in out["reports"] if not r["ok"]]
+    md_line = next(i for i, ln in enumerate(NB.read_text().splitlines(), 1) if "raise ValueError" in ln)
+    line = sweep.describe(fail, NB)
+    assert f"sweep_tiny.md:{md_line}" in line and "code cell 3" in line and "line 2" in line
+    assert "ValueError: failing on purpose" in line
+    # the parquet table holds the same rows
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp / "dask" / "g" / "results.parquet").to_pylist()
+    assert [t["point"] for t in table] == [r["point"] for r in rows] and table[1]["product"] == 3.0
+    # the same grid run serially (no Dask) gives the same table
+    serial = sweep.run_sweep(sweep.plan_sweep(NB, g, output=tmp / "serial"), serial=True, timeout=300)
+    assert len(serial["failed"]) == 1
+    assert _without_seconds(sweep.read_table(tmp / "serial" / "g" / "results.csv")) == _without_seconds(rows)
+
+
+def test_resume_skips_done_points_and_reruns_failed_ones(client, dask_sweep, capsys, monkeypatch):
+    tmp, g, plan, _ = dask_sweep
+    before = {p.id: json.loads((plan.out_dir / p.id / "point.json").read_text())["finished"] for p in plan.points}
+    addr = client.scheduler.address
+    rc = main(["sweep", str(NB), "--grid", str(g), "--output", str(tmp / "dask"), "--scheduler", addr, "--resume",
+               "--timeout", "300"])
+    err = capsys.readouterr().err
+    assert rc == 1  # the failing point ran again and failed again
+    assert "3 already done (--resume)" in err and "(1 run, 3 skipped)" in err
+    after = {p.id: json.loads((plan.out_dir / p.id / "point.json").read_text())["finished"] for p in plan.points}
+    assert [before[k] == after[k] for k in before] == [True, True, True, False]
+    # a new code version (dputils or the notebook changed) makes every point due again
+    assert all(sweep.point_done(plan, p) for p in plan.points[:3])
+    monkeypatch.setattr(sweep, "code_version", lambda source: "another-version")
+    plan2 = sweep.plan_sweep(NB, g, output=tmp / "dask")
+    assert not any(sweep.point_done(plan2, p) for p in plan2.points)
+
+
+def test_point_ids_are_stable_and_distinct():
+    a = sweep.point_id({"x": 1.0}, {"x": 1.0, "n": 2})
+    assert a == sweep.point_id({"x": 1.0}, {"n": 2, "x": 1.0}) and a.startswith("x-1.0-")
+    assert a != sweep.point_id({"x": 1.0}, {"x": 1.0, "n": 3})  # a profile value changes the id too
+    assert sweep.point_id({"label": "a b/c"}, {"label": "a b/c"}).startswith("label-a_b_c-")
+
+
+BAD_GRIDS = [
+    ("grid: {}\n", "'grid:' is empty"),
+    ("points: []\n", "'points:' is empty"),
+    ("grid:\n  x: []\n", "grid.x is an empty list"),
+    ("grid:\n  x: [1.0]\n  zz: [1]\n", "unknown parameter 'zz'"),
+    ("grid:\n  n: [1.5]\n", "n=1.5 is float, but the notebook declares it int"),
+    ("grid:\n  x: ['abc']\n", "x='abc' is str, but the notebook declares it float"),
+    ("grid:\n  label: [3]\n", "label=3 is int, but the notebook declares it str"),
+    ("grid:\n  x: 3.0\n", "grid.x must be a list"),
+    ("points:\n  - {x: 1.0}\n  - {n: true}\n", "n=True is bool"),
+    ("grid: [x\n", "not valid YAML"),
+    ("- 1\n- 2\n", "expected a mapping"),
+    ("grid: {x: [1.0]}\npoints: [{x: 2.0}]\n", "exactly one of"),
+    ("sigma: [1.0]\n", "unknown key(s) sigma"),
+    ("points:\n  - {x: 1.0}\n  - {x: 1}\n", "are the same point"),
+]
+
+
+@pytest.mark.parametrize("text, fragment", BAD_GRIDS)
+def test_bad_grid_refused_with_one_line_before_any_run(tmp_path, capsys, text, fragment):
+    g = _grid(tmp_path, text)
+    rc = main(["sweep", str(NB), "--grid", str(g), "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1 and err.startswith("error: ") and fragment in err, err
+    assert not (tmp_path / "out").exists()  # refused before anything ran
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--grid", "{g}", "--workers", "0"], "workers must be >= 1"),
+    (["--grid", "{g}", "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "--workers sizes the local cluster"),
+    (["--grid", "{tmp}/missing.yml"], "is not a file"),
+    (["--grid", "{g}", "--name", "a/b"], "name must be"),
+    (["--grid", "{g}", "--profile", "nope"], "invalid choice"),
+])
+def test_bad_sweep_options_refused(tmp_path, capsys, argv, fragment):
+    g = _grid(tmp_path, "grid:\n  x: [1.0]\n")
+    argv = [a.format(g=g, tmp=tmp_path) for a in argv]
+    rc = main(["sweep", str(NB), *argv, "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and fragment in err, err
+
+
+def test_unknown_notebook_refused(tmp_path, capsys):
+    g = _grid(tmp_path, "grid:\n  x: [1.0]\n")
+    assert main(["sweep", "no_such_notebook", "--grid", str(g)]) == 2
+    assert "notebook: no_such_notebook" in capsys.readouterr().err
+
+
+def test_kernel_start_race_is_retried_once(tmp_path, monkeypatch):
+    """A ZMQ 'Address already in use' at kernel start is retried once (run.execute_one), and only once."""
+    import nbformat
+    import papermill as pm
+    import zmq
+
+    from dputils.run import execute_one, kernel_start_race
+
+    assert kernel_start_race(zmq.ZMQError(errno.EADDRINUSE))
+    assert kernel_start_race(RuntimeError("Kernel died before replying to kernel_info"))
+    assert not kernel_start_race(ValueError("x must be positive"))
+    calls = []
+
+    def flaky(nb, output, **kw):
+        calls.append(output)
+        if len(calls) == 1:
+            raise zmq.ZMQError(errno.EADDRINUSE)
+        nbformat.write(nb, output)
+
+    monkeypatch.setattr(pm, "execute_notebook", flaky)
+    rep = execute_one(NB, tmp_path / "a" / "sweep_tiny.ipynb", {"x": 2.0}, timeout=60)
+    assert rep["ok"] and len(calls) == 2
+
+    def always(nb, output, **kw):
+        calls.append(output)
+        raise zmq.ZMQError(errno.EADDRINUSE)
+
+    calls.clear()
+    monkeypatch.setattr(pm, "execute_notebook", always)
+    rep = execute_one(NB, tmp_path / "b" / "sweep_tiny.ipynb", {"x": 2.0}, timeout=60)
+    assert not rep["ok"] and len(calls) == 2 and "Address already in use" in rep["error"]
+
+
+# --------------------------------------------------------------------------- a worker dies (last: it restarts one)
+
+
+def test_sweep_survives_a_killed_worker(client, tmp_path):
+    g = _grid(tmp_path, "grid:\n  x: [1.0, 2.0, 3.0]\n  sleep_s: [6.0]\n")
+    plan = sweep.plan_sweep(NB, g, output=tmp_path)
+    box = {}
+    th = threading.Thread(target=lambda: box.update(out=sweep.run_sweep(plan, client, timeout=300)))
+    th.start()
+    staging = plan.out_dir / ".staging"
+    victim = None
+    t0 = time.time()
+    while victim is None and time.time() - t0 < 120:
+        time.sleep(0.5)
+        busy = [w for w, tasks in client.processing().items() if tasks]
+        # a kernel has started once the staged executed copy exists: kill that point's worker mid-run
+        running = [d for d in (staging.iterdir() if staging.is_dir() else []) if list(d.rglob("*.ipynb"))]
+        if busy and running:
+            pids = client.run(os.getpid)
+            owner = {pids[w]: w for w in busy}
+            hit = [d for d in running if int(d.name.split(".")[-2]) in owner]
+            if hit:
+                victim = int(hit[0].name.split(".")[-2])
+                os.kill(victim, signal.SIGKILL)
+    assert victim is not None, "no point was seen running"
+    th.join(timeout=400)
+    assert not th.is_alive()
+    out = box["out"]
+    rows = sweep.read_table(plan.out_dir / "results.csv")
+    assert [r["status"] for r in rows] == ["ok", "ok", "ok"] and not out["failed"]
+    assert [float(r["product"]) for r in rows] == [2.0, 4.0, 6.0]  # x * n with the default n = 2
+    # the killed attempt left its staging folder behind; the point itself was rerun on a live worker
+    assert any(d.name.split(".")[-2] == str(victim) for d in staging.iterdir())
+    assert victim not in client.run(os.getpid).values()
