@@ -70,7 +70,8 @@ def fast_path_unsupported(model: nn.Module) -> str | None:
         if getattr(mod, "inplace", False):
             return f"{label} ({type(mod).__name__}) works in place"
         if isinstance(mod, _PARAM_LAYERS):
-            if isinstance(mod, nn.Conv2d) and (mod.groups != 1 or mod.padding_mode != "zeros" or isinstance(mod.padding, str)):
+            if isinstance(mod, nn.Conv2d) and (mod.groups != 1 or mod.padding_mode != "zeros"
+                                               or isinstance(mod.padding, str)):
                 return f"{label}: Conv2d with groups, string padding or a non-zero padding mode"
             continue
         if isinstance(mod, _FREE_LAYERS):
@@ -156,9 +157,10 @@ def _layer_terms(mod: nn.Module, a: torch.Tensor, g: torch.Tensor, m: int, s: in
     if isinstance(mod, nn.Conv2d):
         L = g.shape[2] * g.shape[3]
         d_out, d_in = mod.weight.shape[0], mod.weight[0].numel()
-        if L >= 256 and not _ghost_is_cheaper(s * L, d_in, d_out):
+        if L >= 256 and a.shape[1] >= 16 and not _ghost_is_cheaper(s * L, d_in, d_out):
             # per-group weight gradients by one grouped convolution: groups = sub-batches, batch = position
-            # in the sub-batch (a_(h, j) -> batch j, channel block h); cheaper than unfold at large resolution
+            # in the sub-batch (a_(h, j) -> batch j, channel block h); faster than patches at large resolution
+            # (measured on CPU; with few input channels, e.g. RGB, the grouped kernel is slow: patches instead)
             cin, H, W = a.shape[1:]
             ag = a.view(m, s, cin, H, W).transpose(0, 1).reshape(s, m * cin, H, W)
             gg = g.view(m, s, d_out, *g.shape[2:]).transpose(0, 1).reshape(s, m * d_out, *g.shape[2:])
@@ -224,8 +226,9 @@ def clipped_group_sum(
     with the norm over all parameters. Returns ``({name: U's block}, norms)`` with ``norms[h] = ||a_h||``.
 
     ``params`` are the values of ``model``'s named parameters (used through ``functional_call``); the model
-    must pass :func:`fast_path_unsupported`. One forward, one backward to the layer outputs, then the layer
-    formulas of the module docstring; no (B x D) matrix is formed."""
+    must pass :func:`fast_path_unsupported`. One forward, one backward to the layer outputs (the layer formulas
+    of the module docstring applied to each backprop as it arrives), then one product per layer; no (B x D)
+    matrix is formed."""
     m, s = int(sub_batches), int(sub_batch_size)
     if X.shape[0] != m * s:
         raise DPValueError(f"X must have sub_batches * sub_batch_size = {m * s} rows, got {X.shape[0]}")
@@ -234,38 +237,43 @@ def clipped_group_sum(
     for name, mod in model.named_modules():
         if isinstance(mod, _PARAM_LAYERS) and list(mod.parameters(recurse=False)):
             owners[mod] = name
-    seen: dict[nn.Module, tuple[torch.Tensor, torch.Tensor]] = {}
+    called: set[nn.Module] = set()
+    terms: list[tuple[str, torch.Tensor, Callable]] = []
+    # every layer output gets "+ z" with z a scalar zero leaf: the backward to z passes through every layer
+    # output (and no parameter gradient is formed); a hook on each output turns its backprop g into the layer's
+    # norms and finisher as soon as it arrives, so no layer's g outlives its own step of the backward pass
+    z = torch.zeros((), dtype=X.dtype, device=X.device, requires_grad=True)
 
     def hook(mod, inp, out):
-        if mod in seen:
+        if mod in called:
             raise DPValueError(f"module {owners[mod] or type(mod).__name__} is called twice in one forward pass: "
                                "grad_mode='ghost' needs each layer once (use grad_mode='vmap')")
-        seen[mod] = (inp[0].detach(), out)
+        called.add(mod)
+        a = inp[0].detach()
+        out = out + z
+
+        def on_backprop(g):
+            terms.append((owners[mod], *_layer_terms(mod, a, g.detach(), m, s)))
+
+        out.register_hook(on_backprop)
+        return out
 
     leaves = {k: v.detach().requires_grad_(True) for k, v in params.items()}
     handles = [mod.register_forward_hook(hook) for mod in owners]
     try:
         with torch.enable_grad():
-            out = functional_call(model, leaves, (X,))
-            total = loss(out, y)
-            mods = list(seen)
-            grads = torch.autograd.grad(total, [seen[mod][1] for mod in mods], allow_unused=True)
+            total = loss(functional_call(model, leaves, (X,)), y)
+            torch.autograd.grad(total, [z], allow_unused=True)
     finally:
         for h in handles:
             h.remove()
     sq = torch.zeros(m, dtype=X.dtype, device=X.device)
-    finishers = []
-    for mod, g in zip(mods, grads):
-        if g is None:
-            continue
-        q, fin = _layer_terms(mod, seen[mod][0], g.detach(), m, s)
+    for _, q, _ in terms:
         sq = sq + q
-        finishers.append((owners[mod], fin))
-    del seen, grads
     norms = sq.clamp_min(0).sqrt() / s  # ||a_h|| = ||group sum|| / s
     c = 1.0 / (s * torch.clamp(norms / float(clip), min=1.0))  # [a_h]_C = (group sum) / (s max(1, ||a_h|| / C))
     U = {k: torch.zeros_like(v) for k, v in params.items()}
-    for prefix, fin in finishers:
+    for prefix, _, fin in terms:
         for k, v in fin(c).items():
             U[f"{prefix}.{k}" if prefix else k] = v
     return U, norms
