@@ -138,7 +138,8 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=["mlp", "cnn"], choices=["mlp", "cnn", "wrn16-4"])
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--steps", type=int, default=10, help="timed steps per round")
+    ap.add_argument("--steps", type=int, default=4, help="timed steps per round (CNN, WRN)")
+    ap.add_argument("--mlp-steps", type=int, default=40, help="timed steps per round for the (fast) MLP")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--hidden", type=int, default=128, help="MLP hidden units (3072 -> hidden -> 10, tanh)")
     ap.add_argument("--threads", type=int, default=2, help="torch threads (0: torch's default)")
@@ -157,7 +158,7 @@ def main() -> None:
         for model in args.models:
             for method in args.methods:
                 cmd = [sys.executable, __file__, "--worker", method, "--model", model, "--batch", str(args.batch),
-                       "--steps", str(args.steps), "--hidden", str(args.hidden), "--threads", str(args.threads),
+                       "--steps", str(args.mlp_steps if model == "mlp" else args.steps), "--hidden", str(args.hidden), "--threads", str(args.threads),
                        "--device", args.device]
                 out = subprocess.run(cmd, capture_output=True, text=True)
                 if out.returncode:
@@ -168,7 +169,7 @@ def main() -> None:
                 print(f"round {r + 1} {model:4s} {method:13s} {rec['steps_per_s']:9.2f} steps/s "
                       f"{rec['mem_mib']:8.1f} MiB ({rec['path']})", file=sys.stderr, flush=True)
     res = {"torch": torch.__version__, "threads": args.threads, "device": args.device, "batch": args.batch,
-           "steps": args.steps, "rounds": args.rounds, "hidden": args.hidden, "cpus": os.cpu_count(),
+           "steps": args.steps, "mlp_steps": args.mlp_steps, "rounds": args.rounds, "hidden": args.hidden, "cpus": os.cpu_count(),
            "loadavg_end": os.getloadavg(), "models": {}}
     try:
         import opacus

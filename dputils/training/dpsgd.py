@@ -353,8 +353,11 @@ def train(
             if on_round is not None:
                 on_round(info)
             eta = config.lr_schedule(t) if config.lr_schedule is not None else config.lr
-            velocity = config.outer_momentum * velocity + Ubar / m
-            w = w - eta * velocity
+            if config.outer_momentum:
+                velocity = config.outer_momentum * velocity + Ubar / m
+                w = w - eta * velocity
+            else:  # w - eta * Ubar / m in one pass over the D coordinates (a new tensor: info.params keeps the old)
+                w = torch.add(w, Ubar, alpha=-eta / m)
             t += 1
         with torch.no_grad():
             named = dict(model.named_parameters())
