@@ -1,118 +1,203 @@
-"""DP-SGD throughput: per-sample-gradient steps vs non-private steps of the same model, and Opacus.
+"""DP-SGD throughput: ``dputils.training.train`` against Opacus and non-private SGD, in the same run.
 
-Measures steps per second of one optimisation step on random CIFAR-shaped data (3x32x32, 10 classes):
+Steps per second of one optimisation step (forward, per-example gradients or their norms, clipping at C, Gaussian
+noise, update) on random CIFAR-shaped data (3x32x32, 10 classes), same model, batch, clip and noise for all:
 
-* ``nonprivate``: a plain SGD step (one backward pass on the batch mean loss);
-* ``dputils``: DP-SGD with ``dputils.training.per_sample_gradients`` (torch.func vmap + grad), per-example
-  clipping with ``clip_rows`` and Gaussian noise, the code path the book's training uses;
-* ``opacus``: Opacus' ``GradSampleModule`` hooks + clipping + noise (when opacus is installed).
+* ``nonprivate``: plain SGD (one backward pass of the batch mean loss);
+* ``dputils``: ``dputils.training.train`` itself, individual clipping (s = 1, m = batch), shuffling, noise std
+  ``sigma * C`` (``noise_multiplier_scale=1``), ``grad_mode="auto"`` (the ghost path of
+  :mod:`dputils.training.fastgrad` on these models);
+* ``dputils-vmap``: the same with ``grad_mode="vmap"`` (per-example gradients with torch.func), the old path;
+* ``opacus``: ``PrivacyEngine.make_private`` with its default ``grad_sample_mode="hooks"``;
+* ``opacus-ghost``: the same with ``grad_sample_mode="ghost"`` (its fast gradient clipping, two backward passes).
 
-Models: ``cnn`` (a small 4-conv GroupNorm CNN, the CPU default) and ``wrn16-4`` (WideResNet-16-4 with
-GroupNorm, the "Let's Ask Gauss" CIFAR-10 model, meant for a GPU). The ratio dputils/nonprivate is the
-price of privacy per step; dputils/opacus compares the two per-sample-gradient implementations.
+Each (round, model, method) runs in a fresh subprocess (so its peak memory is its own), methods interleaved within
+a round so that a change in the machine's load hits all of them; the table shows medians over the rounds, and
+the ratios are medians of the per-round ratios. Memory: the growth of the process's peak resident set size
+(``ru_maxrss``) from just before the warm-up step (data, model and Opacus' wrappers already built) to the end.
+Opacus and the non-private loop index the in-memory tensors batch by batch, as ``train`` does (no DataLoader
+in the timed loop); every method gets one warm-up step first.
 
-    python benchmarks/bench_dpsgd.py --model cnn --batch 64 --steps 5
-    python benchmarks/bench_dpsgd.py --model wrn16-4 --batch 256 --steps 20 --device cuda --json out.json
+    python benchmarks/bench_dpsgd.py                                   # mlp and cnn, batch 256, 3 rounds, 2 threads
+    python benchmarks/bench_dpsgd.py --models cnn --steps 5 --rounds 5 --json out.json
+    python benchmarks/bench_dpsgd.py --models cnn wrn16-4 --device cuda --threads 0
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
 import time
 
-import torch
-from torch import nn
-
-from dputils.training import clip_rows, per_sample_gradients, resolve_device
-from dputils.training.models import small_cnn, wide_resnet
+METHODS = ("nonprivate", "dputils", "dputils-vmap", "opacus", "opacus-ghost")
+CLIP, SIGMA, LR = 1.0, 1.0, 0.1
 
 
-def _sync(device):
+def _rss_mib() -> float:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def worker(args) -> dict:
+    """One method, one model, one timing: returns steps/s and memory growth."""
+    import torch
+    from torch import nn
+
+    from dputils.training import DPSGDConfig, make_mlp, resolve_device, train
+    from dputils.training.models import small_cnn, wide_resnet
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = resolve_device(args.device)
+    torch.manual_seed(0)
+    B, steps = args.batch, args.steps
+    if args.model == "mlp":
+        make = lambda: make_mlp(3 * 32 * 32, 10, hidden=args.hidden)  # noqa: E731
+        shape = (3 * 32 * 32,)
+    else:
+        make = small_cnn if args.model == "cnn" else wide_resnet
+        shape = (3, 32, 32)
+    n = B * steps
+    X = torch.randn(n, *shape, device=device)
+    y = torch.randint(0, 10, (n,), device=device)
+    model = make().to(device)
     if device.type == "cuda":
         torch.cuda.synchronize()
+    method = args.worker
 
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
 
-def _time(step, steps: int, device) -> float:
-    step()  # warm-up (kernels, allocator)
-    _sync(device)
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    _sync(device)
-    return steps / (time.perf_counter() - t0)
+    if method.startswith("dputils"):
+        mode = "vmap" if method == "dputils-vmap" else "auto"
+
+        def cfg(k):
+            return DPSGDConfig(epochs=1, sub_batch_size=1, sub_batches=B, clip=CLIP, sigma=SIGMA, lr=LR,
+                               noise_multiplier_scale=1.0, device=str(device), seed=0, grad_mode=mode, history=False)
+
+        base = _rss_mib()
+        train(model, X[:B], y[:B], cfg(1))  # warm-up: one step
+        sync()
+        t0 = time.perf_counter()
+        res = train(model, X, y, cfg(steps))
+        sync()
+        secs = time.perf_counter() - t0
+        assert res.rounds == steps
+        used = res.grad_mode
+    else:
+        loss_fn = nn.CrossEntropyLoss()
+        opt = torch.optim.SGD(model.parameters(), lr=LR)
+        crit = loss_fn
+        if method.startswith("opacus"):
+            from opacus import PrivacyEngine
+
+            loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X, y), batch_size=B)
+            engine = PrivacyEngine()
+            mode = "ghost" if method == "opacus-ghost" else "hooks"
+            out = engine.make_private(module=model, optimizer=opt, data_loader=loader, noise_multiplier=SIGMA,
+                                      max_grad_norm=CLIP, poisson_sampling=False, grad_sample_mode=mode,
+                                      criterion=loss_fn)
+            if mode == "ghost":
+                model, opt, crit, _ = out
+            else:
+                model, opt, _ = out
+        used = method
+        perm = torch.randperm(n, device=device)
+
+        def step(b):
+            rows = perm[b * B : (b + 1) * B]
+            opt.zero_grad(set_to_none=True)
+            loss = crit(model(X[rows]), y[rows])
+            loss.backward()
+            opt.step()
+
+        base = _rss_mib()
+        step(0)  # warm-up
+        sync()
+        t0 = time.perf_counter()
+        for b in range(steps):
+            step(b)
+        sync()
+        secs = time.perf_counter() - t0
+    return {"method": method, "model": args.model, "steps_per_s": steps / secs, "path": used,
+            "mem_mib": max(0.0, _peak_mib() - base), "params": sum(p.numel() for p in make().parameters())}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default="cnn", choices=["cnn", "wrn16-4"])
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--device", default="auto")
-    ap.add_argument("--no-opacus", action="store_true")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", nargs="+", default=["mlp", "cnn"], choices=["mlp", "cnn", "wrn16-4"])
+    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--steps", type=int, default=4, help="timed steps per round (CNN, WRN)")
+    ap.add_argument("--mlp-steps", type=int, default=40, help="timed steps per round for the (fast) MLP")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--hidden", type=int, default=128, help="MLP hidden units (3072 -> hidden -> 10, tanh)")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads (0: torch's default)")
+    ap.add_argument("--device", default="cpu")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--model", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    device = resolve_device(args.device)
-    torch.manual_seed(0)
-    make = small_cnn if args.model == "cnn" else wide_resnet
-    model = make().to(device)
-    X = torch.randn(args.batch, 3, 32, 32, device=device)
-    y = torch.randint(0, 10, (args.batch,), device=device)
-    lr, clip, sigma = 0.1, 1.0, 1.0
-    n_params = sum(p.numel() for p in model.parameters())
-    loss_fn = nn.CrossEntropyLoss()
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    if args.worker:
+        print(json.dumps(worker(args)))
+        return
+    import torch
 
-    def nonprivate():
-        opt.zero_grad(set_to_none=True)
-        loss_fn(model(X), y).backward()
-        opt.step()
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for r in range(args.rounds):
+        for model in args.models:
+            for method in args.methods:
+                cmd = [sys.executable, __file__, "--worker", method, "--model", model, "--batch", str(args.batch),
+                       "--steps", str(args.mlp_steps if model == "mlp" else args.steps), "--hidden", str(args.hidden), "--threads", str(args.threads),
+                       "--device", args.device]
+                out = subprocess.run(cmd, capture_output=True, text=True)
+                if out.returncode:
+                    print(f"{model}/{method} failed:\n{out.stderr[-2000:]}", file=sys.stderr)
+                    continue
+                rec = json.loads(out.stdout.strip().splitlines()[-1])
+                runs.setdefault((model, method), []).append(rec)
+                print(f"round {r + 1} {model:4s} {method:13s} {rec['steps_per_s']:9.2f} steps/s "
+                      f"{rec['mem_mib']:8.1f} MiB ({rec['path']})", file=sys.stderr, flush=True)
+    res = {"torch": torch.__version__, "threads": args.threads, "device": args.device, "batch": args.batch,
+           "steps": args.steps, "mlp_steps": args.mlp_steps, "rounds": args.rounds, "hidden": args.hidden, "cpus": os.cpu_count(),
+           "loadavg_end": os.getloadavg(), "models": {}}
+    try:
+        import opacus
 
-    def dputils_step():
-        params = {k: v.detach() for k, v in model.named_parameters()}
-        G = per_sample_gradients(model, params, X, y)
-        U = clip_rows(G, clip).sum(0)
-        U = U + sigma * clip * torch.randn_like(U)
-        with torch.no_grad():
-            i = 0
-            for p in model.parameters():
-                n = p.numel()
-                p -= lr * U[i : i + n].view_as(p) / args.batch
-                i += n
-
-    res = {"device": str(device), "gpu": torch.cuda.get_device_name(0) if device.type == "cuda" else None,
-           "model": args.model, "params": n_params, "batch": args.batch, "torch": torch.__version__}
-    res["nonprivate_steps_per_s"] = _time(nonprivate, args.steps, device)
-    res["dputils_steps_per_s"] = _time(dputils_step, args.steps, device)
-    if not args.no_opacus:
-        try:
-            from opacus import GradSampleModule
-
-            gsm = GradSampleModule(make().to(device))
-            opt2 = torch.optim.SGD(gsm.parameters(), lr=lr)
-
-            def opacus_step():
-                opt2.zero_grad(set_to_none=True)
-                loss_fn(gsm(X), y).backward()
-                ps = [p for p in gsm.parameters() if p.requires_grad]
-                G = torch.cat([p.grad_sample.reshape(args.batch, -1) for p in ps], dim=1)
-                U = clip_rows(G, clip).sum(0)
-                U = U + sigma * clip * torch.randn_like(U)
-                with torch.no_grad():
-                    i = 0
-                    for p in ps:
-                        n = p.numel()
-                        p -= lr * U[i : i + n].view_as(p) / args.batch
-                        i += n
-                        p.grad_sample = None
-
-            res["opacus_steps_per_s"] = _time(opacus_step, args.steps, device)
-        except ImportError:
-            res["opacus_steps_per_s"] = None
-    res["dputils_over_nonprivate"] = res["dputils_steps_per_s"] / res["nonprivate_steps_per_s"]
-    if res.get("opacus_steps_per_s"):
-        res["dputils_over_opacus"] = res["dputils_steps_per_s"] / res["opacus_steps_per_s"]
+        res["opacus"] = opacus.__version__
+    except ImportError:
+        res["opacus"] = None
+    for model in args.models:
+        rows = {m: runs.get((model, m), []) for m in args.methods}
+        entry = {"params": next((v[0]["params"] for v in rows.values() if v), None)}
+        for m, v in rows.items():
+            if v:
+                entry[m] = {"steps_per_s": statistics.median(x["steps_per_s"] for x in v),
+                            "mem_mib": statistics.median(x["mem_mib"] for x in v), "path": v[0]["path"],
+                            "all_steps_per_s": [x["steps_per_s"] for x in v]}
+        # ratios per round (same round = closest in time), then their median
+        for num in ("dputils", "dputils-vmap"):
+            for den in ("opacus", "opacus-ghost", "nonprivate"):
+                a, b = rows.get(num, []), rows.get(den, [])
+                if a and b and len(a) == len(b):
+                    entry[f"{num}/{den}"] = statistics.median(x["steps_per_s"] / z["steps_per_s"] for x, z in zip(a, b))
+        res["models"][model] = entry
     print(json.dumps(res, indent=2))
+    print(f"\n| model | {' | '.join(args.methods)} |", file=sys.stderr)
+    for model, e in res["models"].items():
+        cells = [f"{e[m]['steps_per_s']:.2f} ({e[m]['mem_mib']:.0f} MiB)" if m in e else "-" for m in args.methods]
+        print(f"| {model} | {' | '.join(cells)} |", file=sys.stderr)
+        print("  " + ", ".join(f"{k} {v:.2f}x" for k, v in e.items() if "/" in k), file=sys.stderr)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(res, fh, indent=2)

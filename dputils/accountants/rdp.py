@@ -63,7 +63,7 @@ def _log_a_int(q: float, sigma: float, alpha: int) -> float:
 
 
 def _log_a_frac_logspace(q: float, sigma: float, alpha: float) -> float:
-    """log A_alpha for fractional alpha > 1: the trapezoid rule on a uniform grid, checked against half the grid.
+    r"""log A_alpha for fractional alpha > 1: the trapezoid rule on a uniform grid, checked against half the grid.
 
     The integrand :math:`\varphi_\sigma(x)(1 - q + q e^{(2x-1)/(2\sigma^2)})^\alpha` is analytic and decays
     like a Gaussian, so the trapezoid rule converges geometrically in 1/h; the grid spans
@@ -130,7 +130,7 @@ def _binomial_excess(u: np.ndarray, alpha: float) -> np.ndarray:
 
 
 def _log_a_frac(q: float, sigma: float, alpha: float) -> float:
-    """log A_alpha for fractional alpha > 1, to full relative precision also when it is tiny.
+    r"""log A_alpha for fractional alpha > 1, to full relative precision also when it is tiny.
 
     Where ``log A >= 1e-3`` the log-space rule (:func:`_log_a_frac_logspace`) is used. Below, ``log A`` is
     ``log1p(A - 1)`` with :math:`A - 1 = \mathbb{E}[r^\alpha - 1 - \alpha(r - 1)]`, ``r = 1 - q + q e^{(2x-1)/(2\sigma^2)}``

@@ -1,5 +1,7 @@
 """Generalized DP-SGD (Algorithm 1 of ``vandijk_shuffling``) in torch: individual or batch clipping,
-shuffling, subsampling or Poisson sampling, inner first-order procedures, canary hooks, ``device="auto"``; single-pass DP-FTRL with tree-aggregated noise (:mod:`.ftrl`)."""
+shuffling, subsampling or Poisson sampling, inner first-order procedures, canary hooks, clipped sums without
+per-example gradients (:mod:`.fastgrad`), ``device="auto"``; single-pass DP-FTRL with tree-aggregated noise
+(:mod:`.ftrl`)."""
 
 from .dpsgd import (
     DPSGDConfig,
@@ -10,6 +12,7 @@ from .dpsgd import (
     make_mlp,
     per_sample_gradients,
     resolve_device,
+    resolve_grad_mode,
     train,
 )
 from .ftrl import (
@@ -35,6 +38,7 @@ __all__ = [
     "make_mlp",
     "per_sample_gradients",
     "resolve_device",
+    "resolve_grad_mode",
     "train",
     "FTRLConfig",
     "FTRLResult",

@@ -12,14 +12,21 @@ One round b of epoch e (round index t):
                is the paper's analysis (replacement-style neighbours, sensitivity 2C)
     w       <- w - eta_t * Ubar / m     (optionally through momentum on the released Ubar/m: post-processing)
 
-Individual clipping (eq. 1) is s = 1 with m the batch size (per-sample gradients by ``torch.func`` vmap +
-grad); batch clipping (eq. 2-4) is m = 1 with s the batch size.  ``inner``:
+Individual clipping (eq. 1) is s = 1 with m the batch size; batch clipping (eq. 2-4) is m = 1 with s the
+batch size.  ``inner``:
 
 * ``"mean-gradient"`` (eq. 4): ``a_h = (1/s) sum_{i in S_{b,h}} grad f(w, xi_i)``; vectorized over the m
   sub-batches with vmap (for s = 1 this is the per-sample gradient of eq. 1);
 * ``"sgd"`` (eq. 2): s sequential SGD steps from w with step ``inner_lr``, ``a_h = sum_j grad f(w_j, xi_j)``;
 * ``"momentum"``: the same with heavy-ball momentum, state fresh for every call of A (so that ``a_h``
   depends only on w and ``S_{b,h}``).
+
+How U is computed (``grad_mode``): ``"ghost"`` forms U without the (m x D) matrix of the a_h, from one forward
+and one backward pass (per-layer norms from activations and backprops, then one re-weighted product per layer;
+:mod:`dputils.training.fastgrad`), exact for the ``mean-gradient`` inner procedure (and any inner procedure at
+s = 1, where all three give the one gradient) on models of supported layers; ``"vmap"`` stacks the a_h with
+``torch.func`` (vmap + grad) and clips the rows; ``"auto"`` (default) takes ``"ghost"`` where it is exact and
+``"vmap"`` otherwise.  Both give the same U up to float rounding.
 
 Hooks for auditing: ``extra_gradients(info)`` may return extra per-example gradient vectors (k, D)
 that are clipped and summed into U like any other term (a canary's gradient); ``on_round(info)`` sees
@@ -39,7 +46,7 @@ from torch.func import functional_call, grad, vmap
 
 from ..errors import DPValueError, check_choice, check_nonnegative, check_nonnegative_int, check_positive, check_positive_int
 
-__all__ = ["DPSGDConfig", "RoundInfo", "TrainResult", "resolve_device", "per_sample_gradients", "clip_rows", "train", "evaluate", "make_mlp"]
+__all__ = ["DPSGDConfig", "RoundInfo", "TrainResult", "resolve_device", "per_sample_gradients", "clip_rows", "train", "evaluate", "make_mlp", "resolve_grad_mode", "GRAD_MODES"]
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -58,6 +65,9 @@ def make_mlp(in_dim: int, n_classes: int, hidden: int = 0) -> nn.Module:
     if hidden:
         return nn.Sequential(nn.Linear(in_dim, hidden), nn.Tanh(), nn.Linear(hidden, n_classes))
     return nn.Linear(in_dim, n_classes)
+
+
+GRAD_MODES = ("auto", "ghost", "vmap")
 
 
 @dataclass
@@ -79,7 +89,9 @@ class DPSGDConfig:
     lr_schedule: Callable[[int], float] | None = None  # t -> eta_t (overrides lr)
     device: str = "auto"
     seed: int = 0
-    microbatch: int = 0  # individual clipping: per-sample gradients in chunks of this many rows (0 = all at once)
+    microbatch: int = 0  # per-sample gradients in chunks of this many rows (0 = all at once); whole sub-batches
+    grad_mode: str = "auto"  # auto | ghost | vmap: how U is computed (module docstring)
+    history: bool = True  # evaluate train (and test) loss and accuracy at the end of every epoch
 
     def validate(self, n: int) -> None:
         check_positive_int("epochs", self.epochs)
@@ -91,6 +103,7 @@ class DPSGDConfig:
         check_positive("lr", self.lr)
         check_choice("sampler", self.sampler, ("shuffle", "subsample", "poisson"))
         check_choice("inner", self.inner, ("mean-gradient", "sgd", "momentum"))
+        check_choice("grad_mode", self.grad_mode, GRAD_MODES)
         check_nonnegative("noise_multiplier_scale", self.noise_multiplier_scale)
         if not 0 <= self.outer_momentum < 1:
             raise DPValueError(f"outer_momentum must be in [0, 1), got {self.outer_momentum!r}")
@@ -125,6 +138,7 @@ class TrainResult:
     noise_to_signal: list[float] = field(default_factory=list)  # ||noise|| / ||U|| per round
     rounds: int = 0
     config: DPSGDConfig | None = None
+    grad_mode: str = ""  # the path that ran: "ghost" or "vmap"
 
     @property
     def final(self) -> dict[str, float]:
@@ -198,6 +212,42 @@ def evaluate(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> dict[str, fl
     return {"loss": float(nn.functional.cross_entropy(out, y)), "accuracy": float((out.argmax(1) == y).float().mean())}
 
 
+def resolve_grad_mode(model: nn.Module, config: DPSGDConfig) -> str:
+    """The path :func:`train` takes: ``"ghost"`` (:mod:`.fastgrad`) or ``"vmap"``. ``"auto"`` picks ghost when it
+    is exact: the inner procedure is the mean gradient (or s = 1) and every module of ``model`` is supported."""
+    from .fastgrad import fast_path_unsupported
+
+    mode = check_choice("grad_mode", config.grad_mode, GRAD_MODES)
+    if mode == "vmap":
+        return "vmap"
+    why = None
+    if config.sub_batch_size > 1 and config.inner != "mean-gradient":
+        why = f"inner={config.inner!r} with sub_batch_size > 1 is a sequential procedure, not a gradient"
+    else:
+        why = fast_path_unsupported(model)
+    if why is None:
+        return "ghost"
+    if mode == "ghost":
+        raise DPValueError(f"grad_mode='ghost' does not apply: {why}")
+    return "vmap"
+
+
+def _ghost_sum(model, p, X, y, idx: torch.Tensor, s: int, C: float, microbatch: int, w: torch.Tensor) -> torch.Tensor:
+    """U = sum_h [a_h]_C over the groups of ``idx`` ((m, s), or (k,) rows for s = 1), in chunks of whole groups
+    holding at most ``microbatch`` rows (0: all at once)."""
+    from .fastgrad import clipped_group_sum
+
+    groups = idx.reshape(-1, s)
+    step = groups.shape[0] if not microbatch else max(1, int(microbatch) // s)
+    U = None
+    for chunk in torch.split(groups, step):
+        rows = chunk.flatten()
+        part, _ = clipped_group_sum(model, p, X[rows], y[rows], C, chunk.shape[0], s)
+        flat = _flat(part)
+        U = flat if U is None else U + flat
+    return U if U is not None else torch.zeros_like(w)
+
+
 def _setup(model: nn.Module, X, y, X_test, y_test, config) -> tuple:
     """Shared start of a training run (DP-SGD and DP-FTRL): the device, the sampling generator (CPU, seeded
     with ``config.seed``: coins public to the strong adversary), the noise generator (on the device, seed + 1),
@@ -241,7 +291,8 @@ def train(
     ms = m * s
     R = max(1, round(n / ms))
     velocity = torch.zeros_like(w)
-    result = TrainResult(model=model, config=config)
+    mode = resolve_grad_mode(model, config)
+    result = TrainResult(model=model, config=config, grad_mode=mode)
     t = 0
     it = range(config.epochs)
     if progress:
@@ -260,8 +311,12 @@ def train(
             if config.sampler != "poisson":
                 idx = idx[torch.randperm(ms, generator=gen).to(device)].view(m, s)  # random split into sub-batches
             p = _unflat(w, params)
-            U_pre = None  # clipped sum computed chunk by chunk (config.microbatch)
+            U_pre = None  # clipped sum computed chunk by chunk (config.microbatch), or by the ghost path
             if idx.numel() == 0:
+                A = torch.zeros(0, w.numel(), device=device)
+            elif mode == "ghost":
+                U_pre = _ghost_sum(model, p, X, y, idx, 1 if config.sampler == "poisson" else s, C,
+                                   config.microbatch, w)
                 A = torch.zeros(0, w.numel(), device=device)
             elif config.sampler == "poisson" or s == 1:
                 flat_idx = idx.flatten()
@@ -284,9 +339,12 @@ def train(
                 extra = extra_gradients(info)
                 if extra is not None:
                     A = torch.cat([A, torch.as_tensor(extra, dtype=w.dtype, device=device).reshape(-1, w.numel())])
-            U = clip_rows(A, C).sum(0) if A.shape[0] else torch.zeros_like(w)
-            if U_pre is not None:
-                U = U + U_pre
+            if A.shape[0]:
+                U = clip_rows(A, C).sum(0)
+                if U_pre is not None:
+                    U = U + U_pre
+            else:
+                U = U_pre if U_pre is not None else torch.zeros_like(w)
             noise = noise_std * torch.randn(w.shape, generator=noise_gen, device=device, dtype=w.dtype)
             Ubar = U + noise
             un = float(U.norm())
@@ -295,13 +353,19 @@ def train(
             if on_round is not None:
                 on_round(info)
             eta = config.lr_schedule(t) if config.lr_schedule is not None else config.lr
-            velocity = config.outer_momentum * velocity + Ubar / m
-            w = w - eta * velocity
+            if config.outer_momentum:
+                velocity = config.outer_momentum * velocity + Ubar / m
+                w = w - eta * velocity
+            else:  # w - eta * Ubar / m in one pass over the D coordinates (a new tensor: info.params keeps the old)
+                w = torch.add(w, Ubar, alpha=-eta / m)
             t += 1
-        rec = {"epoch": e + 1}
         with torch.no_grad():
+            named = dict(model.named_parameters())
             for k, v in _unflat(w, params).items():
-                dict(model.named_parameters())[k].copy_(v)
+                named[k].copy_(v)
+        if not config.history:
+            continue
+        rec = {"epoch": e + 1}
         rec.update({f"train_{k}": v for k, v in evaluate(model, X, y).items()})
         if X_test is not None:
             rec.update({f"test_{k}": v for k, v in evaluate(model, X_test, y_test).items()})
