@@ -134,7 +134,7 @@ def test_wide_bands_dp_matches_bruteforce(b, p, alpha, G, sigma):
 def test_dp_memory_estimate_covers_the_peak(case):
     name, k, b, p, amax = case
     Gp, _ = truncate_gram(build_strategy(name, k, b, p).gram, p)
-    wrap = renyi._needs_wrap(Gp, p) and b >= 2 * p - 2
+    wrap = renyi.needs_wrap(Gp, p) and b >= 2 * p - 2
     backends = ["numpy", "vectorised"] + (["numba"] if renyi.dp_backend("auto") == "numba" else [])
     for be in backends:
         log_partition_dp(Gp, 1.0, 3, p, backend=be)  # warm up (compiled kernels load once)

@@ -55,7 +55,7 @@ from .renyi import (
     rho_add_tight,
     rho_remove,
     DEFAULT_ADD_CLASSES,
-    _needs_wrap,
+    needs_wrap,
 )
 from .factorizations import truncate_gram
 
@@ -138,7 +138,7 @@ def tiered_rho_remove(
     used = np.zeros(a.size, dtype=np.int64)
     for p in range(min(max_bands, b), 0, -1):
         Gp, _ = truncate_gram(G, p)
-        wrap = _needs_wrap(Gp, p) and b >= 2 * p - 2
+        wrap = needs_wrap(Gp, p) and b >= 2 * p - 2
         # p = 1 covers every order (its cost was checked by the plan); wider tiers as far as the budget goes
         amax = int(a[-1]) if p == 1 else _largest_fitting(p, b, wrap, int(a[-1]), tier_budget, memory)
         sel = a <= amax

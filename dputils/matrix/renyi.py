@@ -430,7 +430,10 @@ def dp_backend(backend: str = "auto") -> str:
 
 
 # ------------------------------------------------------------------------------------------------ log S
-def _needs_wrap(Gp: np.ndarray, bands: int) -> bool:
+def needs_wrap(Gp: np.ndarray, bands: int) -> bool:
+    """Whether the banded Gram matrix ``Gp`` couples slots at linear distance >= ``bands`` (its cyclic
+    corner blocks, from several epochs): then the dynamic program must close the cycle (Algorithm 1's
+    outer loop over the first ``bands - 1`` counts)."""
     b = Gp.shape[0]
     i, j = np.triu_indices(b, k=bands)
     return bool(i.size and np.any(Gp[i, j] != 0))
@@ -465,7 +468,7 @@ def log_partition_dp(
     A = check_positive_int("alpha_max", alpha_max)
     p = min(check_positive_int("bands", bands), b)
     s2 = sigma * sigma
-    wrap = _needs_wrap(Gp, p)
+    wrap = needs_wrap(Gp, p)
     if wrap and b < 2 * p - 2:
         # prefix and final window would overlap: fall back to a window over all slots (exact, no wrap)
         p, wrap = b, False
