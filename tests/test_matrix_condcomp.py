@@ -19,7 +19,17 @@ from dputils.matrix.condcomp import (
     sample_ternary_loss,
     step_pairs,
 )
+from dputils.matrix.mechanism import BallsInBinsMatrixMechanism
 from dputils.mechanisms import GaussianMixtureMechanism, SubsampledGaussianMechanism
+
+
+# The accountants take only method options and compose a mechanism; most tests account one run.
+def _acc_mc(strategy, sigma, **options):
+    return MatrixMonteCarloAccountant(**options).compose(BallsInBinsMatrixMechanism(strategy, sigma))
+
+
+def _acc_cc(strategy, sigma, **options):
+    return ConditionalCompositionAccountant(**options).compose(BallsInBinsMatrixMechanism(strategy, sigma))
 
 
 @pytest.mark.parametrize("n,anchor", [(1, 0.0100), (2, 0.0101), (10, 0.0109), (50, 0.0159), (100, 0.0296)])
@@ -119,8 +129,8 @@ def test_target5_calibrated_sigma_dpsgd(eps, anchor):
     # sigma lies within +-0.5% of the note's anchor, i.e. the bound holds at 1.005 x anchor and fails at 0.995 x.
     # (Our own bisection gives 1.4450 / 1.1182 / 0.9164.)
     s = build_strategy("identity", 1, 100)
-    above = ConditionalCompositionAccountant(s, anchor * 1.005, delta_e=5e-6, progress=False).get_delta(eps)
-    below = ConditionalCompositionAccountant(s, anchor * 0.995, delta_e=5e-6, progress=False).get_delta(eps)
+    above = _acc_cc(s, anchor * 1.005, delta_e=5e-6, progress=False).get_delta(eps)
+    below = _acc_cc(s, anchor * 0.995, delta_e=5e-6, progress=False).get_delta(eps)
     assert float(above) <= 1e-5 < float(below)
     assert above.kind == "upper-bound" and above.details["allocation_proved"]
 
@@ -129,7 +139,7 @@ def test_dpsgd_chain_equals_subsampled_gaussian_chain():
     # note check 10: for DP-SGD every per-step pair has the two means {0, 1}; the mixture PLD chain must equal
     # the Poisson-subsampled Gaussian chain with q_n = weight of mean 1, in both directions
     s = build_strategy("identity", 1, 20)
-    acc = ConditionalCompositionAccountant(s, 0.8, delta_e=1e-6, progress=False)
+    acc = _acc_cc(s, 0.8, delta_e=1e-6, progress=False)
     for d in ("remove", "add"):
         mix = PLDAccountant(direction=d, discretization=2e-3)
         sub = PLDAccountant(direction=d, discretization=2e-3)
@@ -147,7 +157,7 @@ def test_chain_agrees_with_dp_accounting_mixture_plds():
     from dp_accounting.pld import privacy_loss_distribution as pldlib
 
     s = build_strategy("bsr", 1, 6, 3)
-    acc = ConditionalCompositionAccountant(s, 1.0, delta_e=1e-7, discretization=5e-3, progress=False)
+    acc = _acc_cc(s, 1.0, delta_e=1e-7, discretization=5e-3, progress=False)
     pairs = acc.step_pairs(1e-7, "remove")
     ref = None
     for sens, w in pairs:
@@ -200,7 +210,7 @@ def test_never_below_the_exact_delta_of_a_two_slot_case(name, epochs, bands, sig
     # brute force: with b = 2 slots the Lemma 2.8 pair lives in a plane, so delta(eps) is a 2-D integral.
     # delta_E is tiny so that the PLD part must carry the bound by itself.
     s = build_strategy(name, epochs, 2, bands)
-    acc = ConditionalCompositionAccountant(s, sigma, delta_e=1e-12, progress=False)
+    acc = _acc_cc(s, sigma, delta_e=1e-12, progress=False)
     for eps in (0.0, 0.25, 0.5, 1.0, 2.0):
         exact = _exact_delta_2d(s, sigma, eps)
         got = float(acc.get_delta(eps))
@@ -217,8 +227,8 @@ def test_bound_sits_above_monte_carlo(name, b, bands, sigma, eps, beats_plain):
     from dputils.curves import gaussian_delta
 
     s = build_strategy(name, 1, b, bands)
-    cc = float(ConditionalCompositionAccountant(s, sigma, progress=False).get_delta(eps))
-    mc = MatrixMonteCarloAccountant(s, sigma, samples=200_000, seed=1).get_delta(eps)
+    cc = float(_acc_cc(s, sigma, progress=False).get_delta(eps))
+    mc = _acc_mc(s, sigma, samples=200_000, seed=1).get_delta(eps)
     assert cc >= mc.lower, (cc, float(mc))
     plain = float(gaussian_delta(eps, math.sqrt(float(np.max(np.diag(s.gram)))), sigma, 0.0, sigma))
     if beats_plain:
@@ -229,30 +239,30 @@ def test_get_delta_and_get_epsilon_are_consistent():
     # without delta_E, get_delta solves delta = delta_PLD(eps; delta/2) + delta/2, so get_epsilon at that
     # delta (which uses delta_E = delta/2) returns eps again, up to the 1% fixed-point tolerance
     s = build_strategy("identity", 1, 20)
-    acc = ConditionalCompositionAccountant(s, 0.9, progress=False)
+    acc = _acc_cc(s, 0.9, progress=False)
     d = acc.get_delta(1.0)
     assert d.details["converged"]
     assert acc.get_epsilon(float(d)).value == pytest.approx(1.0, abs=0.01)
     # and with an explicit delta_E the two queries are exact inverses up to the PLD inversion
-    acc2 = ConditionalCompositionAccountant(s, 0.9, delta_e=1e-6, progress=False)
+    acc2 = _acc_cc(s, 0.9, delta_e=1e-6, progress=False)
     e = acc2.get_epsilon(1e-4).value
     assert float(acc2.get_delta(e)) == pytest.approx(1e-4, rel=1e-6)
 
 
 def test_monotone_in_sigma_and_epsilon():
     s = build_strategy("bsr", 1, 10, 2)
-    ds = [float(ConditionalCompositionAccountant(s, sg, delta_e=1e-8, progress=False).get_delta(1.0))
+    ds = [float(_acc_cc(s, sg, delta_e=1e-8, progress=False).get_delta(1.0))
           for sg in (0.6, 0.8, 1.0, 1.3)]
     assert all(a > b for a, b in zip(ds, ds[1:]))
-    acc = ConditionalCompositionAccountant(s, 0.8, delta_e=1e-8, progress=False)
+    acc = _acc_cc(s, 0.8, delta_e=1e-8, progress=False)
     de = [float(acc.get_delta(e)) for e in (0.0, 0.5, 1.0, 2.0, 4.0)]
     assert all(a >= b for a, b in zip(de, de[1:]))
 
 
 def test_hybrid_allocation_is_labelled_unproven_and_equals_union_for_one_epoch():
     s = build_strategy("identity", 1, 15)
-    u = ConditionalCompositionAccountant(s, 0.9, delta_e=1e-6, progress=False).get_delta(1.0)
-    h = ConditionalCompositionAccountant(s, 0.9, delta_e=1e-6, allocation="hybrid", progress=False).get_delta(1.0)
+    u = _acc_cc(s, 0.9, delta_e=1e-6, progress=False).get_delta(1.0)
+    h = _acc_cc(s, 0.9, delta_e=1e-6, allocation="hybrid", progress=False).get_delta(1.0)
     assert float(u) == float(h)
     assert h.details["allocation_proved"] is False and "without proof" in h.details["caveat"]
     # two epochs: within epoch 2 the hybrid bound of the top component is the epoch's maximum (constant)
@@ -269,11 +279,11 @@ def test_hybrid_allocation_is_labelled_unproven_and_equals_union_for_one_epoch()
 ])
 def test_bad_input_names_the_parameter(kwargs, match):
     with pytest.raises(DPValueError, match=match):
-        ConditionalCompositionAccountant(build_strategy("identity", 1, 5), **kwargs)
+        _acc_cc(build_strategy("identity", 1, 5), **kwargs)
 
 
 def test_delta_e_must_be_below_delta():
-    acc = ConditionalCompositionAccountant(build_strategy("identity", 1, 5), 1.0, delta_e=1e-5, progress=False)
+    acc = _acc_cc(build_strategy("identity", 1, 5), 1.0, delta_e=1e-5, progress=False)
     with pytest.raises(DPValueError, match="delta_e"):
         acc.get_epsilon(1e-5)
 

@@ -28,6 +28,21 @@ from dputils.matrix.allocation import (
 )
 from dputils.matrix.condcomp import ConditionalCompositionAccountant
 from dputils.matrix.condcomp import calibrate as condcomp_calibrate
+from dputils.matrix.mechanism import BallsInBinsMatrixMechanism
+
+
+# The accountants take only method options and compose a mechanism; most tests account one run.
+def _acc_renyi(strategy, sigma, **options):
+    return MatrixRenyiAccountant(**options).compose(BallsInBinsMatrixMechanism(strategy, sigma))
+
+
+def _acc_mc(strategy, sigma, **options):
+    return MatrixMonteCarloAccountant(**options).compose(BallsInBinsMatrixMechanism(strategy, sigma))
+
+
+def _acc_cc(strategy, sigma, **options):
+    return ConditionalCompositionAccountant(**options).compose(BallsInBinsMatrixMechanism(strategy, sigma))
+
 
 #: A refusal must come before any allocation or long loop: well under this many seconds (generous for CI).
 FAST = 10.0
@@ -119,7 +134,7 @@ def test_wide_bands_dp_matches_bruteforce(b, p, alpha, G, sigma):
 def test_dp_memory_estimate_covers_the_peak(case):
     name, k, b, p, amax = case
     Gp, _ = truncate_gram(build_strategy(name, k, b, p).gram, p)
-    wrap = renyi._needs_wrap(Gp, p) and b >= 2 * p - 2
+    wrap = renyi.needs_wrap(Gp, p) and b >= 2 * p - 2
     backends = ["numpy", "vectorised"] + (["numba"] if renyi.dp_backend("auto") == "numba" else [])
     for be in backends:
         log_partition_dp(Gp, 1.0, 3, p, backend=be)  # warm up (compiled kernels load once)
@@ -155,7 +170,7 @@ def test_wide_bands_accountant_is_exact_when_tau_is_zero():
     # remove divergence is Eq. 5 exactly: compare with the brute-force partition sum
     s = build_strategy("bsr", 1, 20, 8)
     assert truncate_gram(s.gram, 8)[1] == 0
-    acc = MatrixRenyiAccountant(s, 1.3, orders=range(2, 5), effective_bands=8)
+    acc = _acc_renyi(s, 1.3, orders=range(2, 5), effective_bands=8)
     r = acc.rdp()
     for i, a in enumerate(range(2, 5)):
         logS = log_partition_bruteforce(s.gram, 1.3, a)
@@ -172,27 +187,27 @@ def test_strategy_too_large_refused():
 
 def test_renyi_max_order_refused():
     s = build_strategy("identity", 1, 100)
-    _refused(lambda: MatrixRenyiAccountant(s, 1.0, orders=range(2, 100_000_001)), "max-order")
-    _refused(lambda: MatrixRenyiAccountant(s, 1.0, orders=range(2, 100_001)), "max-order")
+    _refused(lambda: _acc_renyi(s, 1.0, orders=range(2, 100_000_001)), "max-order")
+    _refused(lambda: _acc_renyi(s, 1.0, orders=range(2, 100_001)), "max-order")
 
 
 def test_renyi_effective_bands_work_refused(monkeypatch):
     monkeypatch.setenv("DPUTILS_MAX_WORK", "1e8")
-    _refused(lambda: MatrixRenyiAccountant(build_strategy("bsr", 1, 50, 4), 1.0, effective_bands=50),
+    _refused(lambda: _acc_renyi(build_strategy("bsr", 1, 50, 4), 1.0, effective_bands=50),
              "effective-bands")
 
 
 def test_mc_samples_refused():
     s = build_strategy("identity", 1, 100)
-    _refused(lambda: MatrixMonteCarloAccountant(s, 1.0, samples=10**12), "samples")
-    _refused(lambda: MatrixMonteCarloAccountant(s, 1.0, seed=-1), "seed")
+    _refused(lambda: _acc_mc(s, 1.0, samples=10**12), "samples")
+    _refused(lambda: _acc_mc(s, 1.0, seed=-1), "seed")
 
 
 def test_condcomp_refused():
     # dense C (BISR) over b = 1000 slots: ~1000 tail bounds per step at each of the 1000 steps
-    _refused(lambda: ConditionalCompositionAccountant(build_strategy("bisr", 1, 1000, 4), 1.0, progress=False),
+    _refused(lambda: _acc_cc(build_strategy("bisr", 1, 1000, 4), 1.0, progress=False),
              "batches")
-    acc = ConditionalCompositionAccountant(build_strategy("identity", 1, 10), 1.0, delta_e=1e-6,
+    acc = _acc_cc(build_strategy("identity", 1, 10), 1.0, delta_e=1e-6,
                                            discretization=1e-9, progress=False)
     _refused(lambda: acc.get_delta(1.0), "discretization")
 
@@ -209,13 +224,13 @@ def test_shuffle_laws_refused():
 @pytest.mark.parametrize("tol", [0.0, -1.0, float("nan"), 1e-300, float("inf"), 0.9])
 def test_calibrate_refuses_bad_tolerance(tol):
     s = build_strategy("identity", 1, 10)
-    _refused(lambda: calibrate_sigma(lambda x: MatrixRenyiAccountant(s, x), 1.0, 1e-5, rel_tol=tol), "rel_tol")
+    _refused(lambda: calibrate_sigma(lambda x: _acc_renyi(s, x), 1.0, 1e-5, rel_tol=tol), "rel_tol")
     _refused(lambda: condcomp_calibrate(s, 1.0, 1e-5, rel_tol=tol), "rel_tol")
 
 
 def test_calibrate_raises_when_it_cannot_converge():
     s = build_strategy("identity", 1, 10)
-    _refused(lambda: calibrate_sigma(lambda x: MatrixRenyiAccountant(s, x), 1.0, 1e-5, rel_tol=1e-12,
+    _refused(lambda: calibrate_sigma(lambda x: _acc_renyi(s, x), 1.0, 1e-5, rel_tol=1e-12,
                                      max_evaluations=5), "no convergence", NumericalError)
 
     class _Nan:
@@ -226,7 +241,7 @@ def test_calibrate_raises_when_it_cannot_converge():
             return float("nan")
 
     _refused(lambda: calibrate_sigma(_Nan, 1.0, 1e-5), "nan", NumericalError)
-    _refused(lambda: calibrate_sigma(lambda x: MatrixRenyiAccountant(s, x), 1.0, 1e-5, sigma_start=1e300),
+    _refused(lambda: calibrate_sigma(lambda x: _acc_renyi(s, x), 1.0, 1e-5, sigma_start=1e300),
              "sigma_start")
 
 

@@ -14,11 +14,10 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
+from dputils.accountants.rdp import rdp_to_delta, rdp_to_epsilon
 from dputils.errors import DPValueError
 from dputils.matrix import (
     build_strategy,
-    delta_from_rdp,
-    epsilon_from_rdp,
     feldman_shenfeld_rdp,
     log_partition_bruteforce,
     log_partition_dp,
@@ -27,6 +26,20 @@ from dputils.matrix import (
     truncate_gram,
 )
 from dputils.matrix.allocation import MatrixMonteCarloAccountant, MatrixRenyiAccountant, calibrate_sigma
+from dputils.matrix.mechanism import BallsInBinsMatrixMechanism
+
+
+# The accountants take only method options and compose a mechanism; most tests account one run.
+def _acc_renyi(strategy, sigma, **options):
+    return MatrixRenyiAccountant(**options).compose(BallsInBinsMatrixMechanism(strategy, sigma))
+
+
+def _acc_tight(strategy, sigma, **options):
+    return MatrixRenyiTightAccountant(**options).compose(BallsInBinsMatrixMechanism(strategy, sigma))
+
+
+def _acc_mc(strategy, sigma, **options):
+    return MatrixMonteCarloAccountant(**options).compose(BallsInBinsMatrixMechanism(strategy, sigma))
 
 
 # ------------------------------------------------------------------------------------ Gram anchors (note, sec. 3)
@@ -165,10 +178,10 @@ def test_conversion_matches_dp_accounting():
 
     orders = np.arange(2, 129)
     rho = orders * 1.0 / (2 * 3.0**2)  # plain Gaussian
-    eps, a = epsilon_from_rdp(orders, rho, 1e-5)
+    eps, a = rdp_to_epsilon(orders, rho, 1e-5)
     eps_ref, a_ref = ra.compute_epsilon(orders, rho, 1e-5)
     assert eps == pytest.approx(eps_ref, rel=1e-10) and a == a_ref
-    d, _ = delta_from_rdp(orders, rho, eps)
+    d, _ = rdp_to_delta(orders, rho, eps)
     assert d == pytest.approx(1e-5, rel=1e-8)
 
 
@@ -176,16 +189,16 @@ def test_conversion_matches_dp_accounting():
 @pytest.mark.parametrize("eps,anchor", [(0.5, 1.686), (1, 1.201), (2, 0.862), (4, 0.628), (8, 0.439)])
 def test_calibrated_sigma_dpsgd_n100(eps, anchor):
     s = build_strategy("identity", 1, 100)
-    sig = calibrate_sigma(lambda x: MatrixRenyiAccountant(s, x), eps, 1e-5, rel_tol=1e-4)
+    sig = calibrate_sigma(lambda x: _acc_renyi(s, x), eps, 1e-5, rel_tol=1e-4)
     assert sig == pytest.approx(anchor, rel=5e-3)
-    assert float(MatrixRenyiAccountant(s, sig).get_delta(eps)) <= 1e-5  # conservative by construction
+    assert float(_acc_renyi(s, sig).get_delta(eps)) <= 1e-5  # conservative by construction
 
 
 def test_calibrated_sigma_epoch_identity():
     s1 = build_strategy("identity", 1, 100)
     s10 = build_strategy("identity", 10, 100)
-    a = calibrate_sigma(lambda x: MatrixRenyiAccountant(s1, x), 2.0, 1e-5, rel_tol=1e-6)
-    b = calibrate_sigma(lambda x: MatrixRenyiAccountant(s10, x), 2.0, 1e-5, rel_tol=1e-6)
+    a = calibrate_sigma(lambda x: _acc_renyi(s1, x), 2.0, 1e-5, rel_tol=1e-6)
+    b = calibrate_sigma(lambda x: _acc_renyi(s10, x), 2.0, 1e-5, rel_tol=1e-6)
     assert b == pytest.approx(math.sqrt(10) * a, rel=3e-6)
     assert b == pytest.approx(2.727, rel=5e-3)
 
@@ -194,7 +207,7 @@ def test_calibrated_sigma_epoch_identity():
 def test_mc_one_slot_matches_gaussian_closed_form():
     s = build_strategy("identity", 1, 1)  # b = 1: N(1, sigma^2) vs N(0, sigma^2)
     sigma, eps = 1.0, 1.0
-    mc = MatrixMonteCarloAccountant(s, sigma, samples=400_000, seed=3).get_delta(eps)
+    mc = _acc_mc(s, sigma, samples=400_000, seed=3).get_delta(eps)
     mu = 1 / sigma
     exact = norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
     assert mc.lower <= exact <= mc.upper
@@ -204,8 +217,8 @@ def test_mc_one_slot_matches_gaussian_closed_form():
 def test_mc_below_renyi_bound():
     s = build_strategy("identity", 1, 20)
     sigma, eps = 1.0, 1.0
-    mc = MatrixMonteCarloAccountant(s, sigma, samples=200_000, seed=0).get_delta(eps)
-    rn = MatrixRenyiAccountant(s, sigma).get_delta(eps)
+    mc = _acc_mc(s, sigma, samples=200_000, seed=0).get_delta(eps)
+    rn = _acc_renyi(s, sigma).get_delta(eps)
     assert mc.lower <= float(rn)
 
 
@@ -229,9 +242,9 @@ def test_bad_inputs():
     with pytest.raises(DPValueError, match="epochs"):
         build_strategy("bsr", 0, 10, 2)
     with pytest.raises(DPValueError, match="sigma"):
-        MatrixRenyiAccountant(build_strategy("identity", 1, 10), -1.0)
+        _acc_renyi(build_strategy("identity", 1, 10), -1.0)
     with pytest.raises(DPValueError, match="delta"):
-        MatrixRenyiAccountant(build_strategy("identity", 1, 10), 1.0).get_epsilon(2.0)
+        _acc_renyi(build_strategy("identity", 1, 10), 1.0).get_epsilon(2.0)
     with pytest.raises(DPValueError, match="budget"):
         G = build_strategy("bsr", 1, 100, 4).gram
         log_partition_dp(truncate_gram(G, 4)[0], 1.0, 200, 4)
@@ -332,7 +345,7 @@ def test_class_bound_against_quadrature(G, sigma):
 
 def _mc_add_divergence(strategy, sigma, orders, samples, seed):
     """Monte Carlo estimate of R_alpha(Q||P) and its standard error (delta method), per order."""
-    L = MatrixMonteCarloAccountant(strategy, sigma, samples=samples, seed=seed, direction="add").losses()["add"]
+    L = _acc_mc(strategy, sigma, samples=samples, seed=seed, direction="add").losses()["add"]
     est, se = [], []
     for a in orders:
         x = np.exp((a - 1) * (L - L.max()))
@@ -406,12 +419,12 @@ def test_slot_classes_cyclic_separation():
 
 def test_tight_accountant_calibration_dpsgd():
     s = build_strategy("identity", 1, 100)
-    sig_t = calibrate_sigma(lambda x: MatrixRenyiTightAccountant(s, x), 2.0, 1e-5, rel_tol=1e-4)
-    sig_r = calibrate_sigma(lambda x: MatrixRenyiAccountant(s, x), 2.0, 1e-5, rel_tol=1e-4)
+    sig_t = calibrate_sigma(lambda x: _acc_tight(s, x), 2.0, 1e-5, rel_tol=1e-4)
+    sig_r = calibrate_sigma(lambda x: _acc_renyi(s, x), 2.0, 1e-5, rel_tol=1e-4)
     assert sig_t < sig_r
     assert sig_t >= 0.8063 * (1 - 2e-4)  # remove-only sigma of the note is a lower limit (rho >= rho_remove)
     assert sig_t >= 0.713 * 0.98  # Monte Carlo sigma (estimate, +-2%)
-    acc = MatrixRenyiTightAccountant(s, sig_t)
+    acc = _acc_tight(s, sig_t)
     assert float(acc.get_delta(2.0)) <= 1e-5
     assert acc.get_epsilon(1e-5).details["add_bound"] == "tight"
 
@@ -469,7 +482,7 @@ def test_mc_calibration_on_the_confidence_bound_is_more_conservative():
     from dputils.matrix.allocation import MatrixMonteCarloAccountant, calibrate_sigma
 
     strat = build_strategy("identity", 1, 20)
-    make = lambda s: MatrixMonteCarloAccountant(strat, s, samples=20_000, seed=3)  # noqa: E731
+    make = lambda s: _acc_mc(strat, s, samples=20_000, seed=3)  # noqa: E731
     s_est = calibrate_sigma(make, 2.0, 1e-3, rel_tol=1e-3)
     s_up = calibrate_sigma(make, 2.0, 1e-3, rel_tol=1e-3, use="upper")
     assert s_up > s_est * 1.005

@@ -36,7 +36,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import integrate, optimize, special
 
-from ..errors import DPValueError, NumericalError, check_choice, check_finite
+from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_epsilon, check_finite
 from ..mechanisms import GaussianMechanism, LaplaceMechanism, Mechanism, SubsampledGaussianMechanism
 from .base import Accountant, AccountingResult
 
@@ -224,10 +224,33 @@ def mechanism_rdp(mech: Mechanism, alpha: float) -> float:
     raise DPValueError(f"rdp: unsupported mechanism {type(mech).__name__}")
 
 
+def _conversion_inputs(orders, rdp, conversion: str) -> tuple[np.ndarray, np.ndarray]:
+    """Orders (> 1) and RDP values as matching 1-d float arrays; the conversion name checked."""
+    check_choice("conversion", conversion, ("modern", "classic"))
+    a = np.atleast_1d(np.asarray(orders, dtype=float))
+    r = np.atleast_1d(np.asarray(rdp, dtype=float))
+    if a.ndim != 1 or a.size == 0 or not np.all(a > 1):
+        raise DPValueError(f"orders must be a non-empty sequence of numbers > 1, got {orders!r}")
+    if r.shape != a.shape:
+        raise DPValueError(f"rdp must have one value per order ({a.size}), got shape {r.shape}")
+    return a, r
+
+
 def rdp_to_epsilon(orders, rdp, delta: float, conversion: str = "modern") -> tuple[float, float]:
-    """Smallest epsilon over the orders and the order that attains it."""
-    a = np.asarray(orders, dtype=float)
-    r = np.asarray(rdp, dtype=float)
+    r"""Smallest epsilon over the orders and the order that attains it: ``(epsilon, order)``.
+
+    A mechanism with Renyi divergence at most ``r_alpha`` of order ``alpha`` is (epsilon, delta)-DP with
+
+    * ``"modern"`` (Balle et al. 2020, Thm 21; Canonne, Kamath & Steinke 2020, Prop. 12; Theorem 3.1 /
+      Eq. 4 of Schuchardt & Kalinin solved for epsilon):
+      :math:`\varepsilon = r_\alpha + \log(1 - 1/\alpha) - (\log\delta + \log\alpha)/(\alpha - 1)`;
+    * ``"classic"`` (Mironov 2017, Prop. 3): :math:`\varepsilon = r_\alpha + \log(1/\delta)/(\alpha - 1)`.
+
+    Epsilon is clipped at 0 (valid: the hockey-stick divergence is non-increasing in epsilon). The one
+    implementation in the book: the RDP accountant and the matrix accountants use it.
+    """
+    delta = check_delta(delta)
+    a, r = _conversion_inputs(orders, rdp, conversion)
     if conversion == "modern":
         eps = r + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1)
     else:
@@ -240,9 +263,15 @@ def rdp_to_epsilon(orders, rdp, delta: float, conversion: str = "modern") -> tup
 
 
 def rdp_to_delta(orders, rdp, epsilon: float, conversion: str = "modern") -> tuple[float, float]:
-    """Smallest delta over the orders (the inverse of :func:`rdp_to_epsilon` per order), capped at 1."""
-    a = np.asarray(orders, dtype=float)
-    r = np.asarray(rdp, dtype=float)
+    r"""Smallest delta over the orders (the inverse of :func:`rdp_to_epsilon` per order), capped at 1.
+
+    ``"modern"``: :math:`\delta = \exp((\alpha-1)(r_\alpha - \varepsilon + \log(1 - 1/\alpha)))/\alpha`,
+    which is Theorem 3.1 (Eq. 4) of Schuchardt & Kalinin,
+    :math:`e^{(\alpha-1)(r_\alpha-\varepsilon)}(1-1/\alpha)^\alpha/(\alpha-1)`, rewritten;
+    ``"classic"``: :math:`\delta = \exp((\alpha-1)(r_\alpha - \varepsilon))`. Returns ``(delta, order)``.
+    """
+    epsilon = check_epsilon(epsilon)
+    a, r = _conversion_inputs(orders, rdp, conversion)
     if conversion == "modern":
         logd = (a - 1) * (r - epsilon + np.log1p(-1.0 / a)) - np.log(a)
     else:

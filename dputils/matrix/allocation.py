@@ -16,6 +16,9 @@
 * :func:`calibrate_sigma`: the smallest sigma (up to a relative tolerance, rounded up) meeting a target.
 
 The conditional-composition accountant of section 4 (``matrix-condcomp``) is in :mod:`.condcomp`.
+Every accountant here subclasses :class:`~dputils.accountants.base.Accountant`: it is built from its
+method options only and composes :class:`~dputils.matrix.mechanism.BallsInBinsMatrixMechanism` runs,
+e.g. ``MatrixRenyiAccountant().compose(BallsInBinsMatrixMechanism(strategy, sigma))``.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from typing import Any, Callable, Iterable
 import numpy as np
 from scipy.special import logsumexp
 
-from ..accountants.base import AccountingResult
+from ..accountants.base import Accountant, AccountingResult
+from ..accountants.rdp import rdp_to_delta, rdp_to_epsilon
 from ..calibration import REL_TOL_RANGE, check_rel_tol  # the shared search's tolerance rule
 from ..errors import (
     DPValueError,
@@ -43,16 +47,15 @@ from ..errors import (
 )
 from ..resources import available_memory_bytes, check_memory, check_work
 from .factorizations import MATRICES, Strategy, build_strategy
+from .mechanism import BallsInBinsMatrixMechanism, check_matrix_mechanism, check_one_run
 from .renyi import (
-    delta_from_rdp,
     dp_memory,
     dp_work,
-    epsilon_from_rdp,
     rho_add_lemma34,
     rho_add_tight,
     rho_remove,
     DEFAULT_ADD_CLASSES,
-    _needs_wrap,
+    needs_wrap,
 )
 from .factorizations import truncate_gram
 
@@ -135,7 +138,7 @@ def tiered_rho_remove(
     used = np.zeros(a.size, dtype=np.int64)
     for p in range(min(max_bands, b), 0, -1):
         Gp, _ = truncate_gram(G, p)
-        wrap = _needs_wrap(Gp, p) and b >= 2 * p - 2
+        wrap = needs_wrap(Gp, p) and b >= 2 * p - 2
         # p = 1 covers every order (its cost was checked by the plan); wider tiers as far as the budget goes
         amax = int(a[-1]) if p == 1 else _largest_fitting(p, b, wrap, int(a[-1]), tier_budget, memory)
         sel = a <= amax
@@ -170,115 +173,189 @@ def _check_remove_plan(b: int, alpha_max: int, tiers: int, tier_budget: float = 
                hint=f"{tiers} bandwidth tiers over b={b} slots; use a smaller effective bandwidth")
 
 
-class MatrixRenyiAccountant:
-    """Algorithm 3 of Schuchardt & Kalinin: Renyi accountant for a matrix mechanism under balls-in-bins.
+class MatrixRenyiAccountant(Accountant):
+    """Algorithm 3 of Schuchardt & Kalinin: Renyi accountant for matrix mechanisms under balls-in-bins.
 
-    For each integer order alpha, ``rho(alpha) = max(rho_remove(alpha), rho_add(alpha))`` with
-    ``rho_remove`` from the dynamic program of Lemma 3.3 (exact for banded C with p_eff >= bands, an upper
-    bound with the tau-correction otherwise) and ``rho_add`` from Lemma 3.4. Theorem 3.1 turns
-    ``rho`` into delta(eps); the minimum over the orders is reported. An upper bound.
+    Composes :class:`~dputils.matrix.mechanism.BallsInBinsMatrixMechanism` runs. For one run and each
+    integer order alpha, ``rho_remove(alpha)`` bounds ``R_alpha(P||Q)`` by the dynamic program of Lemma 3.3
+    (exact for banded C with p_eff >= bands, an upper bound with the tau-correction otherwise) and
+    ``rho_add(alpha)`` bounds ``R_alpha(Q||P)`` by Lemma 3.4 (Eq. 6). Renyi divergences of adaptively
+    composed mechanisms add up for the same pair of neighbouring datasets, so the ledger
+    ``[(M_1, c_1), ...]`` has, per order,
+
+        rho_remove = sum_j c_j rho_remove[M_j],    rho_add = sum_j c_j rho_add[M_j],
+
+    and ``direction`` picks ``rho = rho_remove`` (``"remove"``), ``rho_add`` (``"add"``) or, as in
+    Algorithm 3, ``max(rho_remove, rho_add)`` (``"both"``, default). Theorem 3.1 (Eq. 4; Canonne,
+    Kamath & Steinke 2020, Prop. 12) turns ``rho`` into delta(eps) (or eps(delta)) per order, with
+    :func:`dputils.accountants.rdp.rdp_to_delta` / :func:`~dputils.accountants.rdp.rdp_to_epsilon`;
+    the minimum over the orders is reported. An upper bound. Note that ``"both"`` takes the maximum
+    per order before minimising over the orders, so it can exceed the worse of the ``"add"`` and
+    ``"remove"`` answers (it is what the paper reports).
 
     Args:
-        strategy: a :class:`~dputils.matrix.factorizations.Strategy`.
-        sigma: noise standard deviation (clip norm 1, C as built).
         orders: integer orders >= 2 (default 2..128, as the issue asks).
-        effective_bands: the largest effective bandwidth tried (default: the strategy's bands, or 4
+        effective_bands: the largest effective bandwidth tried (default: each strategy's bands, or 4
             for dense strategies); narrower ones are used for high orders when the DP would be too costly.
         tier_budget: work budget of one DP tier (see :func:`tiered_rho_remove`).
         add_bound: ``"lemma34"`` (the paper's Algorithm 2) or ``"tight"``
             (:func:`~dputils.matrix.renyi.rho_add_tight`, per order never larger than Lemma 3.4).
         add_classes: class counts tried by the tight add bound.
+        direction: ``"both"`` (default), ``"remove"`` or ``"add"``; a single direction skips the other's work.
+
+    Example: ``MatrixRenyiAccountant().compose(BallsInBinsMatrixMechanism(build_strategy("bsr", 1, 100, 4),
+    1.0)).get_epsilon(1e-5)``.
     """
 
     name = "matrix-renyi"
 
     def __init__(
         self,
-        strategy: Strategy,
-        sigma: float,
         orders: Iterable[int] = DEFAULT_ORDERS,
         effective_bands: int | None = None,
         tier_budget: float = DEFAULT_TIER_BUDGET,
         add_bound: str = "lemma34",
         add_classes: Iterable[int] = DEFAULT_ADD_CLASSES,
+        direction: str = "both",
     ) -> None:
+        super().__init__(direction)
         self.add_bound = check_choice("add_bound", add_bound, ("lemma34", "tight"))
         self.add_classes = tuple(check_positive_int("add_classes", c) for c in add_classes)
         if not self.add_classes:
             raise DPValueError("add_classes must name at least one class count >= 1")
-        self.strategy = strategy
-        self.sigma = check_positive("sigma", sigma)
         self.orders = _check_orders(orders)
-        default_p = strategy.bands if strategy.bands is not None else 4
-        self.effective_bands = check_positive_int(
-            "effective_bands", default_p if effective_bands is None else effective_bands)
+        self.effective_bands = (None if effective_bands is None
+                                else check_positive_int("effective_bands", effective_bands))
         self.tier_budget = check_positive("tier_budget", tier_budget)
+        self._entries: dict[int, tuple[BallsInBinsMatrixMechanism, dict[str, np.ndarray]]] = {}
+        self._rho: dict[str, Any] | None = None
+
+    def _bands_for(self, mechanism: BallsInBinsMatrixMechanism) -> int:
+        if self.effective_bands is not None:
+            return self.effective_bands
+        return mechanism.bands if mechanism.bands is not None else 4
+
+    def _check_supported(self, mechanism: Any) -> None:
+        m = check_matrix_mechanism(self.name, mechanism)
         # refuse up front what this machine cannot do (before any allocation in proportion to the inputs)
-        b = int(strategy.gram.shape[0])
-        _check_remove_plan(b, int(self.orders[-1]), min(self.effective_bands, b), self.tier_budget)
-        if self.add_bound == "tight":
+        b = m.batches
+        if "remove" in self.directions:
+            _check_remove_plan(b, int(self.orders[-1]), min(self._bands_for(m), b), self.tier_budget)
+        if self.add_bound == "tight" and "add" in self.directions:
             n_cls = len(set(self.add_classes))
             check_work("add-classes", n_cls * (40.0 * b * b + 2e6 * b), "operations",
                        hint=f"{n_cls} slot partitions over b={b} slots; use fewer batches or class counts")
-        self._rho: dict[str, np.ndarray] | None = None
 
-    def rdp(self) -> dict[str, np.ndarray]:
-        """``{"orders", "remove", "add", "rho", "bands_used", "add_classes"}`` (cached).
+    def _invalidate(self) -> None:
+        self._rho = None  # the per-mechanism divergences (self._entries) stay valid
 
-        ``add_classes`` is the class count of the tight add bound per order (0: Lemma 3.4 was smaller).
+    def mechanism_rdp(self, mechanism: BallsInBinsMatrixMechanism) -> dict[str, np.ndarray]:
+        """Per-order bounds of one run of ``mechanism`` (cached per mechanism object).
+
+        ``{"remove", "bands_used"}`` (when the remove direction is needed) and ``{"add", "add_classes"}``
+        (when the add direction is); ``add_classes`` is the class count of the tight add bound per order
+        (0: Lemma 3.4 was smaller).
         """
-        if self._rho is None:
-            G = self.strategy.gram
-            rem, used = tiered_rho_remove(G, self.sigma, self.orders, self.effective_bands, self.tier_budget)
+        m = check_matrix_mechanism(self.name, mechanism)
+        hit = self._entries.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        G = m.gram
+        out: dict[str, np.ndarray] = {}
+        if "remove" in self.directions:
+            out["remove"], out["bands_used"] = tiered_rho_remove(G, m.sigma, self.orders, self._bands_for(m),
+                                                                 self.tier_budget)
+        if "add" in self.directions:
             if self.add_bound == "tight":
-                add, det = rho_add_tight(G, self.sigma, self.orders, self.add_classes, return_details=True)
-                cls = det["classes"]
+                add, det = rho_add_tight(G, m.sigma, self.orders, self.add_classes, return_details=True)
+                out["add"], out["add_classes"] = add, det["classes"]
             else:
-                add = rho_add_lemma34(G, self.sigma, self.orders)
-                cls = np.zeros(self.orders.size, dtype=np.int64)
-            self._rho = {"orders": self.orders, "remove": rem, "add": add, "rho": np.maximum(rem, add),
-                         "bands_used": used, "add_classes": cls}
+                out["add"] = rho_add_lemma34(G, m.sigma, self.orders)
+                out["add_classes"] = np.zeros(self.orders.size, dtype=np.int64)
+        self._entries[id(m)] = (m, out)
+        return out
+
+    def rdp(self) -> dict[str, Any]:
+        """The composed bounds per order (cached until the ledger changes).
+
+        ``{"orders", "remove", "add", "rho", "bands_used", "add_classes"}``: ``remove`` and ``add`` are the
+        count-weighted sums over the ledger (None for a direction not accounted), ``rho`` the one
+        converted (see the class docstring); ``bands_used`` is the narrowest effective bandwidth any
+        entry used at that order, ``add_classes`` the largest class count any entry's tight add bound used.
+        """
+        self._require_ledger()
+        if self._rho is None:
+            parts = [(self.mechanism_rdp(m), c) for m, c in self.ledger]
+            r: dict[str, Any] = {"orders": self.orders, "remove": None, "add": None,
+                                 "bands_used": None, "add_classes": None}
+            if "remove" in self.directions:
+                r["remove"] = sum(c * p["remove"] for p, c in parts)
+                r["bands_used"] = np.min([p["bands_used"] for p, _ in parts], axis=0)
+            if "add" in self.directions:
+                r["add"] = sum(c * p["add"] for p, c in parts)
+                r["add_classes"] = np.max([p["add_classes"] for p, _ in parts], axis=0)
+            if self.direction == "both":
+                r["rho"] = np.maximum(r["remove"], r["add"])
+            else:
+                r["rho"] = r[self.direction]
+            self._rho = r
         return self._rho
 
     def _details(self, alpha: int) -> dict[str, Any]:
         r = self.rdp()
         i = int(np.searchsorted(self.orders, alpha))
-        return {"order": alpha, "rho_remove": float(r["remove"][i]), "rho_add": float(r["add"][i]),
-                "dominant": "remove" if r["remove"][i] >= r["add"][i] else "add",
-                "effective_bands": int(r["bands_used"][i]), "sigma": self.sigma,
-                "matrix": self.strategy.name, "add_bound": self.add_bound,
-                "add_classes": int(r["add_classes"][i])}
+        d: dict[str, Any] = {"order": alpha}
+        if r["remove"] is not None:
+            d["rho_remove"] = float(r["remove"][i])
+        if r["add"] is not None:
+            d["rho_add"] = float(r["add"][i])
+        if self.direction == "both":
+            d["dominant"] = "remove" if r["remove"][i] >= r["add"][i] else "add"
+        else:
+            d["direction"] = self.direction
+        if r["bands_used"] is not None:
+            d["effective_bands"] = int(r["bands_used"][i])
+        mechs = [m for m, _ in self.ledger]
+        if len(mechs) == 1:
+            d["sigma"], d["matrix"] = mechs[0].sigma, mechs[0].matrix
+        else:
+            d["sigma"], d["matrix"] = [m.sigma for m in mechs], [m.matrix for m in mechs]
+        d["add_bound"] = self.add_bound
+        if r["add_classes"] is not None:
+            d["add_classes"] = int(r["add_classes"][i])
+        return d
 
     def get_delta(self, epsilon: float) -> AccountingResult:
         eps = check_epsilon(epsilon)
         r = self.rdp()
-        d, a = delta_from_rdp(self.orders, r["rho"], eps)
-        return AccountingResult(d, None, d, "upper-bound", self.name, "delta", self._details(a))
+        d, a = rdp_to_delta(self.orders, r["rho"], eps)
+        return AccountingResult(d, None, d, "upper-bound", self.name, "delta", self._details(int(a)))
 
     def get_epsilon(self, delta: float) -> AccountingResult:
         dl = check_delta(delta)
         r = self.rdp()
-        e, a = epsilon_from_rdp(self.orders, r["rho"], dl)
-        return AccountingResult(e, None, e, "upper-bound", self.name, "epsilon", self._details(a))
+        e, a = rdp_to_epsilon(self.orders, r["rho"], dl)
+        return AccountingResult(e, None, e, "upper-bound", self.name, "epsilon", self._details(int(a)))
 
 
 class MatrixRenyiTightAccountant(MatrixRenyiAccountant):
     """``matrix-renyi-tight``: Algorithm 3 with the add direction bounded by :func:`rho_add_tight`.
 
-    Per order ``rho = max(rho_remove, rho_add_tight)``; the remove part is the dynamic program as in
-    :class:`MatrixRenyiAccountant`. Since ``rho_add_tight <= Lemma 3.4`` per order, the result is never
-    larger than ``matrix-renyi``'s; an upper bound (rigorous tail bounds, plus ten times the estimated
-    quadrature error, see :func:`~dputils.matrix.renyi.log_neg_moment_independent`).
+    Per order and run ``rho_add`` is :func:`~dputils.matrix.renyi.rho_add_tight`; the remove part is
+    the dynamic program, and the ledger composes as in :class:`MatrixRenyiAccountant`. Since
+    ``rho_add_tight <= Lemma 3.4`` per order, the result is never larger than ``matrix-renyi``'s; an upper
+    bound (rigorous tail bounds, plus ten times the estimated quadrature error, see
+    :func:`~dputils.matrix.renyi.log_neg_moment_independent`).
     Same arguments as :class:`MatrixRenyiAccountant` (``add_bound`` fixed to ``"tight"``).
     """
 
     name = "matrix-renyi-tight"
 
-    def __init__(self, strategy: Strategy, sigma: float, orders: Iterable[int] = DEFAULT_ORDERS,
-                 effective_bands: int | None = None, tier_budget: float = DEFAULT_TIER_BUDGET,
-                 add_classes: Iterable[int] = DEFAULT_ADD_CLASSES) -> None:
-        super().__init__(strategy, sigma, orders, effective_bands, tier_budget, add_bound="tight",
-                         add_classes=add_classes)
+    def __init__(self, orders: Iterable[int] = DEFAULT_ORDERS, effective_bands: int | None = None,
+                 tier_budget: float = DEFAULT_TIER_BUDGET, add_classes: Iterable[int] = DEFAULT_ADD_CLASSES,
+                 direction: str = "both") -> None:
+        super().__init__(orders, effective_bands, tier_budget, add_bound="tight", add_classes=add_classes,
+                         direction=direction)
 
 
 # ---------------------------------------------------------------------------------------------- Monte Carlo
@@ -288,55 +365,79 @@ def _bernstein_radius(var: float, n: int, gamma: float) -> float:
     return math.sqrt(2.0 * var * lg / n) + 7.0 * lg / (3.0 * (n - 1))
 
 
-class MatrixMonteCarloAccountant:
+class MatrixMonteCarloAccountant(Accountant):
     """Monte Carlo estimate of delta(eps) for the Lemma 2.8 pair (baseline of Choquette-Choo et al. 2025).
 
-    The privacy loss only depends on ``y_i = <x, m_i>``: under Q, ``y ~ N(0, sigma^2 G)``; under P, with a
+    Accounts for **one run** of a :class:`~dputils.matrix.mechanism.BallsInBinsMatrixMechanism` (one
+    ledger entry with count 1; several epochs go into the strategy). The privacy loss only depends on
+    ``y_i = <x, m_i>``: under Q, ``y ~ N(0, sigma^2 G)``; under P, with a
     uniform slot z, ``y ~ N(G[z], sigma^2 G)``. With ``l(y) = logsumexp_i(y_i/s^2 - G_ii/(2 s^2)) - log b``:
     remove ``L = l(y), y ~ P``; add ``L = -l(y), y ~ Q``; and ``delta(eps) = E[(1 - e^{eps - L})_+]``
-    per direction (the max is reported). The samples are bounded in [0, 1]; the reported bracket is an
-    empirical-Bernstein interval at confidence ``1 - gamma`` per direction (not a deterministic bound).
-    Same seed gives the same standard normals, so a sigma bisection uses common random numbers.
+    per direction (the max is reported for ``direction="both"``). The samples are bounded in [0, 1]; the
+    reported bracket is an empirical-Bernstein interval at confidence ``1 - gamma`` per direction (not a
+    deterministic bound). Same seed gives the same standard normals, so a sigma bisection uses common
+    random numbers.
+
+    Args:
+        samples: Monte Carlo samples (>= 2); seed: generator seed (>= 0); gamma: 1 - confidence of the
+        bracket; chunk: samples drawn at once; direction: ``"both"``, ``"remove"`` or ``"add"``.
     """
 
     name = "matrix-mc"
 
-    def __init__(self, strategy: Strategy, sigma: float, samples: int = 1_000_000, seed: int = 0,
-                 gamma: float = 0.01, chunk: int = 100_000, direction: str = "both") -> None:
-        self.strategy = strategy
-        self.sigma = check_positive("sigma", sigma)
+    def __init__(self, samples: int = 1_000_000, seed: int = 0, gamma: float = 0.01, chunk: int = 100_000,
+                 direction: str = "both") -> None:
+        super().__init__(direction)
         self.samples = check_positive_int("samples", samples)
         if self.samples < 2:
             raise DPValueError("samples must be >= 2")
         self.seed = check_nonnegative_int("seed", seed)
         self.gamma = check_probability("gamma", gamma, allow_one=False)
         self.chunk = check_positive_int("chunk", chunk)
-        self.direction = check_choice("direction", direction, ("both", "add", "remove"))
+        self._losses: dict[str, np.ndarray] | None = None
+
+    def compose(self, mechanism: Any, count: int = 1) -> "MatrixMonteCarloAccountant":
+        """Set the one matrix-mechanism run to account for (``count`` must be 1, the ledger empty)."""
+        check_one_run(self.name, self.ledger, count)
+        super().compose(mechanism, count)
+        return self
+
+    def _check_supported(self, mechanism: Any) -> None:
+        m = check_matrix_mechanism(self.name, mechanism)
         # up-front cost: the stored losses (8 bytes per sample and direction, twice while concatenating),
         # one chunk of b-dimensional draws, and the sampling work (a b x b product per sample unless G is
         # diagonal) plus the epsilon inversions (~200 passes over the losses)
-        G = strategy.gram
-        b = int(G.shape[0])
-        n_dir = 2 if self.direction == "both" else 1
+        b = m.batches
+        n_dir = len(self.directions)
         chunk_rows = min(self.chunk, self.samples)
         check_memory("samples", 8.0 * (2 * n_dir + 3) * self.samples + 8.0 * 6 * chunk_rows * b + 8.0 * 4 * b * b,
                      f"{self.samples} Monte Carlo samples over b={b} slots", hint="use fewer samples")
+        G = m.gram
         diagonal = bool(np.all(G == np.diag(np.diag(G))))
         per_sample = n_dir * (20.0 * b + (0.0 if diagonal else 2.0 * b * b)) + 200.0 * 20 * n_dir
         check_work("samples", self.samples * per_sample + 10.0 * b**3, "operations",
                    hint=f"{self.samples} samples over b={b} slots; use fewer samples")
-        self._losses: dict[str, np.ndarray] | None = None
+
+    def _invalidate(self) -> None:
+        self._losses = None
+
+    @property
+    def mechanism(self) -> BallsInBinsMatrixMechanism:
+        """The composed matrix-mechanism run."""
+        self._require_ledger()
+        return self.ledger[0][0]
 
     def losses(self) -> dict[str, np.ndarray]:
         """Samples of the privacy loss per direction (cached)."""
         if self._losses is not None:
             return self._losses
-        G = self.strategy.gram
+        m = self.mechanism
+        G = m.gram
         b = G.shape[0]
         w, U = np.linalg.eigh(G)
         root = U * np.sqrt(np.clip(w, 0.0, None))  # root @ root.T = G
         diagonal = bool(np.all(G == np.diag(np.diag(G))))  # DP-SGD: independent coordinates
-        s, s2 = self.sigma, self.sigma**2
+        s, s2 = m.sigma, m.sigma**2
         shift = np.diag(G) / (2 * s2) + math.log(b)
         rng = np.random.default_rng(self.seed)
         out = {"remove": [], "add": []}
@@ -374,7 +475,7 @@ class MatrixMonteCarloAccountant:
         hi = max(v[2] for v in br.values())
         return AccountingResult(est, min(lo, est), max(hi, est), "estimate", self.name, "delta",
                                 {"direction": worst, "samples": self.samples, "confidence": 1 - self.gamma,
-                                 "sigma": self.sigma, "matrix": self.strategy.name})
+                                 "sigma": self.mechanism.sigma, "matrix": self.mechanism.matrix})
 
     def _eps_for(self, delta: float, which: int) -> float:
         def d_at(e: float) -> float:
@@ -404,7 +505,7 @@ class MatrixMonteCarloAccountant:
         lower = self._eps_for(dl, 1)
         return AccountingResult(est, min(lower, est), max(upper, est), "estimate", self.name, "epsilon",
                                 {"samples": self.samples, "confidence": 1 - self.gamma,
-                                 "sigma": self.sigma, "matrix": self.strategy.name})
+                                 "sigma": self.mechanism.sigma, "matrix": self.mechanism.matrix})
 
 
 # ---------------------------------------------------------------------------------------------- calibration
@@ -456,7 +557,9 @@ def calibrate_sigma(
 
 # ---------------------------------------------------------------------------------------------- command line
 # Each accountant gets only the options it reads, so argparse refuses the others by name.
-def _add_strategy_arguments(p: argparse.ArgumentParser) -> None:
+def add_strategy_arguments(p: argparse.ArgumentParser) -> None:
+    """The options that describe the strategy of a balls-in-bins matrix mechanism (shared by every
+    matrix accountant's command line, see :func:`mechanism_from_args`)."""
     p.add_argument("--matrix", default="identity", choices=list(MATRICES), help="strategy matrix C")
     p.add_argument("--bands", type=int, default=None,
                    help="bands of C (bsr, bandmf) or of C^-1 (bisr), an integer >= 1 (default 1); "
@@ -466,7 +569,7 @@ def _add_strategy_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _add_renyi_arguments(p: argparse.ArgumentParser) -> None:
-    _add_strategy_arguments(p)
+    add_strategy_arguments(p)
     p.add_argument("--effective-bands", type=int, default=None,
                    help="largest effective bandwidth of the DP, an integer >= 1 (default: the strategy's bands, 4 if dense)")
     p.add_argument("--max-order", type=int, default=128, help="largest integer Renyi order (from 2), >= 2")
@@ -479,7 +582,7 @@ def _add_renyi_tight_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _add_mc_arguments(p: argparse.ArgumentParser) -> None:
-    _add_strategy_arguments(p)
+    add_strategy_arguments(p)
     p.add_argument("--samples", type=int, default=1_000_000, help="Monte Carlo samples, an integer >= 2")
     p.add_argument("--seed", type=int, default=0, help="Monte Carlo seed, an integer >= 0")
 
@@ -490,12 +593,9 @@ def _cached_strategy(matrix: str, epochs: int, batches: int, bands: int) -> Stra
     return build_strategy(matrix, epochs, batches, bands)
 
 
-def _strategy_from_args(args: argparse.Namespace) -> Strategy:
-    mech = getattr(args, "mechanism", None)
-    if mech not in (None, "balls-in-bins"):
-        raise DPValueError(f"mechanism must be 'balls-in-bins' for matrix accountants, got {mech!r}")
-    if args.sigma is None:
-        raise DPValueError("sigma is required (noise standard deviation, > 0)")
+def strategy_from_args(args: argparse.Namespace) -> Strategy:
+    """The strategy named by the options of :func:`add_strategy_arguments` (cached: a calibration builds
+    it once)."""
     check_choice("matrix", args.matrix, MATRICES)
     k = check_positive_int("epochs", args.epochs)
     b = check_positive_int("batches", args.batches)
@@ -508,6 +608,18 @@ def _strategy_from_args(args: argparse.Namespace) -> Strategy:
             raise DPValueError(f"bands is not used by matrix {args.matrix!r} (it has "
                                f"{'one band' if args.matrix == 'identity' else 'a dense C'}); leave --bands out")
     return _cached_strategy(args.matrix, k, b, bands)
+
+
+def mechanism_from_args(args: argparse.Namespace) -> BallsInBinsMatrixMechanism:
+    """The :class:`BallsInBinsMatrixMechanism` of the command line: ``--mechanism`` (only
+    ``balls-in-bins``), ``--sigma`` and the strategy options of :func:`add_strategy_arguments`."""
+    mech = getattr(args, "mechanism", None)
+    if mech not in (None, "balls-in-bins"):
+        raise DPValueError(f"mechanism must be 'balls-in-bins' for matrix accountants, got {mech!r}")
+    if args.sigma is None:
+        raise DPValueError("sigma is required (noise standard deviation, > 0)")
+    sigma = check_positive("sigma", args.sigma)
+    return BallsInBinsMatrixMechanism(strategy_from_args(args), sigma)
 
 
 def _max_order(args: argparse.Namespace) -> range:
@@ -523,8 +635,8 @@ def _effective_bands(args: argparse.Namespace) -> int | None:
 
 
 def _build_renyi(args: argparse.Namespace) -> MatrixRenyiAccountant:
-    orders = _max_order(args)
-    return MatrixRenyiAccountant(_strategy_from_args(args), args.sigma, orders, effective_bands=_effective_bands(args))
+    acc = MatrixRenyiAccountant(_max_order(args), effective_bands=_effective_bands(args))
+    return acc.compose(mechanism_from_args(args))
 
 
 def _build_renyi_tight(args: argparse.Namespace) -> MatrixRenyiTightAccountant:
@@ -538,15 +650,15 @@ def _build_renyi_tight(args: argparse.Namespace) -> MatrixRenyiTightAccountant:
             raise DPValueError(f"add-classes must be comma-separated integers >= 1, got {raw!r}") from None
         if not classes or any(c < 1 for c in classes):
             raise DPValueError(f"add-classes must be comma-separated integers >= 1, got {raw!r}")
-    return MatrixRenyiTightAccountant(_strategy_from_args(args), args.sigma, orders,
-                                      effective_bands=_effective_bands(args), add_classes=classes)
+    acc = MatrixRenyiTightAccountant(orders, effective_bands=_effective_bands(args), add_classes=classes)
+    return acc.compose(mechanism_from_args(args))
 
 
 def _build_mc(args: argparse.Namespace) -> MatrixMonteCarloAccountant:
     samples = check_positive_int("samples", args.samples)
     seed = check_nonnegative_int("seed", args.seed)
-    return MatrixMonteCarloAccountant(_strategy_from_args(args), args.sigma, samples=samples,
-                                      seed=seed, direction=getattr(args, "direction", None) or "both")
+    acc = MatrixMonteCarloAccountant(samples=samples, seed=seed, direction=getattr(args, "direction", None) or "both")
+    return acc.compose(mechanism_from_args(args))
 
 
 def _register() -> None:

@@ -57,7 +57,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.special import expit, logsumexp, ndtr, ndtri
 
-from ..accountants.base import AccountingResult
+from ..accountants.base import Accountant, AccountingResult
 from ..errors import (
     DPValueError,
     NumericalError,
@@ -70,6 +70,7 @@ from ..errors import (
 )
 from ..resources import check_memory, check_work
 from .factorizations import Strategy
+from .mechanism import BallsInBinsMatrixMechanism, check_matrix_mechanism, check_one_run
 
 #: Temperatures of Option 3 used in the paper's experiments (inf = uniform psi, Option 1).
 TEMPERATURES = (math.inf, 10**-1, 10**-0.5, 1.0, 10**0.5, 10.0)
@@ -429,13 +430,16 @@ def _means_key(M: np.ndarray) -> str:
     return hashlib.sha1(np.ascontiguousarray(M).tobytes() + str(M.shape).encode()).hexdigest()
 
 
-class ConditionalCompositionAccountant:
+class ConditionalCompositionAccountant(Accountant):
     r"""Conditional-composition accountant of Schuchardt & Kalinin (section 4, Appendices D-F); an **upper bound**.
 
+    Accounts for **one run** of a :class:`~dputils.matrix.mechanism.BallsInBinsMatrixMechanism` (one ledger
+    entry with count 1: the N steps of the run are what it composes, so several epochs go into the strategy).
     ``delta(eps) = max(delta_remove(eps), delta_add(eps)) + delta_E`` where ``delta_remove`` is the
     pessimistic PLD profile of the N per-step remove pairs (Algorithm 4 weights for the remove relation,
     Theorem D.3) and ``delta_add`` that of the add pairs (Theorem 4.8 weights, a separate chain), and
-    ``delta_E`` the total failure probability of the posterior bounds (Lemma 4.1, Theorem 4.6).
+    ``delta_E`` the total failure probability of the posterior bounds (Lemma 4.1, Theorem 4.6). With
+    ``direction="remove"`` or ``"add"`` only that chain is composed (Lemma 4.1 holds per direction).
 
     **How delta_E is chosen.**
 
@@ -454,8 +458,6 @@ class ConditionalCompositionAccountant:
       it is the paper's rule, kept for consistency with ``get_epsilon``.
 
     Args:
-        strategy: a :class:`~dputils.matrix.factorizations.Strategy` (its ``means``, b x N).
-        sigma: noise standard deviation (clip norm 1, C as built).
         delta_e: total failure probability of the posterior bounds, or None for the fraction rule.
         delta_e_fraction: ``f`` in ``delta_E = f delta`` (default 0.5 as in the paper), in (0, 1).
         allocation: ``"union"`` (default, proved) or ``"hybrid"`` (the paper's choice, stated without proof).
@@ -463,15 +465,18 @@ class ConditionalCompositionAccountant:
         discretization: grid width of the PLD accountant's privacy-loss axis (default 2e-3: for DP-SGD
             N = 100 delta moves by 0.14% against 1e-3, i.e. sigma by about 0.01%; the bound is valid at any width).
         progress: show a tqdm bar over the steps (honours ``TQDM_DISABLE``).
+        direction: ``"both"`` (default: the worse chain), ``"remove"`` or ``"add"``.
+
+    Example: ``ConditionalCompositionAccountant(delta_e=5e-6).compose(BallsInBinsMatrixMechanism(strategy,
+    sigma)).get_epsilon(1e-5)``.
     """
 
     name = "matrix-condcomp"
 
-    def __init__(self, strategy: Strategy, sigma: float, delta_e: float | None = None,
-                 delta_e_fraction: float = 0.5, allocation: str = "union", temperatures=TEMPERATURES,
-                 discretization: float = 2e-3, progress: bool = True) -> None:
-        self.strategy = strategy
-        self.sigma = check_positive("sigma", sigma)
+    def __init__(self, delta_e: float | None = None, delta_e_fraction: float = 0.5, allocation: str = "union",
+                 temperatures=TEMPERATURES, discretization: float = 2e-3, progress: bool = True,
+                 direction: str = "both") -> None:
+        super().__init__(direction)
         self.delta_e = None if delta_e is None else check_probability("delta_e", delta_e, allow_one=False)
         self.fraction = check_probability("delta_e_fraction", delta_e_fraction, allow_one=False)
         self.allocation = check_choice("allocation", allocation, ALLOCATIONS)
@@ -481,25 +486,60 @@ class ConditionalCompositionAccountant:
         self.temperatures = temps
         self.h = check_positive("discretization", discretization)
         self.progress = bool(progress)
-        M = np.asarray(strategy.means, dtype=float)
+        self._invalidate()
+
+    def compose(self, mechanism: Any, count: int = 1) -> "ConditionalCompositionAccountant":
+        """Set the one matrix-mechanism run to account for (``count`` must be 1, the ledger empty)."""
+        check_one_run(self.name, self.ledger, count)
+        super().compose(mechanism, count)
+        return self
+
+    def _check_supported(self, mechanism: Any) -> None:
+        m = check_matrix_mechanism(self.name, mechanism)
+        M = np.asarray(m.strategy.means, dtype=float)
         if np.any(M < 0):
             raise DPValueError("strategy: slot means must be >= 0 (Lemma 2.8 needs C >= 0)")
-        self.means = M
-        check_plan(M, len(temps))
-        self._key = _means_key(M)
+        check_plan(M, len(self.temperatures))
+
+    def _invalidate(self) -> None:
         self._chains: dict[float, dict[str, Any]] = {}
+        self._means: np.ndarray | None = None
+        self._key: str | None = None
+
+    @property
+    def mechanism(self) -> BallsInBinsMatrixMechanism:
+        """The composed matrix-mechanism run."""
+        self._require_ledger()
+        return self.ledger[0][0]
+
+    @property
+    def strategy(self) -> Strategy:
+        return self.mechanism.strategy
+
+    @property
+    def sigma(self) -> float:
+        return self.mechanism.sigma
+
+    @property
+    def means(self) -> np.ndarray:
+        """The b x N slot means of the composed run's strategy."""
+        if self._means is None:
+            self._means = np.asarray(self.strategy.means, dtype=float)
+            self._key = _means_key(self._means)
+        return self._means
 
     # per-step pairs ----------------------------------------------------------------------------
     def step_pairs(self, delta_e: float, direction: str) -> list[tuple[np.ndarray, np.ndarray]]:
         """The per-step mixtures ``(sensitivities, weights)`` of one chain (cached per sigma and delta_E)."""
         de = check_probability("delta_e", delta_e, allow_one=False)
         check_choice("direction", direction, ("remove", "add"))
+        M = self.means
         key = (self._key, self.sigma, de, direction, self.allocation, self.temperatures)
         if key in _STEP_CACHE:
             _STEP_CACHE.move_to_end(key)
             return _STEP_CACHE[key]
-        N = self.means.shape[1]
-        pairs = step_pairs(self.means, self.sigma, de / N, direction, self.temperatures, self.allocation,
+        N = M.shape[1]
+        pairs = step_pairs(M, self.sigma, de / N, direction, self.temperatures, self.allocation,
                            delta_e=de, epochs=self.strategy.epochs, progress=self.progress)
         _STEP_CACHE[key] = pairs
         while len(_STEP_CACHE) > _STEP_CACHE_SIZE:
@@ -514,7 +554,7 @@ class ConditionalCompositionAccountant:
             from ..mechanisms import GaussianMixtureMechanism
 
             out = {}
-            for d in ("remove", "add"):
+            for d in self.directions:
                 acc = PLDAccountant(direction=d, discretization=self.h, tail=_PLD_TAIL)
                 steps = 0
                 for sens, w in self.step_pairs(delta_e, d):
@@ -597,24 +637,29 @@ def calibrate(strategy: Strategy, epsilon: float, delta: float, delta_e_fraction
               rel_tol: float = 1e-3, sigma_start: float = 1.0, **kwargs) -> float:
     """Smallest sigma (rounded up to ``rel_tol``) at which the accountant certifies (epsilon, delta).
 
-    ``delta_E = delta_e_fraction * delta``; reuses the bisection of
+    ``delta_E = delta_e_fraction * delta``; reuses the search of
     :func:`dputils.matrix.allocation.calibrate_sigma`, whose returned sigma meets the target (the upper
-    end of the final bracket). ``kwargs`` go to :class:`ConditionalCompositionAccountant`.
+    end of the final bracket), over the mechanisms ``BallsInBinsMatrixMechanism(strategy, sigma)``.
+    ``kwargs`` go to :class:`ConditionalCompositionAccountant`.
     """
     from .allocation import calibrate_sigma
 
     dl = check_delta(delta)
     f = check_probability("delta_e_fraction", delta_e_fraction, allow_one=False)
     kwargs.setdefault("progress", False)
-    return calibrate_sigma(lambda s: ConditionalCompositionAccountant(strategy, s, delta_e=f * dl, **kwargs),
-                           epsilon, dl, rel_tol=rel_tol, sigma_start=sigma_start)
+
+    def make(s: float) -> ConditionalCompositionAccountant:
+        acc = ConditionalCompositionAccountant(delta_e=f * dl, **kwargs)
+        return acc.compose(BallsInBinsMatrixMechanism(strategy, s))
+
+    return calibrate_sigma(make, epsilon, dl, rel_tol=rel_tol, sigma_start=sigma_start)
 
 
 # ---------------------------------------------------------------------------------------------- command line
 def _add_arguments(p: argparse.ArgumentParser) -> None:
-    from .allocation import _add_strategy_arguments
+    from .allocation import add_strategy_arguments
 
-    _add_strategy_arguments(p)  # --matrix --bands --epochs --batches (no Renyi or Monte Carlo options)
+    add_strategy_arguments(p)  # --matrix --bands --epochs --batches (no Renyi or Monte Carlo options)
     p.add_argument("--delta-e", type=float, default=None,
                    help="failure probability of the posterior bounds (default: fraction x delta)")
     p.add_argument("--delta-e-fraction", type=float, default=None,
@@ -625,14 +670,15 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> ConditionalCompositionAccountant:
-    from .allocation import _strategy_from_args
+    from .allocation import mechanism_from_args
 
     if args.delta_e is not None and args.delta_e_fraction is not None:
         raise DPValueError("delta-e-fraction is not used when --delta-e is given; give one of them")
     fraction = 0.5 if args.delta_e_fraction is None else args.delta_e_fraction
-    return ConditionalCompositionAccountant(_strategy_from_args(args), args.sigma, delta_e=args.delta_e,
-                                            delta_e_fraction=fraction, allocation=args.allocation,
-                                            discretization=args.discretization, progress=False)
+    acc = ConditionalCompositionAccountant(delta_e=args.delta_e, delta_e_fraction=fraction,
+                                           allocation=args.allocation, discretization=args.discretization,
+                                           progress=False)
+    return acc.compose(mechanism_from_args(args))
 
 
 def _register() -> None:

@@ -53,6 +53,8 @@ numpy step (``"numpy"``) is kept as the reference. All agree to rounding.
 
 **Conversion (Theorem 3.1; Canonne, Kamath & Steinke 2020, Prop. 12).** If ``R_alpha <= rho`` then
 ``H_{e^eps} <= exp((alpha-1)(rho - eps)) (1 - 1/alpha)^alpha / (alpha - 1)``; minimised over the orders.
+The book has one implementation of it, :func:`dputils.accountants.rdp.rdp_to_delta` and
+:func:`~dputils.accountants.rdp.rdp_to_epsilon` (the ``"modern"`` conversion), used by the matrix accountants.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from ..errors import DPValueError, NumericalError, check_delta, check_epsilon, check_positive, check_positive_int
+from ..errors import DPValueError, NumericalError, check_positive, check_positive_int
 from ..resources import check_memory, check_work
 from .factorizations import truncate_gram
 
@@ -428,7 +430,10 @@ def dp_backend(backend: str = "auto") -> str:
 
 
 # ------------------------------------------------------------------------------------------------ log S
-def _needs_wrap(Gp: np.ndarray, bands: int) -> bool:
+def needs_wrap(Gp: np.ndarray, bands: int) -> bool:
+    """Whether the banded Gram matrix ``Gp`` couples slots at linear distance >= ``bands`` (its cyclic
+    corner blocks, from several epochs): then the dynamic program must close the cycle (Algorithm 1's
+    outer loop over the first ``bands - 1`` counts)."""
     b = Gp.shape[0]
     i, j = np.triu_indices(b, k=bands)
     return bool(i.size and np.any(Gp[i, j] != 0))
@@ -463,7 +468,7 @@ def log_partition_dp(
     A = check_positive_int("alpha_max", alpha_max)
     p = min(check_positive_int("bands", bands), b)
     s2 = sigma * sigma
-    wrap = _needs_wrap(Gp, p)
+    wrap = needs_wrap(Gp, p)
     if wrap and b < 2 * p - 2:
         # prefix and final window would overlap: fall back to a window over all slots (exact, no wrap)
         p, wrap = b, False
@@ -618,31 +623,6 @@ def gaussian_rdp(sens2: float, sigma: float, orders: Iterable[int]) -> np.ndarra
     """``alpha * sens2 / (2 sigma^2)``: Renyi divergence of two Gaussians at squared distance ``sens2``."""
     a = _orders(orders)
     return a * float(sens2) / (2 * sigma * sigma)
-
-
-# ------------------------------------------------------------------------------------------------ conversion
-def delta_from_rdp(orders: Sequence[int], rho: Sequence[float], epsilon: float) -> tuple[float, int]:
-    """Theorem 3.1 (Eq. 4) minimised over the orders: returns ``(delta, best order)`` (delta capped at 1)."""
-    eps = check_epsilon(epsilon)
-    a = np.asarray(orders, dtype=float)
-    r = np.asarray(rho, dtype=float)
-    logd = (a - 1) * (r - eps) - np.log(a - 1) + a * np.log1p(-1 / a)
-    i = int(np.argmin(logd))
-    return float(min(math.exp(min(logd[i], 0.0)), 1.0)), int(a[i])
-
-
-def epsilon_from_rdp(orders: Sequence[int], rho: Sequence[float], delta: float) -> tuple[float, int]:
-    """Theorem 3.1 solved for epsilon: ``rho + log((a-1)/a) - (log delta + log a)/(a-1)``, min over orders.
-
-    Returns ``(epsilon, best order)``; epsilon is clipped at 0 (valid: the hockey-stick divergence is
-    non-increasing in epsilon).
-    """
-    d = check_delta(delta)
-    a = np.asarray(orders, dtype=float)
-    r = np.asarray(rho, dtype=float)
-    eps = r + np.log((a - 1) / a) - (math.log(d) + np.log(a)) / (a - 1)
-    i = int(np.argmin(eps))
-    return float(max(eps[i], 0.0)), int(a[i])
 
 
 # ------------------------------------------------------------------------------------------------ references
