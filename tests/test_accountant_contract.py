@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import dputils
 from dputils import cli
 from dputils.accountants import edgeworth, pld, rdp, registry
+from dputils.accountants.base import Accountant
 from dputils.errors import DPValueError
 
 _SG = ["--mechanism", "subsampled-gaussian", "--q", "0.1"]
@@ -259,3 +260,36 @@ def test_nothing_composed_is_a_dpvalueerror_saying_what_to_do(cls):
     for q in (lambda: acc.get_epsilon(1e-5), lambda: acc.get_delta(1.0)):
         with pytest.raises(DPValueError, match="nothing composed yet; call compose"):
             q()
+
+
+class _NotAMechanism:
+    """An object no accountant can compose."""
+
+    def __repr__(self) -> str:
+        return "NotAMechanism()"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_registered_accountant_is_one_class_family(name):
+    """Issue 14's one family: an Accountant subclass whose ledger holds what it was built from, which it says it
+    supports; anything else is refused by supports()/check_supported()/compose() with a DPValueError naming it;
+    a fresh accountant of the same class refuses to answer before anything is composed."""
+    acc = build(name)
+    assert isinstance(acc, Accountant), f"{name}: {type(acc).__name__} does not subclass Accountant"
+    assert acc.ledger, f"{name}: the command line built an accountant with an empty ledger"
+    for mech, count in acc.ledger:
+        assert count >= 1 and acc.supports(mech), (name, mech)
+    alien = _NotAMechanism()
+    assert not acc.supports(alien)
+    with pytest.raises(DPValueError):
+        acc.check_supported(alien)
+    n = len(acc.ledger)
+    with pytest.raises(DPValueError):
+        acc.compose(alien)
+    assert len(acc.ledger) == n  # a refused compose leaves the ledger as it was
+    try:
+        fresh = type(acc)()
+    except TypeError:  # pragma: no cover - every family member takes options with defaults
+        pytest.fail(f"{name}: {type(acc).__name__}() needs arguments; method options must have defaults")
+    with pytest.raises(DPValueError, match="nothing composed"):
+        fresh.get_epsilon(1e-5)
