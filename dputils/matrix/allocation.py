@@ -365,6 +365,27 @@ def _bernstein_radius(var: float, n: int, gamma: float) -> float:
     return math.sqrt(2.0 * var * lg / n) + 7.0 * lg / (3.0 * (n - 1))
 
 
+def mc_loss_chunk(n: int, seed: np.random.SeedSequence, *, gram: np.ndarray, root: np.ndarray | None,
+                  sigma: float, directions: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """``n`` privacy-loss samples per direction of the balls-in-bins pair (see :class:`MatrixMonteCarloAccountant`).
+
+    ``root`` with ``root @ root.T = gram``, or None when ``gram`` is diagonal (independent coordinates).
+    """
+    rng = np.random.default_rng(seed)
+    b = gram.shape[0]
+    s2 = sigma**2
+    shift = np.diag(gram) / (2 * s2) + math.log(b)
+    xi = rng.standard_normal((n, b))
+    z = rng.integers(0, b, size=n)
+    noise = sigma * (xi * np.sqrt(np.diag(gram))) if root is None else sigma * (xi @ root.T)
+    out = {}
+    if "remove" in directions:
+        out["remove"] = logsumexp((gram[z] + noise) / s2 - shift, axis=1)
+    if "add" in directions:
+        out["add"] = -logsumexp(noise / s2 - shift, axis=1)
+    return out
+
+
 class MatrixMonteCarloAccountant(Accountant):
     """Monte Carlo estimate of delta(eps) for the Lemma 2.8 pair (baseline of Choquette-Choo et al. 2025).
 
@@ -380,14 +401,19 @@ class MatrixMonteCarloAccountant(Accountant):
 
     Args:
         samples: Monte Carlo samples (>= 2); seed: generator seed (>= 0); gamma: 1 - confidence of the
-        bracket; chunk: samples drawn at once; direction: ``"both"``, ``"remove"`` or ``"add"``.
+        bracket; chunk: samples drawn at once (one seeded chunk of :func:`dputils.parallel.map_chunks`);
+        direction: ``"both"``, ``"remove"`` or ``"add"``; client / executor: a ``dask.distributed.Client``
+        or a ``concurrent.futures`` executor to draw the chunks on (same samples as the serial run).
     """
 
     name = "matrix-mc"
 
     def __init__(self, samples: int = 1_000_000, seed: int = 0, gamma: float = 0.01, chunk: int = 100_000,
-                 direction: str = "both") -> None:
+                 direction: str = "both", client: Any = None, executor: Any = None) -> None:
         super().__init__(direction)
+        if client is not None and executor is not None:
+            raise DPValueError("give client or executor, not both")
+        self.client, self.executor = client, executor
         self.samples = check_positive_int("samples", samples)
         if self.samples < 2:
             raise DPValueError("samples must be >= 2")
@@ -428,32 +454,28 @@ class MatrixMonteCarloAccountant(Accountant):
         return self.ledger[0][0]
 
     def losses(self) -> dict[str, np.ndarray]:
-        """Samples of the privacy loss per direction (cached)."""
+        """Samples of the privacy loss per direction (cached).
+
+        Drawn in chunks of ``chunk`` samples, chunk ``j`` from the ``j``-th child of
+        ``SeedSequence(seed)`` (:func:`dputils.parallel.map_chunks`), so the samples are the same whether the
+        chunks run serially, on the ``executor`` or on the Dask ``client`` given to the constructor.
+        """
         if self._losses is not None:
             return self._losses
+        from functools import partial
+
+        from ..parallel import map_chunks
+
         m = self.mechanism
         G = m.gram
-        b = G.shape[0]
         w, U = np.linalg.eigh(G)
         root = U * np.sqrt(np.clip(w, 0.0, None))  # root @ root.T = G
         diagonal = bool(np.all(G == np.diag(np.diag(G))))  # DP-SGD: independent coordinates
-        s, s2 = m.sigma, m.sigma**2
-        shift = np.diag(G) / (2 * s2) + math.log(b)
-        rng = np.random.default_rng(self.seed)
-        out = {"remove": [], "add": []}
-        left = self.samples
-        while left > 0:
-            n = min(self.chunk, left)
-            left -= n
-            xi = rng.standard_normal((n, b))
-            z = rng.integers(0, b, size=n)
-            noise = s * (xi * np.sqrt(np.diag(G))) if diagonal else s * (xi @ root.T)
-            if self.direction in ("both", "remove"):
-                y = G[z] + noise
-                out["remove"].append(logsumexp(y / s2 - shift, axis=1))
-            if self.direction in ("both", "add"):
-                out["add"].append(-logsumexp(noise / s2 - shift, axis=1))
-        self._losses = {k: np.concatenate(v) for k, v in out.items() if v}
+        dirs = tuple(d for d in ("remove", "add") if self.direction in ("both", d))
+        fn = partial(mc_loss_chunk, gram=G, root=None if diagonal else root, sigma=m.sigma, directions=dirs)
+        parts = map_chunks(fn, self.samples, self.chunk, self.seed, client=self.client, executor=self.executor,
+                           desc="matrix-mc chunks")
+        self._losses = {d: np.concatenate([p[d] for p in parts]) for d in dirs}
         return self._losses
 
     def delta_bracket(self, epsilon: float) -> dict[str, tuple[float, float, float]]:
