@@ -132,7 +132,7 @@ def run_input_canary_audit(
 
     from .. import data
     from ..training import DPSGDConfig, clip_rows, make_mlp, per_sample_gradients, resolve_device, train
-    from ..training.dpsgd import _unflat
+    from ..training.dpsgd import unflatten_params
     from .model1 import theoretical_epsilon
 
     m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in = check_canary_run(
@@ -180,7 +180,7 @@ def run_input_canary_audit(
 
     def on_round(info):
         nonlocal sat
-        p = _unflat(info.params, params)
+        p = unflatten_params(info.params, params)
         c = clip_rows(per_sample_gradients(model, p, Xc_t, yc_t), clip)  # c_t
         norms = c.norm(dim=1, keepdim=True)
         u = torch.where(norms > 0, c / torch.clamp(norms, min=torch.finfo(c.dtype).tiny), u_bar)

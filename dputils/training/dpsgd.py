@@ -145,12 +145,14 @@ class TrainResult:
         return self.history[-1] if self.history else {}
 
 
-def _flat(tensors: dict[str, torch.Tensor], batch_dims: int = 0) -> torch.Tensor:
+def flatten_params(tensors: dict[str, torch.Tensor], batch_dims: int = 0) -> torch.Tensor:
+    """The tensors of a parameter dict concatenated into one vector (after ``batch_dims`` leading batch axes)."""
     parts = [t.reshape(*t.shape[:batch_dims], -1) for t in tensors.values()]
     return torch.cat(parts, dim=-1)
 
 
-def _unflat(vec: torch.Tensor, like: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def unflatten_params(vec: torch.Tensor, like: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The inverse of :func:`flatten_params`: ``vec`` cut into tensors shaped like the values of ``like``."""
     out, i = {}, 0
     for k, v in like.items():
         n = v.numel()
@@ -167,7 +169,7 @@ def per_sample_gradients(model: nn.Module, params: dict[str, torch.Tensor], X: t
         return nn.functional.cross_entropy(out, t.unsqueeze(0))
 
     g = vmap(grad(loss_one), in_dims=(None, 0, 0))(params, X, y)
-    return _flat(g, batch_dims=1)
+    return flatten_params(g, batch_dims=1)
 
 
 def _sub_batch_mean_gradients(model, params, X, y) -> torch.Tensor:
@@ -177,7 +179,7 @@ def _sub_batch_mean_gradients(model, params, X, y) -> torch.Tensor:
         return nn.functional.cross_entropy(functional_call(model, p, (xs,)), ts)
 
     g = vmap(grad(loss_sub), in_dims=(None, 0, 0))(params, X, y)
-    return _flat(g, batch_dims=1)
+    return flatten_params(g, batch_dims=1)
 
 
 def _local_procedure(model, params, X, y, lr: float, momentum: float) -> torch.Tensor:
@@ -192,11 +194,11 @@ def _local_procedure(model, params, X, y, lr: float, momentum: float) -> torch.T
     buf = None
     total = None
     for j in range(X.shape[0]):
-        gj = _flat(gfn(w, X[j], y[j]))
+        gj = flatten_params(gfn(w, X[j], y[j]))
         step = gj if buf is None or momentum == 0 else momentum * buf + gj
         buf = step
         total = step.clone() if total is None else total + step
-        w = _unflat(_flat(w) - lr * step, w)
+        w = unflatten_params(flatten_params(w) - lr * step, w)
     return total
 
 
@@ -243,12 +245,12 @@ def _ghost_sum(model, p, X, y, idx: torch.Tensor, s: int, C: float, microbatch: 
     for chunk in torch.split(groups, step):
         rows = chunk.flatten()
         part, _ = clipped_group_sum(model, p, X[rows], y[rows], C, chunk.shape[0], s)
-        flat = _flat(part)
+        flat = flatten_params(part)
         U = flat if U is None else U + flat
     return U if U is not None else torch.zeros_like(w)
 
 
-def _setup(model: nn.Module, X, y, X_test, y_test, config) -> tuple:
+def setup_run(model: nn.Module, X, y, X_test, y_test, config) -> tuple:
     """Shared start of a training run (DP-SGD and DP-FTRL): the device, the sampling generator (CPU, seeded
     with ``config.seed``: coins public to the strong adversary), the noise generator (on the device, seed + 1),
     the data as tensors on the device, the model moved there and a detached copy of its parameters."""
@@ -284,8 +286,8 @@ def train(
     add/remove adjacency, accounted with the standard PLD/RDP accountants."""
     n = len(X)
     config.validate(n)
-    device, gen, noise_gen, X, y, X_test, y_test, params = _setup(model, X, y, X_test, y_test, config)
-    w = _flat(params)
+    device, gen, noise_gen, X, y, X_test, y_test, params = setup_run(model, X, y, X_test, y_test, config)
+    w = flatten_params(params)
     m, s, C = config.sub_batches, config.sub_batch_size, float(config.clip)
     noise_std = config.noise_multiplier_scale * C * float(config.sigma)
     ms = m * s
@@ -310,7 +312,7 @@ def train(
                 idx = torch.nonzero(torch.rand(n, generator=gen) < ms / n).flatten().to(device)
             if config.sampler != "poisson":
                 idx = idx[torch.randperm(ms, generator=gen).to(device)].view(m, s)  # random split into sub-batches
-            p = _unflat(w, params)
+            p = unflatten_params(w, params)
             U_pre = None  # clipped sum computed chunk by chunk (config.microbatch), or by the ghost path
             if idx.numel() == 0:
                 A = torch.zeros(0, w.numel(), device=device)
@@ -361,7 +363,7 @@ def train(
             t += 1
         with torch.no_grad():
             named = dict(model.named_parameters())
-            for k, v in _unflat(w, params).items():
+            for k, v in unflatten_params(w, params).items():
                 named[k].copy_(v)
         if not config.history:
             continue

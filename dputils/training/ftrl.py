@@ -63,7 +63,7 @@ from torch import nn
 
 from ..curves import gdp_epsilon, gdp_mu
 from ..errors import DPValueError, check_delta, check_nonnegative, check_positive, check_positive_int
-from .dpsgd import _flat, _setup, _unflat, clip_rows, evaluate, per_sample_gradients
+from .dpsgd import flatten_params, setup_run, unflatten_params, clip_rows, evaluate, per_sample_gradients
 
 __all__ = [
     "tree_depth",
@@ -283,8 +283,8 @@ def train_ftrl(
     ``eval_every > 0`` records train/test metrics every that many steps (always at the end)."""
     n = len(X)
     config.validate(n)
-    device, gen, noise_gen, X, y, X_test, y_test, params = _setup(model, X, y, X_test, y_test, config)
-    w0 = _flat(params)
+    device, gen, noise_gen, X, y, X_test, y_test, params = setup_run(model, X, y, X_test, y_test, config)
+    w0 = flatten_params(params)
     w = w0.clone()
     D = w.numel()
     T, B, C = config.steps, config.batch_size, float(config.clip)
@@ -295,7 +295,7 @@ def train_ftrl(
     def record(t: int) -> None:
         with torch.no_grad():
             named = dict(model.named_parameters())
-            for k, v in _unflat(w, params).items():
+            for k, v in unflatten_params(w, params).items():
                 named[k].copy_(v)
         rec = {"step": t}
         rec.update({f"train_{k}": v for k, v in evaluate(model, X, y).items()})
@@ -311,7 +311,7 @@ def train_ftrl(
     t0 = time.perf_counter()
     for t in it:
         idx = order[(t - 1) * B : t * B]
-        p = _unflat(w, params)
+        p = unflatten_params(w, params)
         data_sum = clip_rows(per_sample_gradients(model, p, X[idx], y[idx]), C).sum(0)
         step = FTRLStep(t=t, indices=idx, params=w, data_sum=data_sum)
         leaf = data_sum
