@@ -519,7 +519,9 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
          f"notebooks -> {_rel(m_dir, root)}, results -> {_rel(r_dir, root)}")
     t_all = time.perf_counter()
     reports: list[dict[str, Any]] = []
-    pending = list(sources)
+    # largest source first: with parallel jobs the long chapters (also the largest files) start at once
+    # instead of after the short ones, so the wall time is close to the longest chapter's
+    pending = sorted(sources, key=lambda p: p.stat().st_size, reverse=True) if workers > 1 else list(sources)
     started: dict[Future, tuple[str, float, int]] = {}
     last_beat = time.perf_counter()
     with ProcessPoolExecutor(max_workers=workers) as pool:
