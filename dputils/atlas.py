@@ -342,8 +342,6 @@ def atlas_table(points: Iterable[dict[str, Any]], client: Any = None, executor: 
     points is shown on stderr (``TQDM_DISABLE=1`` hides it). Each point is deterministic, so the table does
     not depend on what ran it (up to the timing columns).
     """
-    from tqdm.std import tqdm
-
     if client is not None and executor is not None:
         raise DPValueError("give client or executor, not both")
     pts = [dict(p) for p in points]
@@ -352,39 +350,10 @@ def atlas_table(points: Iterable[dict[str, Any]], client: Any = None, executor: 
     for i, p in enumerate(pts):
         if set(p) != set(_PARAMS):
             raise DPValueError(f"points[{i}] must have exactly the keys sigma, q, T, delta, got {sorted(p)}")
-    fn = functools.partial(_call, options=options)
-    out: list[Any] = [None] * len(pts)
-    with tqdm(total=len(pts), desc="atlas points", leave=False) as bar:
-        if client is None and executor is None:
-            for i, p in enumerate(pts):
-                out[i] = fn(p)
-                bar.update(1)
-            return out
-        if client is not None:
-            from distributed import as_completed
+    from .parallel import map_ordered
 
-            futures = client.map(fn, pts, pure=False)
-            index = {f.key: i for i, f in enumerate(futures)}
-            try:
-                for fut in as_completed(futures):
-                    out[index[fut.key]] = fut.result()
-                    bar.update(1)
-            except BaseException:
-                client.cancel(futures)
-                raise
-            return out
-        from concurrent.futures import as_completed as cf_completed
-
-        futs = {executor.submit(fn, p): i for i, p in enumerate(pts)}
-        try:
-            for fut in cf_completed(futs):
-                out[futs[fut]] = fut.result()
-                bar.update(1)
-        except BaseException:
-            for f in futs:
-                f.cancel()
-            raise
-        return out
+    return map_ordered(functools.partial(_call, options=options), pts, client=client, executor=executor,
+                       desc="atlas points")
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:

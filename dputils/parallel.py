@@ -31,7 +31,7 @@ from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning 
 
 from .errors import DPValueError, check_positive_int
 
-__all__ = ["chunk_sizes", "chunk_seeds", "map_chunks"]
+__all__ = ["chunk_sizes", "chunk_seeds", "map_chunks", "map_ordered"]
 
 
 def chunk_sizes(n_samples: int, chunk: int) -> list[int]:
@@ -76,21 +76,37 @@ def map_chunks(fn: Callable[[int, np.random.SeedSequence], Any], n_samples: int,
         raise DPValueError(f"fn must be callable, got {type(fn).__name__}")
     sizes = chunk_sizes(n_samples, chunk)
     seeds = chunk_seeds(len(sizes), seed)
-    k = len(sizes)
-    bar = tqdm(total=k, desc=desc or "chunks", leave=False, **({"disable": True} if k == 1 else {}))
+    return map_ordered(fn, sizes, seeds, client=client, executor=executor, desc=desc or "chunks")
+
+
+def map_ordered(fn: Callable[..., Any], *iterables: Any, client: Any = None, executor: Any = None,
+                desc: str | None = None) -> list[Any]:
+    """``[fn(*args) for args in zip(*iterables)]`` in input order, serially, on an executor or on Dask.
+
+    Runs serially when neither ``client`` (a ``dask.distributed.Client``) nor ``executor`` (a
+    ``concurrent.futures.Executor``) is given. A call that raises makes this raise the same exception (on
+    Dask the remaining futures are cancelled, on an executor the pending ones). A progress bar over the
+    calls is shown on stderr (``TQDM_DISABLE=1`` hides it; none for a single call).
+    """
+    if client is not None and executor is not None:
+        raise DPValueError("give client or executor, not both")
+    if not callable(fn):
+        raise DPValueError(f"fn must be callable, got {type(fn).__name__}")
+    calls = list(zip(*iterables))
+    k = len(calls)
+    bar = tqdm(total=k, desc=desc or "tasks", leave=False, **({"disable": True} if k <= 1 else {}))
+    results: list[Any] = [None] * k
     try:
         if client is None and executor is None:
-            out = []
-            for n, s in zip(sizes, seeds):
-                out.append(fn(n, s))
+            for j, args in enumerate(calls):
+                results[j] = fn(*args)
                 bar.update(1)
-            return out
+            return results
         if client is not None:
             from distributed import as_completed as dask_completed
 
-            futures = client.map(fn, sizes, seeds, pure=False)
+            futures = client.map(fn, *[list(c) for c in zip(*calls)], pure=False) if calls else []
             index = {f.key: j for j, f in enumerate(futures)}
-            results: list[Any] = [None] * k
             try:
                 for fut in dask_completed(futures):
                     results[index[fut.key]] = fut.result()
@@ -101,8 +117,7 @@ def map_chunks(fn: Callable[[int, np.random.SeedSequence], Any], n_samples: int,
             return results
         from concurrent.futures import as_completed as cf_completed
 
-        futs = {executor.submit(fn, n, s): j for j, (n, s) in enumerate(zip(sizes, seeds))}
-        results = [None] * k
+        futs = {executor.submit(fn, *args): j for j, args in enumerate(calls)}
         try:
             for fut in cf_completed(futs):
                 results[futs[fut]] = fut.result()
