@@ -1,18 +1,24 @@
 """PLD accountant vs dp_accounting's PLDAccountant, same settings, same run.
 
-Poisson-subsampled Gaussian, q=0.01, sigma=1, delta=1e-5, steps 1e3, 1e4, 1e5. For each: wall time of a
-fresh ``compose(...).get_epsilon(delta)`` (best of ``--repeat``), the epsilon of both, and the error of both
-against a reference bracket computed by our accountant at a 10x finer grid (the exact epsilon lies in it).
+Poisson-subsampled Gaussian, q=0.01, sigma=1, delta=1e-5, steps 1e3 .. 1e7 (``--max-steps`` limits them).
+For each T, ``--repeat`` rounds; in every round a fresh ``compose(...).get_epsilon(delta)`` of ours and of
+dp_accounting (default connect-the-dots, value_discretization_interval 1e-4) run back to back, the order
+alternating between rounds, so both see the same machine load. Reported: median wall time of each, the ratio,
+both epsilons (ours: upper bound and certified lower bound), and the peak Python-heap memory of one run of
+each (tracemalloc, a separate untimed run; numpy allocations are traced).
 
-    python benchmarks/bench_pld.py [--repeat 3] [--json results/bench_pld.json]
+With ``--reference`` it also computes our bracket at a 10x finer grid (slow at large T).
+
+    python benchmarks/bench_pld.py [--repeat 3] [--max-steps 1e6] [--reference] [--json results/bench_pld.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-
-from _timing import best_time  # noqa: E402  (benchmarks/ is the script's folder)
+import statistics
+import time
+import tracemalloc
 
 import dp_accounting
 
@@ -20,32 +26,71 @@ from dputils.accountants import PLDAccountant
 from dputils.mechanisms import SubsampledGaussianMechanism
 
 
+def _timed(fn):
+    t0 = time.perf_counter()
+    v = fn()
+    return time.perf_counter() - t0, v
+
+
+def _peak_mib(fn) -> float:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--max-steps", type=float, default=1e7)
+    ap.add_argument("--no-memory", action="store_true", help="skip the tracemalloc runs")
+    ap.add_argument("--reference", action="store_true", help="also our bracket at a 10x finer grid")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     q, sigma, delta = 0.01, 1.0, 1e-5
     mech = SubsampledGaussianMechanism(sigma, q)
     rows = []
-    print(f"{'steps':>7} | {'ours s':>7} {'dp_acc s':>8} {'ratio':>6} | {'eps ours':>10} {'eps dp_acc':>10} | reference bracket (h=1e-5)")
-    for T in (1_000, 10_000, 100_000):
-        t_ours, r = best_time(lambda: PLDAccountant().compose(mech, T).get_epsilon(delta), args.repeat)
+    print(f"{'steps':>9} | {'ours s':>7} {'dp_acc s':>8} {'ratio':>6} | {'MiB ours':>8} {'MiB dpa':>8} | "
+          f"{'eps ours (upper)':>17} {'eps ours lower':>15} {'eps dp_acc':>15}")
+    for T in (1_000, 10_000, 100_000, 1_000_000, 10_000_000):
+        if T > args.max_steps:
+            break
+
+        def ours():
+            return PLDAccountant().compose(mech, T).get_epsilon(delta)
 
         def theirs():
             a = dp_accounting.pld.PLDAccountant()
             a.compose(mech.to_dp_event(), T)
             return a.get_epsilon(delta)
 
-        t_dpa, e_dpa = best_time(theirs, args.repeat)
-        ref = PLDAccountant(discretization=1e-5).compose(mech, T).get_epsilon(delta)
-        row = dict(steps=T, seconds_ours=t_ours, seconds_dp_accounting=t_dpa, speedup=t_dpa / t_ours,
-                   eps_ours=r.value, eps_ours_lower=r.lower, eps_dp_accounting=e_dpa,
-                   ref_lower=ref.lower, ref_upper=ref.upper,
-                   err_ours=r.value - ref.lower, err_dp_accounting=e_dpa - ref.lower)
+        t_o, t_d = [], []
+        for rnd in range(args.repeat):  # interleaved, order alternating
+            for who in ((ours, theirs) if rnd % 2 == 0 else (theirs, ours)):
+                dt, v = _timed(who)
+                if who is ours:
+                    t_o.append(dt)
+                    r = v
+                else:
+                    t_d.append(dt)
+                    e_dpa = v
+        mo, md = statistics.median(t_o), statistics.median(t_d)
+        mem_o = mem_d = float("nan")
+        if not args.no_memory:
+            mem_o, mem_d = _peak_mib(ours), _peak_mib(theirs)
+        row = dict(steps=T, seconds_ours=mo, seconds_dp_accounting=md, speedup=md / mo,
+                   seconds_ours_all=t_o, seconds_dp_accounting_all=t_d,
+                   peak_mib_ours=mem_o, peak_mib_dp_accounting=mem_d,
+                   eps_ours=r.value, eps_ours_lower=r.lower, eps_dp_accounting=e_dpa)
+        if args.reference:
+            ref = PLDAccountant(discretization=1e-5).compose(mech, T).get_epsilon(delta)
+            row.update(ref_lower=ref.lower, ref_upper=ref.upper)
         rows.append(row)
-        print(f"{T:7d} | {t_ours:7.3f} {t_dpa:8.3f} {t_dpa / t_ours:6.2f} | {r.value:10.6f} {e_dpa:10.6f} | "
-              f"[{ref.lower:.6f}, {ref.upper:.6f}]")
+        print(f"{T:9d} | {mo:7.3f} {md:8.3f} {md / mo:6.2f} | {mem_o:8.1f} {mem_d:8.1f} | "
+              f"{r.value:17.9f} {r.lower:15.9f} {e_dpa:15.9f}"
+              + (f" | ref [{row['ref_lower']:.9f}, {row['ref_upper']:.9f}]" if args.reference else ""), flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=2)

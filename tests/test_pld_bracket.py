@@ -107,3 +107,21 @@ def test_gdp_accountant_is_exact_against_mpmath(mu, delta):
     assert r.kind == "exact"
     assert r.lower <= exact <= r.upper
     assert abs(r.value - exact) <= 1e-12 * max(exact, 1.0)
+
+
+@pytest.mark.parametrize("sigma,steps,h", [(100.0, 1_000_000, 1e-3), (300.0, 1_000_000, 1e-4), (30.0, 100_000, 1e-4)])
+def test_long_gaussian_composition_bracket_contains_exact_gdp(sigma, steps, h):
+    # T compositions of the Gaussian mechanism are exactly mu-GDP with mu = sqrt(T)/sigma (mpmath reference);
+    # large T exercises the FFT power's floating-point bound (it grows like T) and the window choice.
+    # At delta = 1e-5 the accountant must answer; at 1e-9 it may refuse (NumericalError), never be wrong.
+    mu = math.sqrt(steps) / sigma
+    for delta in (1e-5, 1e-9):
+        exact = gdp_epsilon_mpmath(mu, delta)
+        try:
+            lo, val, hi = _bracket(GaussianMechanism(sigma), steps, delta, h)
+        except NumericalError:
+            assert delta < 1e-5
+            continue
+        assert lo <= exact <= hi, (lo, exact, hi)
+        assert val == hi
+        assert (hi - lo) / exact < 1.5e-2  # at T = 1e6 the floating-point term dominates the width

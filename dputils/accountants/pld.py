@@ -143,13 +143,25 @@ def discretize(pair: PrivacyLossPair, h: float, tail: float = 1e-20) -> Discrete
 
 
 def _log_mgf(masses: np.ndarray, losses: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """log sum_i m_i exp(t l_i) for each t (masses may sum to < 1)."""
+    """log sum_i m_i exp(t l_i) for each t (masses may sum to < 1).
+
+    Computed row by row of t in blocks (no (len(t), n) temporary beyond a few MiB) as
+    max + log(sum exp(. - max)); every term is at most 1 after the shift, so nothing overflows.
+    """
     pos = masses > 0
     lm = np.log(masses[pos])
     ll = losses[pos]
-    if lm.size * t.size <= 4_000_000:
-        return logsumexp(lm[None, :] + t[:, None] * ll[None, :], axis=1)
-    return np.array([logsumexp(lm + ti * ll) for ti in t])  # one t at a time: no (len(t), n) temporary
+    out = np.empty(t.size)
+    rows = max(1, 2_000_000 // max(lm.size, 1))
+    for s0 in range(0, t.size, rows):
+        tb = t[s0:s0 + rows]
+        a = np.multiply.outer(tb, ll)
+        a += lm
+        mx = a.max(axis=1)
+        a -= mx[:, None]
+        np.exp(a, out=a)
+        out[s0:s0 + rows] = mx + np.log(a.sum(axis=1))
+    return out
 
 
 @dataclass
@@ -172,6 +184,10 @@ class ComposedPLD:
     def losses(self) -> np.ndarray:
         return (self.j0 + np.arange(self.masses.size)) * self.h
 
+    def loss(self, k: int) -> float:
+        """The loss of window point k, (j0 + k) h, without materialising the grid."""
+        return (self.j0 + k) * self.h
+
     @property
     def fft_noise(self) -> float:
         """Bound on the summed floating-point error of all masses (the noise at the bottom of the window)."""
@@ -192,6 +208,23 @@ class ComposedPLD:
         self._D = lfilter([-math.expm1(-self.h)], [1.0, -eh], A[::-1])[::-1]
         shifted = np.concatenate([m[1:], [0.0]])
         self._G = lfilter([eh], [1.0, -eh], shifted[::-1])[::-1]
+
+    def _grid_profile(self, noise: bool) -> np.ndarray:
+        """delta at the window points l_k (plus ``noise_pp * beyond(l_k)`` when ``noise``), cached.
+
+        beyond(l_k) = r - e^{-h} (1 - e^{-h r}) / (1 - e^{-h}) with r = n - 1 - k points above l_k.
+        """
+        cache = self.__dict__.setdefault("_profiles", {})
+        if noise not in cache:
+            self._prepare()
+            D = self._D + self.inf_mass
+            if noise:
+                n = self.masses.size
+                r = np.arange(n - 1, -1, -1, dtype=float)  # points strictly above l_k
+                D = D + self.noise_pp * np.maximum(
+                    r - math.exp(-self.h) * (-np.expm1(-self.h * r)) / (-math.expm1(-self.h)), 0.0)
+            cache[noise] = D
+        return cache[noise]
 
     def _locate(self, eps: float) -> tuple[int, float]:
         """(k, a) with eps in (l_{k-1}, l_k] and a = e^{eps - l_k} (k clipped to [0, n])."""
@@ -277,9 +310,14 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
         fc = f**c if c > 1 else f
         spec = fc if spec is None else spec * fc
     circ = sp_fft.irfft(spec, n_fft)
-    # linear index K = j - offset sits at circ[K mod n_fft]
-    idx = (np.arange(j_lo, j_hi + 1) - offset) % n_fft
-    window = circ[idx]
+    # linear index K = j - offset sits at circ[K mod n_fft]: the window is one contiguous run of the
+    # circular array, wrapping at most once (n_win <= n_fft)
+    start = (j_lo - offset) % n_fft
+    if start + n_win <= n_fft:
+        window = circ[start:start + n_win].copy()
+    else:
+        window = np.concatenate([circ[start:], circ[:start + n_win - n_fft]])
+    del circ
     # Floating-point error of each mass. Raising a Fourier coefficient to the power c multiplies its
     # relative error by c, so the masses carry an absolute error that grows with the number of
     # compositions, spread over the whole window (it is not visible as negative entries in the bulk).
@@ -291,8 +329,7 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
     mag = np.abs(spec)
     total_abs = float(mag[0] + 2.0 * mag[1:].sum() - (mag[-1] if n_fft % 2 == 0 else 0.0))
     growth = math.log2(max(n_fft, 2)) * (sum(c for _, c in parts) + 1)
-    neg = window[window < 0]
-    noise_pp = max(float(-neg.min()) if neg.size else 0.0, u * growth * total_abs / n_fft)
+    noise_pp = max(-min(float(window.min()), 0.0), u * growth * total_abs / n_fft)
     if which == "upper":
         window = np.maximum(window, 0.0)
     outside = 2.0 * window_tail
@@ -409,11 +446,8 @@ def _invert(c: ComposedPLD, target: float, clamp_zero: bool = True, noise: bool 
     def total(e: float) -> float:
         return c.delta(e) + (p * c.beyond(e) if noise else 0.0)
 
-    D = c._D + c.inf_mass  # delta at the grid points, non-increasing
-    if noise:
-        r = np.arange(n - 1, -1, -1, dtype=float)  # points strictly above l_k
-        D = D + p * np.maximum(r - math.exp(-c.h) * (-np.expm1(-c.h * r)) / (-math.expm1(-c.h)), 0.0)
-    lo_eps = 0.0 if clamp_zero else float(c.losses[0] - c.h)
+    D = c._grid_profile(noise)  # delta (+ noise) at the grid points, non-increasing
+    lo_eps = 0.0 if clamp_zero else c.loss(-1)
     if total(lo_eps) <= target:
         return lo_eps
     # first k with D[k] <= target
@@ -421,14 +455,14 @@ def _invert(c: ComposedPLD, target: float, clamp_zero: bool = True, noise: bool 
     if k >= n:
         raise NumericalError("delta target not reached inside the PLD window")
     if k == 0:
-        return max(float(c.losses[0]), 0.0) if clamp_zero else float(c.losses[0])
+        return max(c.loss(0), 0.0) if clamp_zero else c.loss(0)
     # on (l_{k-1}, l_k]: delta + noise = A + p (n - k) - a (m_k + G[k] + p S),  S = sum_{i<n-k} e^{-i h}
     A = c._A[k - 1] + c.inf_mass + p * (n - k)
     S = (-math.expm1(-c.h * (n - k))) / (-math.expm1(-c.h))
     denom = c.masses[k] + c._G[k] + p * S  # = A[k-1] - D[k] - inf (+ noise), without cancellation
     a = (A - target) / denom if denom > 0 else 1.0
     a = min(max(a, math.exp(-c.h)), 1.0)
-    l_k = float(c.losses[k])
+    l_k = c.loss(k)
     eps = l_k + math.log(a)
     step = 4.0 * math.ulp(max(abs(l_k), c.h))
     for _ in range(30):  # rounding of the piece solve: move right by growing steps, at most to l_k
