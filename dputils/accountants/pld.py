@@ -268,8 +268,288 @@ class ComposedPLD:
         return float((1 - a) * self._A[k - 1] + a * self._D[k]) + self.inf_mass
 
 
-def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: float) -> ComposedPLD:
-    """FFT composition of the 'upper' or 'lower' PMFs of the parts, each self-composed ``count`` times."""
+# ---------------------------------------------------------------------------------------------------------
+# Spectral composition: the composed PMF's Fourier coefficients at the few frequencies that matter.
+# ---------------------------------------------------------------------------------------------------------
+
+_U = np.finfo(float).eps / 2  # unit round-off
+_LOG_DROP = math.log(1e-30)  # |Phi(k)| bound on every dropped frequency
+
+
+def _pairwise_sum(x: np.ndarray) -> np.ndarray:
+    """Sum over axis 0 by halving (zero-padded to a power of two): error <= ceil(log2 n) u sum |x_i|."""
+    n = x.shape[0]
+    p = 1 << max(0, (n - 1).bit_length())
+    if p != n:
+        x = np.concatenate([x, np.zeros((p - n,) + x.shape[1:])])
+    while x.shape[0] > 1:
+        half = x.shape[0] // 2
+        x = x[:half] + x[half:]
+    return x[0]
+
+
+def _sym_angle(p: np.ndarray, N: int) -> np.ndarray:
+    """2 pi p / N for integers p, reduced exactly to p in (-N/2, N/2] first (|angle| <= pi, rel. error <= 3u)."""
+    p = np.mod(p, N)
+    p = np.where(2 * p > N, p - N, p)
+    return p * (2.0 * math.pi / N)
+
+
+class _Part:
+    """One discretized PMF, its count, and what the spectral composition needs from it.
+
+    Indices are relative to ``ctr`` (the rounded mean index). ``M1, M2, M3, A1`` are the normalised moments
+    E(X-ctr), E(X-ctr)^2, E|X-ctr|^3, E|X-ctr| of the index X (sums of non-negative terms except M1, with
+    relative error far below the 1e-9 slack applied: M2 shrunk, M3 and A1 grown, |M1| grown by 1e-9 A1).
+    """
+
+    def __init__(self, m: np.ndarray, i0: int, count: int):
+        self.m, self.c, self.n = m, count, m.size
+        self.L = max(1, (m.size - 1).bit_length())  # levels of the pairwise sums
+        self.s = float(_pairwise_sum(m))
+        idx = np.arange(m.size, dtype=float)
+        self.ctr = int(round(float(_pairwise_sum(m * idx)) / self.s))
+        self.i0 = i0
+        x = idx - self.ctr
+        ax = np.abs(x)
+        s = self.s
+        self.M1 = float(_pairwise_sum(m * x)) / s
+        self.A1 = float(_pairwise_sum(m * ax)) / s * (1 + 1e-9)
+        self.M1 = abs(self.M1) + 1e-9 * self.A1
+        self.M2 = float(_pairwise_sum(m * x * x)) / s * (1 - 1e-9)
+        self.M3 = float(_pairwise_sum(m * ax * ax * ax)) / s * (1 + 1e-9)
+        self.x = x.astype(np.int64)
+
+    def taylor(self, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+        """Bound on sup |phi| over [alpha, beta] (phi = f/s, 0 <= alpha <= beta), +inf where not valid.
+
+        From |e^{iy} - 1 - iy + y^2/2| <= |y|^3/6 with y = w (X - ctr):
+        |phi(w)| <= |1 - w^2 M2/2| + |w| |M1| + |w|^3 M3/6, and 1 - w^2 M2/2 is decreasing while w^2 M2 <= 2.
+        """
+        b = 1.0 - alpha * alpha * self.M2 / 2 + beta * self.M1 + beta**3 * self.M3 / 6
+        return np.where(beta * beta * self.M2 <= 2.0, b * (1 + 4 * _U), np.inf)
+
+    def samples(self, Ms: int) -> np.ndarray:
+        """Bound on |phi| on each cell [(r - 1/2) 2pi/Ms, (r + 1/2) 2pi/Ms], r = 0..Ms/2.
+
+        phi at the cell centre from an FFT of the PMF folded modulo Ms (exact sampling of the transform),
+        plus the FFT's error (a generous 10 log2(Ms) u sqrt(Ms) ||g||_2 / s, from the l2 error bound of
+        the FFT), plus the Lipschitz term A1 pi / Ms (|d/dw (phi(w) e^{i w ctr})| <= E|X - ctr| = A1).
+        """
+        g = np.bincount(np.arange(self.n) % Ms, weights=self.m, minlength=Ms)
+        y = np.abs(sp_fft.rfft(g)) / self.s
+        err = 10 * math.log2(Ms) * _U * math.sqrt(Ms) * float(np.sqrt(np.dot(g, g))) / self.s
+        return y * (1 + 4 * _U) + err + self.A1 * math.pi / Ms * (1 + 4 * _U)
+
+    def zeta(self, N: int, K: int) -> tuple[np.ndarray, np.ndarray]:
+        """zeta(k) = 1 - f(k)/s for k = 1..K (f(k) = sum_i m_i e^{-2 pi i k (i - ctr)/N}) and an error bound.
+
+        Blocked: i - ctr = aB + b with 0 <= b < B, x = 2 pi k/N, d(y) = 1 - e^{-iy} = 2 sin^2(y/2) + i sin y:
+        1 - e^{-ix(aB+b)} = d(x aB) + e^{-ix aB} d(x b), so with M_a = sum_b m_ab and
+        I_a = sum_b m_ab d(x b) (a matrix product), s zeta = sum_a [d(x aB) M_a + e^{-ix aB} I_a].
+        Each d is computed from an exactly reduced angle with relative error <= 12u and |d(y)| <= |y|;
+        every rounding error is thus at most a multiple of u x sum_i m_i (|aB| + b), and
+        |aB| + b <= |i - ctr| + 2B: |computed - exact| <= (B + L_a + 32) u x s (A1 + 2B), and the division
+        by the computed s adds (L + 3) u |zeta| (L: levels of the pairwise sum giving s).
+        """
+        B = 32
+        x = self.x  # i - ctr, increasing by 1
+        a_min = int(x[0]) // B
+        a_max = int(x[-1]) // B
+        A = a_max - a_min + 1
+        mp = np.zeros(A * B)
+        start = int(x[0]) - a_min * B
+        mp[start:start + self.n] = self.m
+        mp = mp.reshape(A, B)
+        ks = np.arange(1, K + 1, dtype=np.int64)
+        xb = _sym_angle(np.multiply.outer(np.arange(B, dtype=np.int64), ks), N)  # (B, K)
+        xa = _sym_angle(np.multiply.outer(np.arange(a_min, a_max + 1, dtype=np.int64) * B, ks), N)  # (A, K)
+        sb = np.sin(0.5 * xb)
+        sa = np.sin(0.5 * xa)
+        inner = (mp @ (2.0 * sb * sb)) + 1j * (mp @ np.sin(xb))  # I_a
+        Ma = mp.sum(axis=1)
+        da = (2.0 * sa * sa) + 1j * np.sin(xa)
+        ea = np.cos(xa) - 1j * np.sin(xa)
+        terms = da * Ma[:, None] + ea * inner
+        z = (_pairwise_sum(terms.real) + 1j * _pairwise_sum(terms.imag)) / self.s
+        theta = ks * (2.0 * math.pi / N)
+        La = max(1, (A - 1).bit_length())
+        err = ((B + La + 32) * _U * theta * (self.A1 + 2 * B) + (self.L + 3) * _U * np.abs(z)) * 1.01
+        return z, err
+
+
+class SpectralPLD:
+    """A composed PMF on the window [j0, j0 + N) represented by its Fourier coefficients at |k| <= K.
+
+    With period N equal to the window length, the circular (aliased) composition of the parts is
+    circ[r] = (1/N) sum_k F(k) e^{2 pi i k r / N}, F(k) = prod_p f_p(k)^{c_p} = S Phi(k) with
+    S = prod_p s_p^{c_p} (the total finite mass) and Phi(k) = prod_p (1 - zeta_p(k))^{c_p}. The window
+    masses are circ at the window points, as in the FFT path. For delta(eps) only the hockey-stick sum is
+    needed: sum_{j > eps} (1 - e^{eps - l_j}) circ_j = (S/N) sum_k Phi(k) V(k), where V(k) is a pair of
+    geometric sums in closed form. Frequencies with |k| > K are dropped: a bound on |phi_p| (Taylor near
+    zero, FFT samples plus a Lipschitz term elsewhere; see :class:`_Part`) shows |Phi(k)| <= 1e-30 there,
+    and |V(k)| <= V(0), so they change delta by at most 1e-30 V(0). Every rounding error is bounded (see
+    :meth:`_bounds`); the bounds are relative to zeta, not to 1, so they do not grow like T u as the FFT
+    power's do.
+    """
+
+    def __init__(self, h, j_lo, N, offset, parts, K, inf_mass, outside):
+        self.h, self.j0, self.N, self.offset, self.K = h, j_lo, N, offset, K
+        self.inf_mass, self.outside = inf_mass, outside
+        logS = sum(p.c * math.log(p.s) for p in parts)
+        slack = sum(p.c * (p.L + 3) * _U for p in parts) + 4 * _U * abs(logS) + 4 * _U
+        self.S, self.S_hi, self.S_lo = math.exp(logS), math.exp(logS + slack), math.exp(logS - slack)
+        if K == 0:
+            self.phi = np.zeros(0, complex)
+            self.phi_err = np.zeros(0)
+            return
+        logphi = np.zeros(K, complex)
+        lam = np.zeros(K)
+        absl = np.zeros(K)
+        bad = np.zeros(K, bool)
+        upper_mod = np.zeros(K)
+        for p in parts:
+            z, dz = p.zeta(N, K)
+            om = 1.0 - z
+            am = np.abs(om)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lr = 0.5 * np.log1p(-2.0 * z.real + z.real**2 + z.imag**2)
+                li = np.arctan2(-z.imag, 1.0 - z.real)
+                az = np.abs(z)
+                ev = 8 * _U * (az + az * az) / (am * am) + 4 * _U * np.hypot(lr, li) + 2 * _U
+                prop = dz / (am - dz)
+            bad |= ~(am > dz) | ~np.isfinite(lr)
+            logphi += p.c * np.where(bad, 0.0, lr + 1j * li)
+            lam += p.c * (np.where(bad, 0.0, prop) + ev)
+            absl += p.c * np.where(bad, 0.0, np.hypot(lr, li))
+            upper_mod += p.c * np.log(am + dz)
+        lam += (len(parts) + 3) * _U * absl + 4 * _U
+        bad |= ~np.isfinite(lam) | (lam > 1.0)
+        phi = np.exp(logphi)
+        err = np.expm1(np.where(bad, 0.0, lam)) * np.abs(phi) * (1 + 1e-6)
+        # unresolved coefficients: value 0, error the bound on the modulus
+        self.phi = np.where(bad, 0.0, phi)
+        self.phi_err = np.where(bad, np.exp(np.minimum(upper_mod, 0.0)), err)
+        self._theta = np.arange(1, K + 1) * (2.0 * math.pi / N)
+        self._ks = np.arange(1, K + 1, dtype=np.int64)
+
+    def _bounds(self, eps: float) -> tuple[float, float]:
+        """(D, E): sum_{window j, l_j > eps} (1 - e^{eps - l_j}) circ_j / S lies in [D - E, D + E]."""
+        h, N = self.h, self.N
+        j_hi = self.j0 + N - 1
+        ja = max(self.j0, math.floor(eps / h) + 1)
+        while ja * h <= eps:
+            ja += 1
+        R = j_hi - ja + 1
+        if R <= 0:
+            return 0.0, 0.0
+        a = math.exp(eps - ja * h)
+        e_a = 4 * _U * (abs(eps) + abs(ja * h) + 1)  # relative error of a (the exponent's rounding)
+        SR = (-math.expm1(-h * R)) / (-math.expm1(-h))
+        V0 = R - a * SR
+        eV0 = 8 * _U * (R + a * SR) + e_a * a * SR
+        D = V0
+        E = eV0 + math.exp(_LOG_DROP) * (abs(V0) + eV0)
+        if self.K:
+            th = self._theta
+            phiR = _sym_angle(self._ks * R, N)
+            psi = _sym_angle(self._ks * ((ja - self.offset) % N), N)
+            st = np.sin(0.5 * th)
+            sp = np.sin(0.5 * phiR)
+            one_z = 2 * st * st - 1j * np.sin(th)
+            one_zR = 2 * sp * sp - 1j * np.sin(phiR)
+            eh, ehR = math.exp(-h), math.exp(-h * R)
+            one_w = (-math.expm1(-h) + eh * 2 * st * st) - 1j * eh * np.sin(th)
+            one_wR = (-math.expm1(-h * R) + ehR * 2 * sp * sp) - 1j * ehR * np.sin(phiR)
+            Gz = one_zR / one_z
+            Gw = one_wR / one_w
+            V = np.exp(1j * psi) * (Gz - a * Gw)
+            aV = np.abs(V)
+            eV = 64 * _U * (np.abs(Gz) + a * np.abs(Gw) + aV) + e_a * a * np.abs(Gw)
+            aphi = np.abs(self.phi)
+            D += 2.0 * float(np.sum((self.phi * V).real))
+            E += 2.0 * float(np.sum(self.phi_err * (aV + eV) + aphi * eV))
+            E += (self.K + 4) * _U * 1.01 * (abs(V0) + 2.0 * float(np.sum(aphi * aV)))
+        return D / N, E / N * (1 + 4 * _U)
+
+    def cert_upper(self, eps: float) -> float:
+        """Certified upper bound on delta(eps) of the composed PMF (window tails and infinity included)."""
+        D, E = self._bounds(eps)
+        return min(1.0, self.S_hi * max(D + E, 0.0) * (1 + 2 * _U) + self.inf_mass + self.outside)
+
+    def cert_lower(self, eps: float) -> float:
+        """Certified lower bound on delta(eps) of the composed PMF."""
+        D, E = self._bounds(eps)
+        return self.S_lo * max(D - E, 0.0) * (1 - 2 * _U) + self.inf_mass - self.outside
+
+    def plain(self, eps: float) -> float:
+        """The estimate without error terms (for the resolution check)."""
+        return self.S * max(self._bounds(eps)[0], 0.0) + self.inf_mass
+
+    def top(self) -> float:
+        return (self.j0 + self.N) * self.h
+
+
+def _spectral(parts: list[tuple[np.ndarray, int, int]], h: float, j_lo: int, j_hi: int, offset0: int,
+              inf_mass: float, outside: float) -> SpectralPLD | None:
+    """The spectral composition when few frequencies suffice, else None (the caller uses the FFT path).
+
+    parts: (masses, absolute grid index of masses[0], count). The kept set |k| <= K is the smallest for
+    which every cell of frequencies beyond 2 pi K / N has prod_p bound_p^{c_p} <= 1e-30.
+    """
+    N = j_hi - j_lo + 1
+    ps = [_Part(m, i0, c) for m, i0, c in parts]
+    if any(p.s <= 0 for p in ps):
+        return None
+    A1 = max(p.A1 for p in ps)
+    Ms = 1 << int(min(20, max(12, math.ceil(math.log2(2000 * math.pi * A1 + 1)))))
+    d = 2 * math.pi / Ms
+    r = np.arange(Ms // 2 + 1)
+    lo = np.maximum(r - 0.5, 0.0) * d
+    hi = (r + 0.5) * d
+    samp = [p.samples(Ms) for p in ps]
+
+    def cell_log(alpha: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        tot = np.zeros(idx.size)
+        for p, sm in zip(ps, samp):
+            b = np.minimum(np.minimum(sm[idx], p.taylor(alpha, hi[idx])), 1.0)
+            with np.errstate(divide="ignore"):
+                tot += p.c * np.log(b)
+        return tot
+
+    lam = cell_log(lo, r)
+    suf = np.maximum.accumulate(lam[::-1])[::-1]  # max over cells >= r
+    ok = np.concatenate([suf[1:], [-np.inf]]) <= _LOG_DROP  # every cell after r is fine
+    if not ok.any():
+        return None
+    r0 = int(np.argmax(ok))
+    if lam[r0] <= _LOG_DROP:
+        om_K = lo[r0]
+    elif cell_log(np.array([hi[r0]]), np.array([r0]))[0] > _LOG_DROP:
+        om_K = hi[r0]
+    else:
+        a, b = lo[r0], hi[r0]
+        for _ in range(50):
+            mid = 0.5 * (a + b)
+            if cell_log(np.array([mid]), np.array([r0]))[0] <= _LOG_DROP:
+                b = mid
+            else:
+                a = mid
+        om_K = b
+    K = int(math.floor(om_K * N / (2 * math.pi) * (1 + 1e-12))) + 1
+    if 2 * K + 1 > N // 4 or K * sum(p.n for p in ps) > 4e7:
+        return None
+    offset = offset0 + sum(p.c * p.ctr for p in ps)
+    return SpectralPLD(h, j_lo, N, offset, ps, K, inf_mass, outside)
+
+
+def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: float,
+             spectral: bool = True) -> ComposedPLD | SpectralPLD:
+    """Composition of the 'upper' or 'lower' PMFs of the parts, each self-composed ``count`` times.
+
+    Spectral (:class:`SpectralPLD`) when few Fourier coefficients suffice (long compositions) and
+    ``spectral`` is set, else one FFT power on the window (:class:`ComposedPLD`).
+    """
     h = parts[0][0].h
     t = np.logspace(-2, 2.5, 28)
     K_pos = np.zeros_like(t)
@@ -296,6 +576,11 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
             f"discretization: the composed privacy loss spans [{j_lo * h:.6g}, {j_hi * h:.6g}], {n_win:,} grid points "
             f"at discretization {h:g}, over the limit of {MAX_WINDOW:,} (about a minute and 5 GiB); use a "
             f"discretization of at least {h * n_win / MAX_WINDOW:.2g}")
+    if spectral:
+        sp = _spectral([(d.upper if which == "upper" else d.lower, d.i0, c) for d, c in parts], h, j_lo, j_hi,
+                       offset, 1.0 - inf_keep, 2.0 * window_tail)
+        if sp is not None:
+            return sp
     # the FFT length must hold every single-part support as well as the window
     n_fft = sp_fft.next_fast_len(max(n_win, max(d.upper.size for d, _ in parts)), real=True)
     # about 80 bytes per point at the peak (input, half spectrum, powers, inverse, window, indices)
@@ -339,9 +624,9 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
 class _DirectionPLD:
     """The upper and lower composed PMFs of one direction, plus the rounding-error MGF."""
 
-    def __init__(self, parts: list[tuple[DiscretePLD, int]], window_tail: float):
-        self.up = _compose(parts, "upper", window_tail)
-        self.down = _compose(parts, "lower", window_tail)
+    def __init__(self, parts: list[tuple[DiscretePLD, int]], window_tail: float, spectral: bool = True):
+        self.up = _compose(parts, "upper", window_tail, spectral)
+        self.down = _compose(parts, "lower", window_tail, spectral)
         # s_eta: a lower quantile of the summed rounding errors. Chernoff:
         # P[sum e <= s] <= exp(log M(-lam) + lam s), log M(-lam) = sum_c c log E[exp(-lam e)].
         # Mass outside the lower atoms (dropped bottom bin, infinity) is given error 0, the smallest
@@ -364,6 +649,8 @@ class _DirectionPLD:
 
     def delta_upper(self, eps: float) -> float:
         u = self.up
+        if isinstance(u, SpectralPLD):
+            return u.cert_upper(eps)
         return min(1.0, u.delta(eps) + u.outside + u.noise(eps))
 
     def delta_lower(self, eps: float) -> float:
@@ -371,7 +658,10 @@ class _DirectionPLD:
         best = 0.0
         for eta in _ETAS_ABS:
             e = eps - self.s_eta(eta)
-            v = d.delta(e) - eta - d.outside - d.noise(e)
+            if isinstance(d, SpectralPLD):
+                v = d.cert_lower(e) - eta
+            else:
+                v = d.delta(e) - eta - d.outside - d.noise(e)
             best = max(best, v)
         return best
 
@@ -383,8 +673,12 @@ class _DirectionPLD:
                 f"delta={delta:g} is below the PLD accountant's resolution ({floor:.2g}: infinite-loss mass and "
                 "window tails); use the saddle-point or Edgeworth accountant"
             )
-        eps = _invert(u, delta - u.outside, noise=True)
-        err = u.outside + u.noise(eps)
+        if isinstance(u, SpectralPLD):
+            eps = _bisect_upper(u, delta)
+            err = u.cert_upper(eps) - u.plain(eps)
+        else:
+            eps = _invert(u, delta - u.outside, noise=True)
+            err = u.outside + u.noise(eps)
         if err > 0.5 * delta:
             raise NumericalError(
                 f"delta={delta:g} is below the PLD accountant's resolution: the bound on the floating-point error "
@@ -397,11 +691,49 @@ class _DirectionPLD:
         d = self.down
         best = 0.0
         for eta in delta * _ETA_FACTORS:
-            target = delta + eta + d.outside
-            e = _invert_lower(d, target)
+            if isinstance(d, SpectralPLD):
+                e = _bisect_lower(d, delta + eta)
+            else:
+                e = _invert_lower(d, delta + eta + d.outside)
             if e is not None:
                 best = max(best, e + self.s_eta(eta))
         return best
+
+
+def _bisect_upper(c: SpectralPLD, target: float) -> float:
+    """An eps >= 0 with ``c.cert_upper(eps) <= target``, as small as bisection to 1e-12 relative gives.
+
+    At the window's top only infinity and the tails remain, which the caller checked to be below target;
+    the returned point is always one where the inequality was evaluated to hold.
+    """
+    if c.cert_upper(0.0) <= target:
+        return 0.0
+    lo, hi = 0.0, c.top()
+    if c.cert_upper(hi) > target:
+        raise NumericalError("delta target not reached inside the PLD window")
+    while hi - lo > 1e-12 * max(1.0, hi):
+        mid = 0.5 * (lo + hi)
+        if c.cert_upper(mid) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _bisect_lower(c: SpectralPLD, target: float) -> float | None:
+    """An eps with ``c.cert_lower(eps) >= target``, as large as bisection gives, or None."""
+    lo, hi = (c.j0 - 1) * c.h, c.top()
+    if c.cert_lower(lo) < target:
+        return None
+    if c.cert_lower(hi) >= target:
+        return hi
+    while hi - lo > 1e-12 * max(1.0, abs(lo), abs(hi)):
+        mid = 0.5 * (lo + hi)
+        if c.cert_lower(mid) >= target:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _invert_lower(c: ComposedPLD, target: float) -> float | None:
