@@ -125,3 +125,37 @@ def test_long_gaussian_composition_bracket_contains_exact_gdp(sigma, steps, h):
         assert lo <= exact <= hi, (lo, exact, hi)
         assert val == hi
         assert (hi - lo) / exact < 1.5e-2  # at T = 1e6 the floating-point term dominates the width
+
+
+@pytest.mark.parametrize("steps", [10_000, 100_000, 1_000_000, 10_000_000])
+def test_long_subsampled_gaussian_bracket_contains_contour_truth(steps):
+    # The benchmark's setting (q = 0.01, sigma = 1, delta = 1e-5, default grid 1e-4) at large T, where the
+    # spectral composition is used; the reference is the saddle-contour truth (no discretization, no FFT).
+    mech = SubsampledGaussianMechanism(1.0, 0.01)
+    ref, err = truth.composition_epsilon([(mech, steps)], 1e-5)
+    acc = PLDAccountant().compose(mech, steps)
+    r = acc.get_epsilon(1e-5)
+    assert r.lower - err <= ref <= r.upper + err, (r.lower, ref, err, r.upper)
+    assert (r.upper - r.lower) / ref < 1e-4
+    assert all(type(acc._cache[d].up).__name__ == "SpectralPLD" for d in acc._cache)
+
+
+@pytest.mark.parametrize("sigma,q,steps,delta", [(1.0, 0.01, 3000, 1e-5), (0.8, 0.05, 20_000, 1e-8),
+                                                 (2.0, 0.2, 5000, 1e-10)])
+def test_spectral_and_fft_compositions_bracket_the_same_truth(sigma, q, steps, delta):
+    # Both composition paths must certify the same independent truth; the spectral one (no T u growth of
+    # the rounding bound) is never looser than the FFT power by more than a hair.
+    mech = SubsampledGaussianMechanism(sigma, q)
+    ref, err = truth.composition_epsilon([(mech, steps)], delta)
+    spec = PLDAccountant(discretization=1e-3).compose(mech, steps)
+    fft = PLDAccountant(discretization=1e-3).compose(mech, steps)
+    fft._spectral = False
+    rs, rf = spec.get_epsilon(delta), fft.get_epsilon(delta)
+    assert type(spec._cache["remove"].up).__name__ == "SpectralPLD"
+    assert type(fft._cache["remove"].up).__name__ == "ComposedPLD"
+    for r in (rs, rf):
+        assert r.lower - err <= ref <= r.upper + err, (r.lower, ref, err, r.upper)
+    assert rs.upper <= rf.upper + 1e-9 * rf.upper
+    for eps in (0.5 * ref, ref, 1.5 * ref):
+        ds, df = spec.get_delta(eps), fft.get_delta(eps)
+        assert max(ds.lower, df.lower) <= min(ds.upper, df.upper)

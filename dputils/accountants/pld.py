@@ -416,7 +416,9 @@ class SpectralPLD:
                 lr = 0.5 * np.log1p(-2.0 * z.real + z.real**2 + z.imag**2)
                 li = np.arctan2(-z.imag, 1.0 - z.real)
                 az = np.abs(z)
-                ev = 8 * _U * (az + az * az) / (am * am) + 4 * _U * np.hypot(lr, li) + 2 * _U
+                # rounding of log1p(-2 Re + |z|^2) / 2 and atan2(-Im, 1 - Re): relative to the result, plus
+                # the argument's rounding propagated (<= 3u (|z| + |z|^2) / |1 - z|^2 and u |z| / |1 - z|)
+                ev = 8 * _U * (az + az * az) / (am * am) + 3 * _U * np.hypot(lr, li)
                 prop = dz / (am - dz)
             bad |= ~(am > dz) | ~np.isfinite(lr)
             logphi += p.c * np.where(bad, 0.0, lr + 1j * li)
@@ -821,6 +823,8 @@ class PLDAccountant(Accountant):
     """
 
     name = "pld"
+    #: use the spectral composition where it applies (False: always the FFT power; for tests and comparison)
+    _spectral = True
 
     def __init__(self, direction: str = "both", discretization: float = 1e-4, tail: float = 1e-20,
                  window_tail: float = 1e-20) -> None:
@@ -856,7 +860,7 @@ class PLDAccountant(Accountant):
             for mech, count in self.ledger:
                 merged[mech] = merged.get(mech, 0) + count
             parts = [(discretize(m.pair(direction), self.h, self.tail), c) for m, c in merged.items()]
-            self._cache[direction] = _DirectionPLD(parts, self.window_tail)
+            self._cache[direction] = _DirectionPLD(parts, self.window_tail, self._spectral)
         return self._cache[direction]
 
     def _worst(self, quantity: str, upper_fn, lower_fn) -> AccountingResult:
