@@ -42,6 +42,20 @@ error. ``get_epsilon`` refuses (NumericalError) when this bound plus the window 
 the target delta, e.g. at tiny deltas where float64 FFT accountants lose precision (see the
 saddle-point chapter).
 
+**Spectral composition (long compositions).** With the window's length N as the period, the aliased
+composed PMF is :math:`\mathrm{circ}_r = \frac1N\sum_k F(k) e^{2\pi i k r/N}` with
+:math:`F(k) = \prod_p f_p(k)^{c_p}`, and :math:`\delta(\varepsilon)` over the window is the linear functional
+:math:`\frac1N \sum_k F(k) V_\varepsilon(k)` where :math:`V_\varepsilon(k)` (the transform of the hockey-stick
+weights) is a difference of two geometric sums in closed form. After T steps :math:`|F(k)|` is negligible
+except at a few tens of frequencies (the composed loss is smooth on the grid): a certified bound on
+:math:`|f_p/s_p|` (the Taylor inequality :math:`|e^{iy} - 1 - iy + y^2/2| \le |y|^3/6` near zero; elsewhere an
+FFT of the PMF folded to a short length, plus a Lipschitz term) shows :math:`|F(k)| \le 10^{-30} S` beyond
+some K, so only :math:`|k| \le K` are computed, directly, as :math:`f_p = s_p(1 - \zeta_p)`. All rounding
+is bounded relative to :math:`\zeta_p` (not to 1), so the bound does not grow like :math:`T u`: at T = 1e7 the
+upper bound is within 1e-7 of the uncertified connect-the-dots value, where the FFT power's bound cost
+1e-3. Cost: O(K n) per part, independent of T; no array of the window's size. The FFT power below is the
+fallback when K would be large (short compositions of sharp PMFs).
+
 Both directions (add and remove) are computed and the worse one is reported unless ``direction`` says
 otherwise.
 """
@@ -152,7 +166,7 @@ def _log_mgf(masses: np.ndarray, losses: np.ndarray, t: np.ndarray) -> np.ndarra
     lm = np.log(masses[pos])
     ll = losses[pos]
     out = np.empty(t.size)
-    rows = max(1, 2_000_000 // max(lm.size, 1))
+    rows = max(1, 400_000 // max(lm.size, 1))
     for s0 in range(0, t.size, rows):
         tb = t[s0:s0 + rows]
         a = np.multiply.outer(tb, ll)
@@ -362,16 +376,20 @@ class _Part:
         mp[start:start + self.n] = self.m
         mp = mp.reshape(A, B)
         ks = np.arange(1, K + 1, dtype=np.int64)
-        xb = _sym_angle(np.multiply.outer(np.arange(B, dtype=np.int64), ks), N)  # (B, K)
-        xa = _sym_angle(np.multiply.outer(np.arange(a_min, a_max + 1, dtype=np.int64) * B, ks), N)  # (A, K)
-        sb = np.sin(0.5 * xb)
-        sa = np.sin(0.5 * xa)
-        inner = (mp @ (2.0 * sb * sb)) + 1j * (mp @ np.sin(xb))  # I_a
         Ma = mp.sum(axis=1)
-        da = (2.0 * sa * sa) + 1j * np.sin(xa)
-        ea = np.cos(xa) - 1j * np.sin(xa)
-        terms = da * Ma[:, None] + ea * inner
-        z = (_pairwise_sum(terms.real) + 1j * _pairwise_sum(terms.imag)) / self.s
+        aB = np.arange(a_min, a_max + 1, dtype=np.int64) * B
+        z = np.empty(K, complex)
+        kc = max(1, 16_384 // A)  # frequencies per block: (A, kc) temporaries of at most 256 KiB
+        for k0 in range(0, K, kc):
+            kb = ks[k0:k0 + kc]
+            xb = _sym_angle(np.multiply.outer(np.arange(B, dtype=np.int64), kb), N)  # (B, kc)
+            xa = _sym_angle(np.multiply.outer(aB, kb), N)  # (A, kc)
+            sb = np.sin(0.5 * xb)
+            sa = np.sin(0.5 * xa)
+            inner = (mp @ (2.0 * sb * sb)) + 1j * (mp @ np.sin(xb))  # I_a
+            terms = ((2.0 * sa * sa) + 1j * np.sin(xa)) * Ma[:, None] + (np.cos(xa) - 1j * np.sin(xa)) * inner
+            z[k0:k0 + kc] = _pairwise_sum(terms.real) + 1j * _pairwise_sum(terms.imag)
+        z /= self.s
         theta = ks * (2.0 * math.pi / N)
         La = max(1, (A - 1).bit_length())
         err = ((B + La + 32) * _U * theta * (self.A1 + 2 * B) + (self.L + 3) * _U * np.abs(z)) * 1.01
@@ -504,7 +522,7 @@ def _spectral(parts: list[tuple[np.ndarray, int, int]], h: float, j_lo: int, j_h
     if any(p.s <= 0 for p in ps):
         return None
     A1 = max(p.A1 for p in ps)
-    Ms = 1 << int(min(20, max(12, math.ceil(math.log2(2000 * math.pi * A1 + 1)))))
+    Ms = 1 << int(min(20, max(12, math.ceil(math.log2(500 * math.pi * A1 + 1)))))
     d = 2 * math.pi / Ms
     r = np.arange(Ms // 2 + 1)
     lo = np.maximum(r - 0.5, 0.0) * d
@@ -553,7 +571,7 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
     ``spectral`` is set, else one FFT power on the window (:class:`ComposedPLD`).
     """
     h = parts[0][0].h
-    t = np.logspace(-2, 2.5, 28)
+    t = np.logspace(-2, 2.5, 16)
     K_pos = np.zeros_like(t)
     K_neg = np.zeros_like(t)
     inf_keep = 1.0
