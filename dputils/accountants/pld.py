@@ -178,6 +178,27 @@ def _log_mgf(masses: np.ndarray, losses: np.ndarray, t: np.ndarray) -> np.ndarra
     return out
 
 
+def _log_mgf_grid(masses: np.ndarray, i0: int, h: float, t: np.ndarray) -> np.ndarray:
+    """log sum_i m_i exp(t h (i0 + i)) for each t, for masses on the grid (i0 + i) h.
+
+    Blocked, i = aB + b with |t| h B <= 30: sum_a e^{t h aB} sum_b m_ab e^{t h b}, the inner sums a matrix
+    product (no overflow: every factor is at most e^{30}), the outer one in log space. Only (A + B) len(t)
+    exponentials instead of n len(t). Masses are scaled by their maximum first, so, as in :func:`_log_mgf`,
+    only terms below ~1e-270 of the largest are lost to underflow.
+    """
+    n = masses.size
+    B = int(max(1, min(64, 30.0 / (float(np.max(np.abs(t))) * h))))
+    A = -(-n // B)
+    top = float(masses.max())
+    mp = np.zeros(A * B)
+    mp[:n] = masses / top
+    inner = mp.reshape(A, B) @ np.exp(np.multiply.outer(np.arange(B) * h, t))  # (A, len(t)), >= 0
+    with np.errstate(divide="ignore"):
+        lg = np.log(inner) + np.multiply.outer(np.arange(A) * (B * h), t)
+    mx = lg.max(axis=0)
+    return mx + np.log(np.exp(lg - mx).sum(axis=0)) + t * (h * i0) + math.log(top)
+
+
 @dataclass
 class ComposedPLD:
     """A composed PMF on the window of grid indices [j0, j0 + len).
@@ -579,12 +600,14 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
     span = 0
     for d, c in parts:
         m = d.upper if which == "upper" else d.lower
-        l = d.losses
-        K_pos += c * _log_mgf(m, l, t)
-        K_neg += c * _log_mgf(m, l, -t)
+        K_pos += c * _log_mgf_grid(m, d.i0, h, t)
+        K_neg += c * _log_mgf_grid(m, d.i0, h, -t)
         inf_keep *= (1.0 - (d.upper_inf if which == "upper" else d.lower_inf)) ** c
         offset += c * d.i0
         span += c * (m.size - 1)
+    # rounding of the log-MGFs (~1e-13 relative): inflate them, which only widens the window
+    K_pos = K_pos + 1e-9 * (1.0 + np.abs(K_pos))
+    K_neg = K_neg + 1e-9 * (1.0 + np.abs(K_neg))
     log_tail = math.log(window_tail)
     u_hi = float(np.min((K_pos - log_tail) / t))
     u_lo = float(np.max((log_tail - K_neg) / t))
@@ -662,6 +685,7 @@ class _DirectionPLD:
             logM += c * np.minimum(np.logaddexp(lse, math.log(rest)) if rest > 0 else lse, 0.0)
         self._lam = lam
         self._logM = logM
+        self._hint: dict[float, float] = {}
 
     def s_eta(self, eta: float) -> float:
         """The largest s with exp(log M + lam s) <= eta, best over the lam grid (>= 0)."""
@@ -695,6 +719,7 @@ class _DirectionPLD:
             )
         if isinstance(u, SpectralPLD):
             eps = _bisect_upper(u, delta)
+            self._hint[delta] = eps
             err = u.cert_upper(eps) - u.plain(eps)
         else:
             eps = _invert(u, delta - u.outside, noise=True)
@@ -710,9 +735,11 @@ class _DirectionPLD:
     def epsilon_lower(self, delta: float) -> float:
         d = self.down
         best = 0.0
+        guess = self._hint.get(delta)  # the upper bound's answer, when computed: the lower one is close
         for eta in delta * _ETA_FACTORS:
             if isinstance(d, SpectralPLD):
-                e = _bisect_lower(d, delta + eta)
+                e = _bisect_lower(d, delta + eta, guess)
+                guess = e if e is not None else guess
             else:
                 e = _invert_lower(d, delta + eta + d.outside)
             if e is not None:
@@ -740,13 +767,29 @@ def _bisect_upper(c: SpectralPLD, target: float) -> float:
     return hi
 
 
-def _bisect_lower(c: SpectralPLD, target: float) -> float | None:
-    """An eps with ``c.cert_lower(eps) >= target``, as large as bisection gives, or None."""
+def _bisect_lower(c: SpectralPLD, target: float, guess: float | None = None) -> float | None:
+    """An eps with ``c.cert_lower(eps) >= target``, as large as bisection gives, or None.
+
+    With a ``guess`` the bracket is first found by steps of h, 2h, 4h, ... around it (fewer evaluations);
+    the answer is always a point where the inequality was evaluated to hold.
+    """
     lo, hi = (c.j0 - 1) * c.h, c.top()
     if c.cert_lower(lo) < target:
         return None
     if c.cert_lower(hi) >= target:
         return hi
+    if guess is not None and lo < guess < hi:
+        step = c.h
+        if c.cert_lower(guess) >= target:
+            lo = guess
+            while lo + step < hi and c.cert_lower(lo + step) >= target:
+                lo, step = lo + step, 2 * step
+            hi = min(hi, lo + step)
+        else:
+            hi = guess
+            while hi - step > lo and c.cert_lower(hi - step) < target:
+                hi, step = hi - step, 2 * step
+            lo = max(lo, hi - step)
     while hi - lo > 1e-12 * max(1.0, abs(lo), abs(hi)):
         mid = 0.5 * (lo + hi)
         if c.cert_lower(mid) >= target:
