@@ -7,9 +7,10 @@ alternating between rounds, so both see the same machine load. Reported: median 
 both epsilons (ours: upper bound and certified lower bound), and the peak Python-heap memory of one run of
 each (tracemalloc, a separate untimed run; numpy allocations are traced).
 
-With ``--reference`` it also computes our bracket at a 10x finer grid (slow at large T).
+Also printed: the exact epsilon from the saddle-contour truth of :mod:`dputils.truth` (no discretization,
+no FFT; its own error bound is ~1e-11), so the error of each upper bound can be read off.
 
-    python benchmarks/bench_pld.py [--repeat 3] [--max-steps 1e6] [--reference] [--json results/bench_pld.json]
+    python benchmarks/bench_pld.py [--repeat 3] [--max-steps 1e6] [--no-memory] [--json results/bench_pld.json]
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import tracemalloc
 
 import dp_accounting
 
+from dputils import truth
 from dputils.accountants import PLDAccountant
 from dputils.mechanisms import SubsampledGaussianMechanism
 
@@ -46,14 +48,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--max-steps", type=float, default=1e7)
     ap.add_argument("--no-memory", action="store_true", help="skip the tracemalloc runs")
-    ap.add_argument("--reference", action="store_true", help="also our bracket at a 10x finer grid")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     q, sigma, delta = 0.01, 1.0, 1e-5
     mech = SubsampledGaussianMechanism(sigma, q)
     rows = []
     print(f"{'steps':>9} | {'ours s':>7} {'dp_acc s':>8} {'ratio':>6} | {'MiB ours':>8} {'MiB dpa':>8} | "
-          f"{'eps ours (upper)':>17} {'eps ours lower':>15} {'eps dp_acc':>15}")
+          f"{'eps ours (upper)':>17} {'eps ours lower':>15} {'eps dp_acc':>15} {'exact (contour)':>15}")
     for T in (1_000, 10_000, 100_000, 1_000_000, 10_000_000):
         if T > args.max_steps:
             break
@@ -84,13 +85,11 @@ def main() -> None:
                    seconds_ours_all=t_o, seconds_dp_accounting_all=t_d,
                    peak_mib_ours=mem_o, peak_mib_dp_accounting=mem_d,
                    eps_ours=r.value, eps_ours_lower=r.lower, eps_dp_accounting=e_dpa)
-        if args.reference:
-            ref = PLDAccountant(discretization=1e-5).compose(mech, T).get_epsilon(delta)
-            row.update(ref_lower=ref.lower, ref_upper=ref.upper)
+        exact, exact_err = truth.composition_epsilon([(mech, T)], delta)
+        row.update(eps_exact=exact, eps_exact_err=exact_err)
         rows.append(row)
         print(f"{T:9d} | {mo:7.3f} {md:8.3f} {md / mo:6.2f} | {mem_o:8.1f} {mem_d:8.1f} | "
-              f"{r.value:17.9f} {r.lower:15.9f} {e_dpa:15.9f}"
-              + (f" | ref [{row['ref_lower']:.9f}, {row['ref_upper']:.9f}]" if args.reference else ""), flush=True)
+              f"{r.value:17.9f} {r.lower:15.9f} {e_dpa:15.9f} {exact:15.9f}", flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=2)
