@@ -373,7 +373,7 @@ class _Part:
         """
         g = np.bincount(np.arange(self.n) % Ms, weights=self.m, minlength=Ms)
         y = np.abs(sp_fft.rfft(g)) / self.s
-        err = 10 * math.log2(Ms) * _U * math.sqrt(Ms) * float(np.sqrt(np.dot(g, g))) / self.s
+        err = 10 * math.log2(Ms) * _U * math.sqrt(Ms) * math.sqrt(float(np.sum(g * g))) / self.s
         return y * (1 + 4 * _U) + err + self.A1 * math.pi / Ms * (1 + 4 * _U)
 
     def zeta(self, N: int, K: int) -> tuple[np.ndarray, np.ndarray]:
