@@ -159,3 +159,37 @@ def test_spectral_and_fft_compositions_bracket_the_same_truth(sigma, q, steps, d
     for eps in (0.5 * ref, ref, 1.5 * ref):
         ds, df = spec.get_delta(eps), fft.get_delta(eps)
         assert max(ds.lower, df.lower) <= min(ds.upper, df.upper)
+
+
+def test_composed_infinity_mass_keeps_tiny_masses():
+    # 1 - prod (1 - x_p)^{c_p} against mpmath at 50 digits. The direct product rounds (1 - 1e-20)^(1e7) to 1
+    # and loses the whole mass (1e-13), which the upper PMF must carry to +infinity.
+    from dputils.accountants.pld import _composed_inf_mass
+
+    cases = [[(1e-20, 10_000_000)], [(1e-20, 10_000_000), (3e-17, 1000)], [(0.25, 3), (1e-9, 10**6)],
+             [(0.0, 5)], [(1e-300, 10**9)]]
+    for parts in cases:
+        with mp.workdps(50):
+            exact = -mp.expm1(mp.fsum(c * mp.log1p(-mp.mpf(x)) for x, c in parts))
+        up = _composed_inf_mass(parts, round_up=True)
+        lo = _composed_inf_mass(parts, round_up=False)
+        assert lo <= exact <= up, (parts, lo, exact, up)
+        if exact > 0:
+            assert (up - lo) / exact < 1e-12
+    assert _composed_inf_mass([(1.0, 1), (1e-3, 2)], round_up=False) == 1.0
+
+
+def test_long_composition_carries_the_infinite_mass_of_every_step():
+    # The upper PMF of a Gaussian step puts its discretization tail delta(top) at +infinity; after T steps
+    # at least 1 - (1 - x)^T of the composed P-mass is there. Both composition paths must keep it.
+    from dputils.accountants.pld import _compose, discretize
+
+    d = discretize(GaussianMechanism(20.0).pair("remove"), 1e-3, tail=1e-16)
+    assert 0 < d.upper_inf < 1e-12
+    steps = 5_000_000
+    with mp.workdps(40):
+        exact = float(-mp.expm1(steps * mp.log1p(-mp.mpf(d.upper_inf))))
+    for spectral in (True, False):
+        c = _compose([(d, steps)], "upper", 1e-20, spectral=spectral)
+        assert c.inf_mass >= exact, (spectral, c.inf_mass, exact)
+        assert c.inf_mass <= exact * (1 + 1e-9)

@@ -374,6 +374,10 @@ class _Part:
         g = np.bincount(np.arange(self.n) % Ms, weights=self.m, minlength=Ms)
         y = np.abs(sp_fft.rfft(g)) / self.s
         err = 10 * math.log2(Ms) * _U * math.sqrt(Ms) * math.sqrt(float(np.sum(g * g))) / self.s
+        # the fold: each bin is a running sum of at most ceil(n / Ms) masses, error <= ceil(n / Ms) u times
+        # their total, so the folded sequence is off by at most that times s in l1 and its transform too;
+        # dividing by the computed s (L levels of pairwise sums) adds (L + 2) u relative
+        err += (-(-self.n // Ms) + self.L + 2) * _U * 1.01
         return y * (1 + 4 * _U) + err + self.A1 * math.pi / Ms * (1 + 4 * _U)
 
     def zeta(self, N: int, K: int) -> tuple[np.ndarray, np.ndarray]:
@@ -492,7 +496,9 @@ class SpectralPLD:
         V0 = R - a * SR
         eV0 = 8 * _U * (R + a * SR) + e_a * a * SR
         D = V0
-        E = eV0 + math.exp(_LOG_DROP) * (abs(V0) + eV0)
+        # the N - 2K - 1 dropped frequencies: each |Phi(k)| <= 1e-30 and |V(k)| <= V(0) (V is a sum of
+        # non-negative weights times unit phases), so together at most (N - 2K - 1) 1e-30 V(0) before the 1/N
+        E = eV0 + max(N - 2 * self.K - 1, 0) * math.exp(_LOG_DROP) * (abs(V0) + eV0)
         if self.K:
             th = self._theta
             phiR = _sym_angle(self._ks * R, N)
@@ -586,6 +592,27 @@ def _spectral(parts: list[tuple[np.ndarray, int, int]], h: float, j_lo: int, j_h
     return SpectralPLD(h, j_lo, N, offset, ps, K, inf_mass, outside)
 
 
+def _composed_inf_mass(parts: list[tuple[float, int]], round_up: bool) -> float:
+    """1 - prod_p (1 - x_p)^{c_p}: the probability that at least one of the composed steps has infinite loss.
+
+    Computed as -expm1(sum_p c_p log1p(-x_p)), accurate to a few ulps even when every x_p is tiny (the
+    direct product rounds (1 - 1e-20)^{c} to 1 and loses the mass c x entirely: 1e-13 at c = 1e7). Each log1p
+    and product has relative error <= 2u, the sum of P terms (P + 1) u, and -expm1 turns a relative error r of
+    its argument into at most r (|y| e^{-y} / (1 - e^{-y}) <= 1), so the result is within (P + 4) u relative:
+    it is inflated (``round_up``, for the upper PMF) or deflated (lower PMF) by 8 (P + 4) u to be a bound.
+    """
+    L = 0.0
+    for x, c in parts:
+        if not 0.0 <= x <= 1.0:
+            raise NumericalError(f"infinite-loss mass {x!r} outside [0, 1]")
+        if x >= 1.0:
+            return 1.0
+        L += c * math.log1p(-x)
+    v = -math.expm1(L)
+    slack = 8 * (len(parts) + 4) * _U
+    return min(1.0, v * (1 + slack)) if round_up else max(0.0, v * (1 - slack))
+
+
 def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: float,
              spectral: bool = True) -> ComposedPLD | SpectralPLD:
     """Composition of the 'upper' or 'lower' PMFs of the parts, each self-composed ``count`` times.
@@ -597,16 +624,16 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
     t = np.logspace(-2, 2.5, 16)
     K_pos = np.zeros_like(t)
     K_neg = np.zeros_like(t)
-    inf_keep = 1.0
     offset = 0
     span = 0
     for d, c in parts:
         m = d.upper if which == "upper" else d.lower
         K_pos += c * _log_mgf_grid(m, d.i0, h, t)
         K_neg += c * _log_mgf_grid(m, d.i0, h, -t)
-        inf_keep *= (1.0 - (d.upper_inf if which == "upper" else d.lower_inf)) ** c
         offset += c * d.i0
         span += c * (m.size - 1)
+    inf_mass = _composed_inf_mass([(d.upper_inf if which == "upper" else d.lower_inf, c) for d, c in parts],
+                                  round_up=(which == "upper"))
     # rounding of the log-MGFs (~1e-13 relative): inflate them, which only widens the window
     K_pos = K_pos + 1e-9 * (1.0 + np.abs(K_pos))
     K_neg = K_neg + 1e-9 * (1.0 + np.abs(K_neg))
@@ -623,7 +650,7 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
             f"discretization of at least {h * n_win / MAX_WINDOW:.2g}")
     if spectral:
         sp = _spectral([(d.upper if which == "upper" else d.lower, d.i0, c) for d, c in parts], h, j_lo, j_hi,
-                       offset, 1.0 - inf_keep, 2.0 * window_tail)
+                       offset, inf_mass, 2.0 * window_tail)
         if sp is not None:
             return sp
     # the FFT length must hold every single-part support as well as the window
@@ -663,7 +690,7 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
     if which == "upper":
         window = np.maximum(window, 0.0)
     outside = 2.0 * window_tail
-    return ComposedPLD(h, j_lo, window, 1.0 - inf_keep, outside, noise_pp)
+    return ComposedPLD(h, j_lo, window, inf_mass, outside, noise_pp)
 
 
 class _DirectionPLD:
