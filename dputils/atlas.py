@@ -24,8 +24,8 @@ neighbouring directions). Its grid width ``h`` is chosen per point by a determin
 the bracket's relative width ``(u - l)/u`` is at most ``ref_rel_width`` or the next grid would have more
 than ``pld_max_points`` points (then the last bracket is kept; the work, not the clock, decides, so the
 same point gives the same numbers on any machine). A point whose best bracket is still wider than
-``ref_rel_width``, or where the PLD refuses (below about delta 1e-12 its bound on the floating-point error
-of the FFT exceeds delta), has **no reference**: its ``pld_*`` columns say why and every verdict is
+``ref_rel_width``, or where the PLD refuses (at tiny delta its bound on the floating-point error of the
+composition exceeds half of delta), has **no reference**: its ``pld_*`` columns say why and every verdict is
 ``no reference``.
 
 The accountants: ``pld`` (the reference itself, its upper end as ``pld_eps``), ``rdp`` (RDP with the
@@ -176,7 +176,7 @@ def pld_reference(sigma: float, q: float, T: int, delta: float, eps_guess: float
             if best is None:
                 raise
             break  # a finer grid refused (e.g. its memory check): keep the last bracket
-        points = max(dp.up.masses.size for dp in acc._cache.values())
+        points = acc.window_points()
         width = (r.upper - r.lower) / r.upper if r.upper > 0 else math.inf
         best = {"eps": r.value, "lower": r.lower, "upper": r.upper, "h": h, "points": int(points), "rel_width": width}
         if width <= ref_rel_width or 4 * points > pld_max_points:

@@ -54,7 +54,13 @@ some K, so only :math:`|k| \le K` are computed, directly, as :math:`f_p = s_p(1 
 is bounded relative to :math:`\zeta_p` (not to 1), so the bound does not grow like :math:`T u`: at T = 1e7 the
 upper bound is within 1e-7 of the uncertified connect-the-dots value, where the FFT power's bound cost
 1e-3. Cost: O(K n) per part, independent of T; no array of the window's size. The FFT power below is the
-fallback when K would be large (short compositions of sharp PMFs).
+fallback when K would be large (short compositions of sharp PMFs); for windows under ``_BOTH_WINDOW`` points
+both are computed and every bound is the better of the two certified ones (the FFT power's rounding bound
+can be the smaller one for short compositions).
+
+**Infinite loss.** The composed mass at +infinity is 1 - prod (1 - x_p)^{c_p}, computed as
+-expm1(sum c_p log1p(-x_p)) and rounded outward: forming the product directly rounds away masses like
+T x = 1e-13 (x = 1e-20 per step, T = 1e7).
 
 Both directions (add and remove) are computed and the worse one is reported unless ``direction`` says
 otherwise.
@@ -224,6 +230,11 @@ class ComposedPLD:
         return (self.j0 + k) * self.h
 
     @property
+    def window_points(self) -> int:
+        """Grid points in the composed window."""
+        return int(self.masses.size)
+
+    @property
     def fft_noise(self) -> float:
         """Bound on the summed floating-point error of all masses (the noise at the bottom of the window)."""
         return self.noise_pp * self.masses.size
@@ -330,6 +341,43 @@ def _sym_angle(p: np.ndarray, N: int) -> np.ndarray:
     return p * (2.0 * math.pi / N)
 
 
+_HALF_B = 32  # block length of :func:`_half_zeta`
+
+
+def _half_zeta(w: np.ndarray, N: int, K: int) -> tuple[np.ndarray, int]:
+    """H(k) = sum_{j >= 0} w_j d(x j), x = 2 pi k / N, k = 1..K, and the levels of its block sum.
+
+    Blocked: j = aB + b (a >= 0, 0 <= b < B): d(x(aB + b)) = d(x aB) + e^{-ix aB} d(x b), so with
+    W_a = sum_b w_ab and I_a = sum_b w_ab d(x b) (a small matrix product),
+    H = sum_a [d(x aB) W_a + e^{-ix aB} I_a]. Each d comes from an exactly reduced angle with relative error
+    <= 12u and |d(y)| <= |y|, and aB + b = j: every term's rounding is a small multiple of u x w_j j.
+    (A (K, A + B) set of sines instead of (K, n); the products are O(K n) multiply-adds.)
+    """
+    B = _HALF_B
+    n = w.size
+    A = -(-n // B)
+    mp = np.zeros(A * B)
+    mp[:n] = w
+    mp = mp.reshape(A, B)
+    ks = np.arange(1, K + 1, dtype=np.int64)
+    Wa = mp.sum(axis=1)
+    aB = np.arange(A, dtype=np.int64) * B
+    z = np.empty(K, complex)
+    kc = max(1, 16_384 // A)  # frequencies per block: (A, kc) temporaries of at most 256 KiB
+    for k0 in range(0, K, kc):
+        kb = ks[k0:k0 + kc]
+        xb = _sym_angle(np.multiply.outer(np.arange(B, dtype=np.int64), kb), N)  # (B, kc)
+        xa = _sym_angle(np.multiply.outer(aB, kb), N)  # (A, kc)
+        sb = np.sin(0.5 * xb)
+        sa = np.sin(0.5 * xa)
+        # matrix products by einsum's own loop, not BLAS: tiny products, and a threaded BLAS only
+        # contends with other work (measured 2x slower on a loaded 2-core machine)
+        inner = np.einsum("ab,bk->ak", mp, 2.0 * sb * sb) + 1j * np.einsum("ab,bk->ak", mp, np.sin(xb))
+        terms = ((2.0 * sa * sa) + 1j * np.sin(xa)) * Wa[:, None] + (np.cos(xa) - 1j * np.sin(xa)) * inner
+        z[k0:k0 + kc] = _pairwise_sum(terms.real) + 1j * _pairwise_sum(terms.imag)
+    return z, max(1, (A - 1).bit_length())
+
+
 class _Part:
     """One discretized PMF, its count, and what the spectral composition needs from it.
 
@@ -383,43 +431,24 @@ class _Part:
     def zeta(self, N: int, K: int) -> tuple[np.ndarray, np.ndarray]:
         """zeta(k) = 1 - f(k)/s for k = 1..K (f(k) = sum_i m_i e^{-2 pi i k (i - ctr)/N}) and an error bound.
 
-        Blocked: i - ctr = aB + b with 0 <= b < B, x = 2 pi k/N, d(y) = 1 - e^{-iy} = 2 sin^2(y/2) + i sin y:
-        1 - e^{-ix(aB+b)} = d(x aB) + e^{-ix aB} d(x b), so with M_a = sum_b m_ab and
-        I_a = sum_b m_ab d(x b) (a matrix product), s zeta = sum_a [d(x aB) M_a + e^{-ix aB} I_a].
-        Each d is computed from an exactly reduced angle with relative error <= 12u and |d(y)| <= |y|;
-        every rounding error is thus at most a multiple of u x sum_i m_i (|aB| + b), and
-        |aB| + b <= |i - ctr| + 2B: |computed - exact| <= (B + L_a + 32) u x s (A1 + 2B), and the division
-        by the computed s adds (L + 3) u |zeta| (L: levels of the pairwise sum giving s).
+        With x = 2 pi k/N and d(y) = 1 - e^{-iy} = 2 sin^2(y/2) + i sin y, s zeta = sum_i m_i d(x (i - ctr)).
+        The two sides of ctr are summed separately, as H(right) + conj(H(left)) (d(-y) = conj d(y)), where
+        H(w) = sum_{j >= 0} w_j d(x j) for the masses at distance j = |i - ctr|; see :func:`_half_zeta`.
+        Every rounding error of H is at most a multiple of u x sum_j w_j j (exactly, no blocking overhead),
+        so |computed - exact| <= (B + L_a + 32) u x s A1 in total, and the division by the computed s adds
+        (L + 3) u |zeta| (L: levels of the pairwise sum giving s).
         """
-        B = 32
-        x = self.x  # i - ctr, increasing by 1
-        a_min = int(x[0]) // B
-        a_max = int(x[-1]) // B
-        A = a_max - a_min + 1
-        mp = np.zeros(A * B)
-        start = int(x[0]) - a_min * B
-        mp[start:start + self.n] = self.m
-        mp = mp.reshape(A, B)
+        x = self.x  # i - ctr, increasing by 1; ctr (the rounded mean) lies inside [x[0], x[-1]]
+        c0 = int(-x[0])
+        right = self.m[c0:]  # distances 0, 1, ...
+        left = np.concatenate([[0.0], self.m[:c0][::-1]])  # distances 0 (empty), 1, 2, ...
+        hr, La_r = _half_zeta(right, N, K)
+        hl, La_l = _half_zeta(left, N, K)
+        z = (hr + np.conj(hl)) / self.s
         ks = np.arange(1, K + 1, dtype=np.int64)
-        Ma = mp.sum(axis=1)
-        aB = np.arange(a_min, a_max + 1, dtype=np.int64) * B
-        z = np.empty(K, complex)
-        kc = max(1, 16_384 // A)  # frequencies per block: (A, kc) temporaries of at most 256 KiB
-        for k0 in range(0, K, kc):
-            kb = ks[k0:k0 + kc]
-            xb = _sym_angle(np.multiply.outer(np.arange(B, dtype=np.int64), kb), N)  # (B, kc)
-            xa = _sym_angle(np.multiply.outer(aB, kb), N)  # (A, kc)
-            sb = np.sin(0.5 * xb)
-            sa = np.sin(0.5 * xa)
-            # matrix products by einsum's own loop, not BLAS: tiny products, and a threaded BLAS only
-            # contends with other work (measured 2x slower on a loaded 2-core machine)
-            inner = np.einsum("ab,bk->ak", mp, 2.0 * sb * sb) + 1j * np.einsum("ab,bk->ak", mp, np.sin(xb))
-            terms = ((2.0 * sa * sa) + 1j * np.sin(xa)) * Ma[:, None] + (np.cos(xa) - 1j * np.sin(xa)) * inner
-            z[k0:k0 + kc] = _pairwise_sum(terms.real) + 1j * _pairwise_sum(terms.imag)
-        z /= self.s
         theta = ks * (2.0 * math.pi / N)
-        La = max(1, (A - 1).bit_length())
-        err = ((B + La + 32) * _U * theta * (self.A1 + 2 * B) + (self.L + 3) * _U * np.abs(z)) * 1.01
+        La = max(La_r, La_l) + 1
+        err = ((_HALF_B + La + 32) * _U * theta * self.A1 + (self.L + 3) * _U * np.abs(z)) * 1.01
         return z, err
 
 
@@ -538,6 +567,11 @@ class SpectralPLD:
     def top(self) -> float:
         return (self.j0 + self.N) * self.h
 
+    @property
+    def window_points(self) -> int:
+        """Grid points in the composed window (the period N; only 2K + 1 coefficients are stored)."""
+        return int(self.N)
+
 
 def _spectral(parts: list[tuple[np.ndarray, int, int]], h: float, j_lo: int, j_hi: int, offset0: int,
               inf_mass: float, outside: float) -> SpectralPLD | None:
@@ -621,7 +655,7 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
     ``spectral`` is set, else one FFT power on the window (:class:`ComposedPLD`).
     """
     h = parts[0][0].h
-    t = np.logspace(-2, 2.5, 16)
+    t = np.logspace(-2, 2.5, 28)
     K_pos = np.zeros_like(t)
     K_neg = np.zeros_like(t)
     offset = 0
@@ -693,12 +727,28 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
     return ComposedPLD(h, j_lo, window, inf_mass, outside, noise_pp)
 
 
+#: below this many window points a spectral composition is paired with the FFT power (cheap there), and each
+#: answer is the better of the two certified ones: spectral wins at long compositions (no T u growth of its
+#: rounding bound), the FFT power can be tighter for short compositions of sharp PMFs
+_BOTH_WINDOW = 1 << 17
+
+
 class _DirectionPLD:
-    """The upper and lower composed PMFs of one direction, plus the rounding-error MGF."""
+    """The upper and lower composed PMFs of one direction, plus the rounding-error MGF.
+
+    ``ups``/``downs`` hold one or two certified compositions of the same PMFs (spectral and FFT power):
+    every bound below is the best over them (a minimum of upper bounds, a maximum of lower bounds).
+    """
 
     def __init__(self, parts: list[tuple[DiscretePLD, int]], window_tail: float, spectral: bool = True):
         self.up = _compose(parts, "upper", window_tail, spectral)
         self.down = _compose(parts, "lower", window_tail, spectral)
+        self.ups = [self.up]
+        self.downs = [self.down]
+        if isinstance(self.up, SpectralPLD) and self.up.window_points <= _BOTH_WINDOW:
+            self.ups.append(_compose(parts, "upper", window_tail, False))
+        if isinstance(self.down, SpectralPLD) and self.down.window_points <= _BOTH_WINDOW:
+            self.downs.append(_compose(parts, "lower", window_tail, False))
         # s_eta: a lower quantile of the summed rounding errors. Chernoff:
         # P[sum e <= s] <= exp(log M(-lam) + lam s), log M(-lam) = sum_c c log E[exp(-lam e)].
         # Mass outside the lower atoms (dropped bottom bin, infinity) is given error 0, the smallest
@@ -721,25 +771,42 @@ class _DirectionPLD:
         return max(0.0, float(np.max((math.log(eta) - self._logM) / self._lam)))
 
     def delta_upper(self, eps: float) -> float:
-        u = self.up
-        if isinstance(u, SpectralPLD):
-            return u.cert_upper(eps)
-        return min(1.0, u.delta(eps) + u.outside + u.noise(eps))
+        best = 1.0
+        for u in self.ups:
+            if isinstance(u, SpectralPLD):
+                v = u.cert_upper(eps)
+            else:
+                v = min(1.0, u.delta(eps) + u.outside + u.noise(eps))
+            best = min(best, v)
+        return best
 
     def delta_lower(self, eps: float) -> float:
-        d = self.down
         best = 0.0
-        for eta in _ETAS_ABS:
-            e = eps - self.s_eta(eta)
-            if isinstance(d, SpectralPLD):
-                v = d.cert_lower(e) - eta
-            else:
-                v = d.delta(e) - eta - d.outside - d.noise(e)
-            best = max(best, v)
+        for d in self.downs:
+            for eta in _ETAS_ABS:
+                e = eps - self.s_eta(eta)
+                if isinstance(d, SpectralPLD):
+                    v = d.cert_lower(e) - eta
+                else:
+                    v = d.delta(e) - eta - d.outside - d.noise(e)
+                best = max(best, v)
         return best
 
     def epsilon_upper(self, delta: float) -> float:
-        u = self.up
+        answers, refusal = [], None
+        for u in self.ups:
+            try:
+                answers.append(self._epsilon_upper_one(u, delta))
+            except NumericalError as exc:
+                refusal = refusal or exc
+        if not answers:
+            raise refusal
+        eps = min(answers)
+        self._hint[delta] = eps
+        return eps
+
+    @staticmethod
+    def _epsilon_upper_one(u, delta: float) -> float:
         floor = u.outside + u.inf_mass
         if delta <= floor:
             raise NumericalError(
@@ -748,31 +815,31 @@ class _DirectionPLD:
             )
         if isinstance(u, SpectralPLD):
             eps = _bisect_upper(u, delta)
-            self._hint[delta] = eps
             err = u.cert_upper(eps) - u.plain(eps)
         else:
             eps = _invert(u, delta - u.outside, noise=True)
             err = u.outside + u.noise(eps)
         if err > 0.5 * delta:
+            path = "spectral" if isinstance(u, SpectralPLD) else "FFT"
             raise NumericalError(
                 f"delta={delta:g} is below the PLD accountant's resolution: the bound on the floating-point error "
-                f"of the FFT composition ({err:.2g} at epsilon={eps:.6g}) exceeds half of delta; use a coarser "
+                f"of the {path} composition ({err:.2g} at epsilon={eps:.6g}) exceeds half of delta; use a coarser "
                 "discretization, or the saddle-point or Edgeworth accountant"
             )
         return eps
 
     def epsilon_lower(self, delta: float) -> float:
-        d = self.down
         best = 0.0
-        guess = self._hint.get(delta)  # the upper bound's answer, when computed: the lower one is close
-        for eta in delta * _ETA_FACTORS:
-            if isinstance(d, SpectralPLD):
-                e = _bisect_lower(d, delta + eta, guess)
-                guess = e if e is not None else guess
-            else:
-                e = _invert_lower(d, delta + eta + d.outside)
-            if e is not None:
-                best = max(best, e + self.s_eta(eta))
+        for d in self.downs:
+            guess = self._hint.get(delta)  # the upper bound's answer, when computed: the lower one is close
+            for eta in delta * _ETA_FACTORS:
+                if isinstance(d, SpectralPLD):
+                    e = _bisect_lower(d, delta + eta, guess)
+                    guess = e if e is not None else guess
+                else:
+                    e = _invert_lower(d, delta + eta + d.outside)
+                if e is not None:
+                    best = max(best, e + self.s_eta(eta))
         return best
 
 
@@ -952,6 +1019,14 @@ class PLDAccountant(Accountant):
             parts = [(discretize(m.pair(direction), self.h, self.tail), c) for m, c in merged.items()]
             self._cache[direction] = _DirectionPLD(parts, self.window_tail, self._spectral)
         return self._cache[direction]
+
+    def window_points(self) -> int:
+        """The largest composed window (grid points) among the directions computed so far (0 if none).
+
+        A measure of the resolution the accountant worked at: the FFT path holds arrays of this size, the
+        spectral path only a few tens of Fourier coefficients of it.
+        """
+        return max((max(dp.up.window_points, dp.down.window_points) for dp in self._cache.values()), default=0)
 
     def _worst(self, quantity: str, upper_fn, lower_fn) -> AccountingResult:
         """Upper bound of the worse direction and the largest lower bound, over ``self.directions``.
