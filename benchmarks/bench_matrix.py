@@ -10,7 +10,7 @@
    the largest difference of log S to the gather step is printed (must stay below 1e-12 relative).
 5. Tight add bound (``--backends``): seconds of rho_add_tight for DP-SGD and BSR p = 4, orders 2..64.
 6. Conditional composition against the number of batches (``--batches B ...``, only this section): seconds
-   of one cold ``get_epsilon(1e-5)`` of matrix-condcomp (single epoch, sigma = 1, delta_E = delta / 2, both
+   of one cold ``get_epsilon(1e-5)`` of matrix-condcomp (single epoch, ``--sigma`` (1), delta_E = delta / 2, both
    directions) for DP-SGD and BSR p = 4, split into the per-step pairs (tail bounds) and the PLD
    composition, with the growth ratio against the previous size and that ratio divided by the growth of
    b (1.0 = linear). ``--direct`` also times the straightforward per-step computation (the code before the
@@ -62,7 +62,7 @@ def bench_backends(rows: list, repeat: int, amaxes=(16, 24, 32, 40, 50)) -> None
         rows.append({"case": "tight_add", "matrix": name, "seconds": t})
 
 
-def _condcomp_once(strategy, direct: bool) -> dict:
+def _condcomp_once(strategy, direct: bool, sigma: float = 1.0) -> dict:
     """One cold get_epsilon(1e-5) of matrix-condcomp; seconds in the per-step pairs and in the PLD."""
     import time
 
@@ -74,7 +74,7 @@ def _condcomp_once(strategy, direct: bool) -> dict:
         condcomp._per_step_hazards = condcomp._per_step_hazards_direct
     try:
         acc = condcomp.ConditionalCompositionAccountant(delta_e=5e-6, progress=False)
-        acc.compose(BallsInBinsMatrixMechanism(strategy, 1.0))
+        acc.compose(BallsInBinsMatrixMechanism(strategy, sigma))
         t0 = time.perf_counter()
         for d in acc.directions:
             acc.step_pairs(5e-6, d)  # cached for the chain below
@@ -86,13 +86,14 @@ def _condcomp_once(strategy, direct: bool) -> dict:
     return {"pairs_s": t1 - t0, "pld_s": t2 - t1, "total_s": t2 - t0, "epsilon": eps}
 
 
-def bench_condcomp_batches(rows: list, batches, repeat: int, direct: bool, direct_max: int) -> None:
+def bench_condcomp_batches(rows: list, batches, repeat: int, direct: bool, direct_max: int, sigma: float = 1.0,
+                           matrices=("identity", "bsr")) -> None:
     """Section 6: matrix-condcomp time against b (N = b steps, one epoch)."""
     import os
 
-    print(f"matrix-condcomp, one epoch, sigma = 1, delta = 1e-5, delta_E = 5e-6 (load average "
+    print(f"matrix-condcomp, one epoch, sigma = {sigma:g}, delta = 1e-5, delta_E = 5e-6 (load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
-    for name, p in (("identity", 1), ("bsr", 4)):
+    for name, p in [(m, 1 if m == "identity" else 4) for m in matrices]:
         prev = {}
         for b in batches:
             s = build_strategy(name, 1, b, p)
@@ -100,7 +101,7 @@ def bench_condcomp_batches(rows: list, batches, repeat: int, direct: bool, direc
             for path in paths:
                 best = None
                 for _ in range(repeat):
-                    r = _condcomp_once(s, path == "direct")
+                    r = _condcomp_once(s, path == "direct", sigma)
                     best = r if best is None or r["total_s"] < best["total_s"] else best
                 line = (f"  {name:8s} b={b:5d} {path:6s}: {best['total_s']:8.2f}s (pairs {best['pairs_s']:7.2f}s, "
                         f"PLD {best['pld_s']:7.2f}s)  eps {best['epsilon']:.12g}")
@@ -110,7 +111,8 @@ def bench_condcomp_batches(rows: list, batches, repeat: int, direct: bool, direc
                     line += f"  growth x{g:.2f} for x{b / pb:.2f} b (ratio {g / (b / pb):.2f})"
                 prev[path] = (b, best["total_s"])
                 print(line, flush=True)
-                rows.append({"case": "condcomp_batches", "matrix": name, "bands": p, "batches": b, "path": path,
+                rows.append({"case": "condcomp_batches", "matrix": name, "bands": p, "sigma": sigma, "batches": b,
+                             "path": path,
                              **best})
 
 
@@ -123,10 +125,14 @@ def main() -> None:
                     help="run only section 6: matrix-condcomp time at these numbers of batches (e.g. 100 300 1000 3000)")
     ap.add_argument("--direct", action="store_true", help="section 6: also time the direct per-step computation")
     ap.add_argument("--direct-max", type=int, default=1000, help="section 6: largest b for --direct (default 1000)")
+    ap.add_argument("--sigma", type=float, default=1.0, help="section 6: noise multiplier (default 1)")
+    ap.add_argument("--matrices", nargs="+", default=["identity", "bsr"], choices=["identity", "bsr"],
+                    help="section 6: strategies (identity, bsr with 4 bands)")
     args = ap.parse_args()
     rows: list[dict] = []
     if args.batches:
-        bench_condcomp_batches(rows, args.batches, args.repeat, args.direct, args.direct_max)
+        bench_condcomp_batches(rows, args.batches, args.repeat, args.direct, args.direct_max, args.sigma,
+                               args.matrices)
         if args.json:
             with open(args.json, "w") as fh:
                 json.dump(rows, fh, indent=2)
