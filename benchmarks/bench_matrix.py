@@ -14,8 +14,8 @@
    directions) for DP-SGD and BSR p = 4, split into the per-step pairs (tail bounds) and the PLD
    composition, with the growth ratio against the previous size and that ratio divided by the growth of
    b (1.0 = linear). Wall and process CPU time are both printed; the growth uses CPU time, which a shared
-   machine distorts far less than wall time. ``--direct`` also times the straightforward per-step computation (the code before the
-   fast path) up to ``--direct-max`` batches and prints both epsilons.
+   machine distorts far less than wall time. ``--direct`` also times the straightforward per-step
+   computation (the code before the fast path) up to ``--direct-max`` batches and prints both epsilons.
 
     python benchmarks/bench_matrix.py [--repeat 2] [--json results/bench_matrix.json] [--only-backends]
     python benchmarks/bench_matrix.py --batches 100 300 1000 3000 [--direct --direct-max 1000]
