@@ -214,17 +214,20 @@ def evaluate(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> dict[str, fl
     return {"loss": float(nn.functional.cross_entropy(out, y)), "accuracy": float((out.argmax(1) == y).float().mean())}
 
 
-def resolve_grad_mode(model: nn.Module, config: DPSGDConfig) -> str:
-    """The path :func:`train` takes: ``"ghost"`` (:mod:`.fastgrad`) or ``"vmap"``. ``"auto"`` picks ghost when it
-    is exact: the inner procedure is the mean gradient (or s = 1) and every module of ``model`` is supported."""
+def resolve_grad_mode(model: nn.Module, config) -> str:
+    """The path :func:`train` (``config`` a :class:`DPSGDConfig`) or :func:`dputils.training.train_ftrl` (an
+    ``FTRLConfig``: individual clipping, s = 1) takes: ``"ghost"`` (:mod:`.fastgrad`) or ``"vmap"``. ``"auto"``
+    picks ghost when it is exact: the inner procedure is the mean gradient (or s = 1) and every module of
+    ``model`` is supported."""
     from .fastgrad import fast_path_unsupported
 
     mode = check_choice("grad_mode", config.grad_mode, GRAD_MODES)
     if mode == "vmap":
         return "vmap"
     why = None
-    if config.sub_batch_size > 1 and config.inner != "mean-gradient":
-        why = f"inner={config.inner!r} with sub_batch_size > 1 is a sequential procedure, not a gradient"
+    s, inner = getattr(config, "sub_batch_size", 1), getattr(config, "inner", "mean-gradient")
+    if s > 1 and inner != "mean-gradient":
+        why = f"inner={inner!r} with sub_batch_size > 1 is a sequential procedure, not a gradient"
     else:
         why = fast_path_unsupported(model)
     if why is None:
@@ -253,14 +256,16 @@ def _ghost_sum(model, p, X, y, idx: torch.Tensor, s: int, C: float, microbatch: 
 def setup_run(model: nn.Module, X, y, X_test, y_test, config) -> tuple:
     """Shared start of a training run (DP-SGD and DP-FTRL): the device, the sampling generator (CPU, seeded
     with ``config.seed``: coins public to the strong adversary), the noise generator (on the device, seed + 1),
-    the data as tensors on the device, the model moved there and a detached copy of its parameters."""
+    the data as tensors on the device (float32, or float64 when the model's parameters are: a float64 run is
+    exact enough to compare the gradient paths), the model moved there and a detached copy of its parameters."""
     device = resolve_device(config.device)
     gen = torch.Generator(device="cpu").manual_seed(int(config.seed))
     noise_gen = torch.Generator(device=device).manual_seed(int(config.seed) + 1)
-    X = torch.as_tensor(X, dtype=torch.float32).to(device)
+    dtype = torch.float64 if any(v.dtype == torch.float64 for v in model.parameters()) else torch.float32
+    X = torch.as_tensor(X, dtype=dtype).to(device)
     y = torch.as_tensor(y, dtype=torch.long).to(device)
     if X_test is not None:
-        X_test = torch.as_tensor(X_test, dtype=torch.float32).to(device)
+        X_test = torch.as_tensor(X_test, dtype=dtype).to(device)
         y_test = torch.as_tensor(y_test, dtype=torch.long).to(device)
     model.to(device)
     params = {k: v.detach().clone() for k, v in model.named_parameters()}
