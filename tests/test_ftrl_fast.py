@@ -186,3 +186,22 @@ def test_unsupported_models_fall_back_and_bad_options_are_refused():
         train_ftrl(make_mlp(4, 4), X, y, FTRLConfig(steps=4, batch_size=8, device="cpu", grad_mode="fast"))
     with pytest.raises(DPValueError, match="microbatch"):
         train_ftrl(make_mlp(4, 4), X, y, FTRLConfig(steps=4, batch_size=8, device="cpu", microbatch=-1))
+
+
+@pytest.mark.parametrize("microbatch", [0, 6])
+def test_runs_without_hooks_reuse_the_leaf_buffers_and_give_the_same_numbers(microbatch):
+    # without hooks the leaf's buffers are reused from step to step (the tree copies each leaf); with a hook every
+    # leaf is a new tensor; history=False skips the evaluation but still writes the final parameters
+    X, y = data.gaussian_blobs(16 * 8, dim=10, n_classes=4, seed=1)
+    torch.manual_seed(0)
+    model = make_mlp(10, 4, hidden=32)
+    twin, quiet = copy.deepcopy(model), copy.deepcopy(model)
+    cfg = dict(steps=8, batch_size=16, clip=0.5, sigma_node=1.0, lr=0.5, device="cpu", seed=3, microbatch=microbatch)
+    leaves = []
+    r_plain = train_ftrl(model, X, y, FTRLConfig(**cfg))
+    r_hook = train_ftrl(twin, X, y, FTRLConfig(**cfg), on_step=lambda st: leaves.append(st.data_sum))
+    r_quiet = train_ftrl(quiet, X, y, FTRLConfig(history=False, **cfg))
+    assert r_plain.history == r_hook.history and len(r_plain.history) == 1 and r_quiet.history == []
+    assert len({id(v) for v in leaves}) == len(leaves) == 8  # each hook saw its own leaf
+    for p, q, r in zip(model.parameters(), twin.parameters(), quiet.parameters()):
+        assert torch.equal(p, q) and torch.equal(p, r)

@@ -233,6 +233,7 @@ class FTRLConfig:
     seed: int = 0
     microbatch: int = 0  # clipped gradients of the leaf in chunks of this many rows (0 = the whole leaf at once)
     grad_mode: str = "auto"  # auto | ghost | vmap: how the leaf is computed (module docstring)
+    history: bool = True  # evaluate train (and test) loss and accuracy at the end (and every eval_every steps)
 
     def validate(self, n: int) -> None:
         check_positive_int("steps", self.steps)
@@ -276,12 +277,12 @@ class FTRLResult:
 
 
 def _leaf_sum(model, p, X, y, idx: torch.Tensor, C: float, microbatch: int, mode: str,
-              w: torch.Tensor) -> torch.Tensor:
+              w: torch.Tensor, bufs: dict | None = None) -> torch.Tensor:
     """``sum_{i in idx} [grad f(p, x_i)]_C`` (flat), in chunks of at most ``microbatch`` rows (0: all at once): by
     :func:`dputils.training.fastgrad.clipped_group_sum` (``mode="ghost"``, no per-example gradient is formed) or by
     clipping the rows of :func:`dputils.training.per_sample_gradients` (``"vmap"``)."""
     if mode == "ghost":
-        return _ghost_sum(model, p, X, y, idx, 1, C, microbatch, w)
+        return _ghost_sum(model, p, X, y, idx, 1, C, microbatch, w, bufs)
     if not microbatch or idx.numel() <= microbatch:
         return clip_rows(per_sample_gradients(model, p, X[idx], y[idx]), C).sum(0)
     U = torch.zeros_like(w)
@@ -310,7 +311,8 @@ def train_ftrl(
     Hooks, as in :func:`dputils.training.train`: ``extra_gradients(step)``
     may return extra per-example gradients (k, D), clipped and added to the leaf (canaries);
     ``on_step(step)`` sees the released node and prefix sum. Privacy: :func:`tree_epsilon` (eq. T4).
-    ``eval_every > 0`` records train/test metrics every that many steps (always at the end)."""
+    ``eval_every > 0`` records train/test metrics every that many steps (always at the end, unless
+    ``config.history`` is False)."""
     n = len(X)
     config.validate(n)
     device, gen, noise_gen, X, y, X_test, y_test, params = setup_run(model, X, y, X_test, y_test, config)
@@ -322,12 +324,16 @@ def train_ftrl(
     order = torch.randperm(n, generator=gen)[: T * B].to(device)
     mode = resolve_grad_mode(model, config)
     result = FTRLResult(model=model, config=config, grad_mode=mode)
+    # without hooks nothing sees a leaf after the tree has added it (add copies): the leaf's buffers are reused
+    bufs = {} if on_step is None and extra_gradients is None else None
 
     def record(t: int) -> None:
         with torch.no_grad():
             named = dict(model.named_parameters())
             for k, v in unflatten_params(w, params).items():
                 named[k].copy_(v)
+        if not config.history:
+            return
         rec = {"step": t}
         rec.update({f"train_{k}": v for k, v in evaluate(model, X, y).items()})
         if X_test is not None:
@@ -343,7 +349,7 @@ def train_ftrl(
     for t in it:
         idx = order[(t - 1) * B : t * B]
         p = unflatten_params(w, params)
-        data_sum = _leaf_sum(model, p, X, y, idx, C, config.microbatch, mode, w)
+        data_sum = _leaf_sum(model, p, X, y, idx, C, config.microbatch, mode, w, bufs)
         step = FTRLStep(t=t, indices=idx, params=w, data_sum=data_sum)
         leaf = data_sum
         if extra_gradients is not None:
