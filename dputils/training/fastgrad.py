@@ -95,7 +95,7 @@ def _sqnorm(T: torch.Tensor) -> torch.Tensor:
     return torch.linalg.vector_norm(v, dim=1).square()
 
 
-_ALIGN = 64  # bytes: the alignment of torch's CPU allocations (and of CUDA's, which are coarser)
+_ALIGN = {"cpu": 64, "cuda": 512}  # bytes: the alignment of a fresh tensor (CPU allocator, CUDA caching allocator)
 
 
 def _matmul(a: torch.Tensor, b: torch.Tensor, dest: torch.Tensor | None) -> torch.Tensor:
@@ -106,7 +106,7 @@ def _matmul(a: torch.Tensor, b: torch.Tensor, dest: torch.Tensor | None) -> torc
     if dest is None:
         return a @ b
     shape = (a.shape[0], b.shape[1]) if a.dim() == 2 else (1, b.shape[1])
-    if dest.data_ptr() % _ALIGN:
+    if dest.data_ptr() % _ALIGN.get(dest.device.type, 512):
         return dest.view(a.shape[:-1] + b.shape[1:]).copy_(a @ b)
     # (k,) @ (k, n) is (1, k) @ (k, n), the product ``a @ b`` itself forms
     out = torch.mm(a if a.dim() == 2 else a.unsqueeze(0), b, out=dest.view(shape))
