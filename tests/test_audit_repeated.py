@@ -113,3 +113,17 @@ def test_bad_input_is_refused_before_any_run(kw, fragment):
     args.update(kw)
     with pytest.raises(DPValueError, match=fragment):
         repeated_audit(**args)
+
+
+@pytest.mark.parametrize("audit,m,kw,methods", [
+    ("input", 20, dict(sigma=1.0, epochs=2, batch_size=20, n_train=200, dim=5, n_classes=2, hidden=8),
+     {"gauss", "gauss-bonferroni", "steinke", "fdp"}),
+    ("ftrl", 40, dict(sigma_node=2.0, T=8, batch_size=8, dim=5, n_classes=2, hidden=8),
+     {"gauss", "gauss-bonferroni", "andrew"}),
+])
+def test_the_other_white_box_audits_repeat_too(audit, m, kw, methods):
+    r = repeated_audit(2, m, audit=audit, seed=3, n_bootstrap=N_BOOT, device="cpu", **kw)
+    assert r["audit"] == audit and set(r["bounds"]) == methods and len(r["seeds"]) == 2
+    eps = np.asarray(r.get("epsilon_theory_runs", [r["epsilon_theory"]] * 2))
+    for k in methods - {"andrew"}:  # andrew is a point estimate, not a bound
+        assert np.all(np.asarray(r["bounds"][k]) <= eps) and r["exceed"][k] == 0.0
