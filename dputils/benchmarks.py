@@ -548,6 +548,9 @@ def plot_times(data: Mapping[str, Any], delta: float, ax=None):
     return ax
 
 
+_OFF_AXIS = 1e6  # length of an error bar whose certified end is infinite
+
+
 def _rel(x: float | None, mid: float) -> float | None:
     return None if x is None or not math.isfinite(x) else (x - mid) / mid
 
@@ -566,6 +569,7 @@ def plot_errors(data: Mapping[str, Any], delta: float, ax=None, linthresh: float
     if ax is None:
         _, ax = plt.subplots()
     names = method_names(data)
+    extent: list[float] = []
     refs = {(r["T"]): r for r in data["references"] if r["delta"] == delta and r["status"] == "ok"}
     ts = sorted(refs)
     if ts:
@@ -585,10 +589,12 @@ def plot_errors(data: Mapping[str, Any], delta: float, ax=None, linthresh: float
             xs.append(r["T"] * shift)
             ys.append(y)
             lo_err.append(0.0 if lo is None else max(y - lo, 0.0))
+            extent.extend([y, y - lo_err[-1]])
             if r.get("upper_vacuous"):
-                hi_err.append(1e6)  # an infinite certified upper end: the bar runs off the top of the axis
+                hi_err.append(_OFF_AXIS)  # an infinite certified upper end: the bar runs off the top
             else:
                 hi_err.append(0.0 if hi is None else max(hi - y, 0.0))
+                extent.append(y + hi_err[-1])
         if not xs:
             continue
         st = method_style(data, name)
@@ -597,6 +603,10 @@ def plot_errors(data: Mapping[str, Any], delta: float, ax=None, linthresh: float
                     label=method_info(data, name)["label"])
     ax.set_xscale("log")
     ax.set_yscale("symlog", linthresh=linthresh)
+    if extent:  # the data's range, padded; a vacuous bar is cut at the top
+        top, bottom = max(max(extent), 10 * linthresh), min(min(extent), -10 * linthresh)
+        ax.set_ylim(bottom * 3 if bottom < -linthresh else -10 * linthresh,
+                    top * 3 if top > linthresh else 10 * linthresh)
     ax.axhline(0.0, color="black", lw=0.6)
     ax.set_xlabel("steps T")
     ax.set_ylabel("(ε − ref. midpoint) / ref. midpoint")

@@ -208,7 +208,7 @@ def test_bench_accountants_quick_writes_the_schema(tmp_path):
     data = bm.load_accountants(out)  # validates the layout
     meta = data["meta"]
     assert meta["note"] == "test" and meta["machine"]["cpus"] == os.cpu_count() and meta["versions"]["dputils"]
-    assert data["grid"] == {"steps": [100, 1000], "deltas": [1e-5, 1e-15]}
+    assert data["grid"] == {"steps": [10, 100], "deltas": [1e-5, 1e-15]}
     names = bm.method_names(data)
     assert {"pld", "rdp", "gdp", "spa", "edgeworth"} <= set(names)
     assert len(data["records"]) == len(names) * 4 and len(data["references"]) == 4
