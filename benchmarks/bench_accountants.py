@@ -517,13 +517,24 @@ def main(argv=None) -> int:
                 shown = (f"eps {rec['epsilon']:.8g} in {rec['seconds']:.4f} s" if rec["status"] == "ok"
                          else f"{rec['status']}: {rec['reason']}"[:150])
                 print(f"  T={T:.0e} delta={d:.0e} {name:18s} {shown}", file=sys.stderr, flush=True)
-    bm.finish_metadata(meta)
+        write(args, meta, infos, refs_out, recs, done=args.steps[: args.steps.index(T) + 1])
+    return 0
+
+
+def write(args, meta: dict[str, Any], infos, refs_out, recs, done: list[int]) -> Path:
+    """Write the file for the T values ``done`` so far (after each T: an interrupted run keeps what it did).
+
+    ``meta["complete"]`` says whether every T of the requested grid is in; ``meta["steps_requested"]`` lists them.
+    """
+    meta = bm.finish_metadata(dict(meta))
+    meta["complete"] = done == args.steps
+    meta["steps_requested"] = args.steps
     payload = {
         "schema": bm.ACCOUNTANTS_SCHEMA,
         "meta": meta,
         "mechanism": {"name": "subsampled-gaussian", "sigma": args.sigma, "q": args.q,
                       "neighbouring": "add or remove one (the worse direction) unless a method says otherwise"},
-        "grid": {"steps": args.steps, "deltas": args.deltas},
+        "grid": {"steps": done, "deltas": args.deltas},
         "settings": {"repeat": args.repeat, "slow_s": args.slow, "timeout_s": args.timeout,
                      "memory_gib": args.memory_gib, "ref_discretization": args.ref_discretization,
                      "ref_ladder": [args.ref_discretization * f for f in REF_LADDER],
@@ -536,7 +547,10 @@ def main(argv=None) -> int:
     }
     bm.validate_accountants(payload)
     path = bm.write_json(args.out, payload)
-    print(f"wrote {path} ({meta['wall_s']} s, load {meta['load_before']} -> {meta['load_after']})", file=sys.stderr)
+    state = "complete" if meta["complete"] else f"partial: T up to {done[-1]:.0e}"
+    print(f"wrote {path} ({state}; {meta['wall_s']} s, load {meta['load_before']} -> {meta['load_after']})",
+          file=sys.stderr, flush=True)
+    return path
     return 0
 
 

@@ -599,14 +599,21 @@ def plot_errors(data: Mapping[str, Any], delta: float, ax=None, linthresh: float
             continue
         st = method_style(data, name)
         ax.errorbar(xs, ys, yerr=np.array([lo_err, hi_err]), color=st["color"], marker=st["marker"],
-                    linestyle=st["linestyle"], markersize=4, capsize=2, lw=1,
+                    linestyle=st["linestyle"], markersize=4, capsize=2, lw=0.8, elinewidth=0.8, alpha=0.85,
                     label=method_info(data, name)["label"])
     ax.set_xscale("log")
     ax.set_yscale("symlog", linthresh=linthresh)
     if extent:  # the data's range, padded; a vacuous bar is cut at the top
         top, bottom = max(max(extent), 10 * linthresh), min(min(extent), -10 * linthresh)
-        ax.set_ylim(bottom * 3 if bottom < -linthresh else -10 * linthresh,
-                    top * 3 if top > linthresh else 10 * linthresh)
+        lo_lim, hi_lim = bottom * 3, top * 3
+        ax.set_ylim(lo_lim, hi_lim)
+        # one labelled tick every two decades (symlog's default labels every decade and they collide)
+        k0 = math.floor(math.log10(linthresh))
+        ticks = [0.0] + [s * 10.0**k for k in range(k0, 3, 2) for s in (1, -1)]
+        ticks = sorted(t for t in ticks if lo_lim <= t <= hi_lim)
+        ax.set_yticks(ticks, [("0" if t == 0 else f"{'−' if t < 0 else ''}1e{round(math.log10(abs(t)))}")
+                              for t in ticks], fontsize=7)
+        ax.minorticks_off()
     ax.axhline(0.0, color="black", lw=0.6)
     ax.set_xlabel("steps T")
     ax.set_ylabel("(ε − ref. midpoint) / ref. midpoint")
