@@ -43,6 +43,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -55,7 +56,7 @@ from typing import Any, Iterable, Mapping, Sequence
 __all__ = [
     "ACCOUNTANTS_SCHEMA", "DPSGD_SCHEMA", "RESULTS_DIR", "STATUSES", "run_metadata", "finish_metadata",
     "write_json", "load_accountants", "load_dpsgd", "validate_accountants", "method_names", "method_info",
-    "records", "reference", "time_rows", "number_text", "points_text", "ratio_rows", "ratio_table", "error_rows", "no_reference_points",
+    "records", "reference", "time_rows", "number_text", "points_text", "readable", "ratio_rows", "ratio_table", "error_rows", "no_reference_points",
     "refusals", "interval_problems", "dpsgd_rows", "plot_times", "plot_errors", "plot_dpsgd", "describe_machine",
 ]
 
@@ -419,6 +420,15 @@ def points_text(points: Iterable[tuple[int, float]]) -> str:
         return "none"
     return "; ".join(f"δ = {number_text(d)} at T = {', '.join(number_text(t) for t in sorted(ts))}"
                      for d, ts in sorted(by_delta.items(), reverse=True))
+
+
+_EXC_PREFIX = re.compile(r"\b([A-Z]\w*(?:Warning|Error)): ")
+
+
+def readable(reason: str | None) -> str:
+    """A recorded reason for the page: ``"NumericalError: msg"`` becomes ``"(NumericalError) msg"`` (an
+    exception's ``Name: `` reads like a traceback printed in an output)."""
+    return "" if reason is None else _EXC_PREFIX.sub(r"(\1) ", reason)
 
 
 def refusals(data: Mapping[str, Any]) -> list[dict[str, Any]]:

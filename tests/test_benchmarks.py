@@ -113,6 +113,8 @@ def test_errors_references_and_refusals_by_hand():
     assert bm.points_text([(10**7, 1e-15), (1000, 1e-10), (100, 1e-10)]) == (
         "δ = 1e-10 at T = 1e2, 1e3; δ = 1e-15 at T = 1e7")
     assert bm.points_text([]) == "none"
+    assert bm.readable("h = 1e-05; last: NumericalError: below it") == "h = 1e-05; last: (NumericalError) below it"
+    assert bm.readable(None) == ""
 
 
 def test_interval_problems():
