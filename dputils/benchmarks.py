@@ -260,17 +260,21 @@ def validate_accountants(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _read(path: Path | str) -> dict[str, Any]:
+    """A relative path is tried from the cwd, the repository around it, then the repository holding dputils."""
     p = Path(path)
     if not p.is_absolute() and not p.is_file():
         from .results import repo_root
 
-        p = repo_root() / p
+        for base in (repo_root(), repo_root(Path(__file__).resolve().parent)):
+            if (base / p).is_file():
+                p = base / p
+                break
     with open(p) as fh:
         return json.load(fh)
 
 
 def load_accountants(path: Path | str = RESULTS_DIR / "accountants.json") -> dict[str, Any]:
-    """Read and validate an accountants file (a relative path is tried from the cwd, then the repo root)."""
+    """Read and validate an accountants file (a relative path: see ``_read``)."""
     return validate_accountants(_read(path))
 
 

@@ -226,3 +226,10 @@ def test_bench_accountants_quick_writes_the_schema(tmp_path):
     assert bm.interval_problems(data) == []
     for r in bm.no_reference_points(data):
         assert r["reason"]  # every missing reference says why
+
+
+def test_the_committed_runs_load_from_any_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # as the notebook runner does: relative paths resolve to the repository
+    data = bm.load_accountants("benchmarks/results/accountants.json")
+    assert bm.interval_problems(data) == []
+    assert bm.load_dpsgd("benchmarks/results/dpsgd.json")["models"]
