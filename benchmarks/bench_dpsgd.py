@@ -27,6 +27,11 @@ in the timed loop); every method gets one warm-up step first.
     python benchmarks/bench_dpsgd.py                                   # mlp and cnn, batch 256, 3 rounds, 2 threads
     python benchmarks/bench_dpsgd.py --models cnn --steps 5 --rounds 5 --json out.json
     python benchmarks/bench_dpsgd.py --models cnn wrn16-4 --device cuda --threads 0
+    python benchmarks/bench_dpsgd.py --json       # also write benchmarks/results/dpsgd.json (the book's page)
+
+With ``--json`` the summary is written with the run's metadata (``dputils.benchmarks.run_metadata``: date,
+cores, load average before and after, versions, git commit) and ``schema`` ``dpbook-bench-dpsgd/1``; the chapter
+"How fast, how accurate" draws it.
 """
 
 from __future__ import annotations
@@ -39,7 +44,10 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_JSON = ROOT / "benchmarks" / "results" / "dpsgd.json"
 METHODS = ("nonprivate", "dputils", "dputils-vmap", "opacus", "opacus-ghost", "dputils-ftrl", "dputils-ftrl-vmap")
 CLIP, SIGMA, LR = 1.0, 1.0, 0.1
 
@@ -206,7 +214,9 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=128, help="MLP hidden units (3072 -> hidden -> 10, tanh)")
     ap.add_argument("--threads", type=int, default=2, help="torch threads (0: torch's default)")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--json", nargs="?", const=str(DEFAULT_JSON), default=None, metavar="PATH",
+                    help=f"write the summary with the run's metadata (no PATH: {DEFAULT_JSON.relative_to(ROOT)})")
+    ap.add_argument("--note", default="", help="free text stored in the metadata (e.g. the machine's load)")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--model", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -215,6 +225,11 @@ def main() -> None:
         return
     import torch
 
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from dputils import benchmarks as bm
+
+    meta = bm.run_metadata(ROOT, note=args.note)
     runs: dict[tuple[str, str], list[dict]] = {}
     load_start = os.getloadavg()
     for r in range(args.rounds):
@@ -265,8 +280,9 @@ def main() -> None:
         print(f"| {model} | {' | '.join(cells)} |", file=sys.stderr)
         print("  " + ", ".join(f"{k} {v:.2f}x" for k, v in e.items() if "/" in k), file=sys.stderr)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(res, fh, indent=2)
+        meta["torch_threads"] = args.threads
+        path = bm.write_json(args.json, {"schema": bm.DPSGD_SCHEMA, "meta": bm.finish_metadata(meta), **res})
+        print(f"wrote {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

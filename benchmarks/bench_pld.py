@@ -4,18 +4,23 @@ Poisson-subsampled Gaussian, q=0.01, sigma=1, delta=1e-5, steps 1e3, 1e4, 1e5. F
 fresh ``compose(...).get_epsilon(delta)`` (best of ``--repeat``), the epsilon of both, and the error of both
 against a reference bracket computed by our accountant at a 10x finer grid (the exact epsilon lies in it).
 
-    python benchmarks/bench_pld.py [--repeat 3] [--json results/bench_pld.json]
+    python benchmarks/bench_pld.py [--repeat 3] [--json [PATH]]   # PATH default: benchmarks/results/pld.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-
-from _timing import best_time  # noqa: E402  (benchmarks/ is the script's folder)
+import sys
+from pathlib import Path
 
 import dp_accounting
+from _timing import best_time  # noqa: E402  (benchmarks/ is the script's folder)
 
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from dputils import benchmarks as bm  # noqa: E402
 from dputils.accountants import PLDAccountant
 from dputils.mechanisms import SubsampledGaussianMechanism
 
@@ -23,8 +28,10 @@ from dputils.mechanisms import SubsampledGaussianMechanism
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--json", nargs="?", const=str(ROOT / "benchmarks" / "results" / "pld.json"), default=None,
+                    metavar="PATH", help="write the rows with the run's metadata (no PATH: benchmarks/results/pld.json)")
     args = ap.parse_args()
+    meta = bm.run_metadata(ROOT)
     q, sigma, delta = 0.01, 1.0, 1e-5
     mech = SubsampledGaussianMechanism(sigma, q)
     rows = []
@@ -47,8 +54,8 @@ def main() -> None:
         print(f"{T:7d} | {t_ours:7.3f} {t_dpa:8.3f} {t_dpa / t_ours:6.2f} | {r.value:10.6f} {e_dpa:10.6f} | "
               f"[{ref.lower:.6f}, {ref.upper:.6f}]")
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=2)
+        payload = {"schema": "dpbook-bench-pld/1", "meta": bm.finish_metadata(meta), "rows": rows}
+        print(f"wrote {bm.write_json(args.json, payload)}")
 
 
 if __name__ == "__main__":
