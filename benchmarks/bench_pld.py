@@ -10,22 +10,30 @@ each (tracemalloc, a separate untimed run; numpy allocations are traced).
 Also printed: the exact epsilon from the saddle-contour truth of :mod:`dputils.truth` (no discretization,
 no FFT; its own error bound is ~1e-11), so the error of each upper bound can be read off.
 
-    python benchmarks/bench_pld.py [--repeat 3] [--max-steps 1e6] [--no-memory] [--json results/bench_pld.json]
+    python benchmarks/bench_pld.py [--repeat 3] [--max-steps 1e6] [--no-memory] [--json [PATH]]
+
+``--json`` without PATH writes ``benchmarks/results/pld.json`` with the run's metadata.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
+import sys
 import time
 import tracemalloc
+from pathlib import Path
 
 import dp_accounting
 
-from dputils import truth
-from dputils.accountants import PLDAccountant
-from dputils.mechanisms import SubsampledGaussianMechanism
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from dputils import benchmarks as bm  # noqa: E402
+from dputils import truth  # noqa: E402
+from dputils.accountants import PLDAccountant  # noqa: E402
+from dputils.mechanisms import SubsampledGaussianMechanism  # noqa: E402
 
 
 def _timed(fn):
@@ -48,8 +56,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--max-steps", type=float, default=1e7)
     ap.add_argument("--no-memory", action="store_true", help="skip the tracemalloc runs")
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--json", nargs="?", const=str(ROOT / "benchmarks" / "results" / "pld.json"), default=None,
+                    metavar="PATH", help="write the rows with the run's metadata (no PATH: benchmarks/results/pld.json)")
     args = ap.parse_args()
+    meta = bm.run_metadata(ROOT)
     q, sigma, delta = 0.01, 1.0, 1e-5
     mech = SubsampledGaussianMechanism(sigma, q)
     rows = []
@@ -91,8 +101,8 @@ def main() -> None:
         print(f"{T:9d} | {mo:7.3f} {md:8.3f} {md / mo:6.2f} | {mem_o:8.1f} {mem_d:8.1f} | "
               f"{r.value:17.9f} {r.lower:15.9f} {e_dpa:15.9f} {exact:15.9f}", flush=True)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=2)
+        payload = {"schema": "dpbook-bench-pld/2", "meta": bm.finish_metadata(meta), "rows": rows}
+        print(f"wrote {bm.write_json(args.json, payload)}")
 
 
 if __name__ == "__main__":

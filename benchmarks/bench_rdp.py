@@ -10,21 +10,27 @@ Poisson-subsampled Gaussian, q=0.01, sigma=1, delta=1e-5, T = 1e2 .. 1e7. For ea
 then the time to calibrate the noise multiplier for eps = 2 at T = 1e4 (ours: ``dputils.calibration.calibrate_noise``
 (Brent on log sigma, relative width 1e-3); Opacus: ``get_noise_multiplier(accountant="rdp")``).
 
-    python benchmarks/bench_rdp.py [--repeat 5] [--json results/bench_rdp.json]
+    python benchmarks/bench_rdp.py [--repeat 5] [--json [PATH]]   # PATH default: benchmarks/results/rdp.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import dp_accounting
 from opacus.accountants.analysis import rdp as opacus_rdp
 from opacus.accountants.utils import get_noise_multiplier
 
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from dputils import benchmarks as bm  # noqa: E402
 from dputils.accountants.rdp import RDPAccountant, _log_a_int, subsampled_gaussian_rdp
 from dputils.calibration import calibrate_noise
 from dputils.mechanisms import SubsampledGaussianMechanism
@@ -46,8 +52,10 @@ def _median_time(fn, repeat):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--json", nargs="?", const=str(ROOT / "benchmarks" / "results" / "rdp.json"), default=None,
+                    metavar="PATH", help="write the rows with the run's metadata (no PATH: benchmarks/results/rdp.json)")
     args = ap.parse_args()
+    meta = bm.run_metadata(ROOT)
     warnings.filterwarnings("ignore")
     q, sigma, delta = 0.01, 1.0, 1e-5
     rows = []
@@ -90,8 +98,9 @@ def main() -> None:
           f"opacus {cal['opacus_sigma']:.5f} in {cal['opacus_s']:.3f} s, "
           f"opacus/ours time {cal['opacus_s'] / cal['ours_s']:.2f}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rows": rows, "calibration": cal}, f, indent=1)
+        payload = {"schema": "dpbook-bench-rdp/1", "meta": bm.finish_metadata(meta), "rows": rows,
+                   "calibration": cal}
+        print(f"wrote {bm.write_json(args.json, payload)}")
 
 
 if __name__ == "__main__":

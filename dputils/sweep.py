@@ -473,9 +473,16 @@ def write_table(plan: Plan, rows: list[dict[str, Any]]) -> list[Path]:
 
 
 def read_table(path: str | Path) -> list[dict[str, str]]:
-    """The rows of a ``results.csv`` as dicts of text (for checks and small scripts)."""
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
+    """The rows of a ``results.csv`` as dicts of text (for checks and small scripts). A cell may be long (a
+    notebook that records its table as a list gives one JSON cell of megabytes), so the csv module's field
+    limit (128 KiB) is lifted while reading."""
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, 1 << 30))
+    try:
+        with open(path, newline="") as fh:
+            return list(csv.DictReader(fh))
+    finally:
+        csv.field_size_limit(limit)
 
 
 # --------------------------------------------------------------------------- running the sweep

@@ -222,3 +222,54 @@ def test_wrong_row_count_is_refused():
     p = {k: v.detach() for k, v in model.named_parameters()}
     with pytest.raises(DPValueError, match="sub_batches"):
         fastgrad.clipped_group_sum(model, p, torch.zeros(5, 3), torch.zeros(5, dtype=torch.long), 1.0, 2, 2)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn", "odd"])
+def test_clipped_group_sum_into_a_flat_buffer(kind):
+    # out=: the products write straight into the caller's buffer (params order); same numbers, bit for bit
+    model, shape = _model(kind)
+    gen = torch.Generator().manual_seed(1)
+    X = torch.randn(12, *shape, generator=gen, dtype=torch.float64)
+    y = torch.randint(0, 3, (12,), generator=gen)
+    p = {k: v.detach() for k, v in model.named_parameters()}
+    D = sum(v.numel() for v in p.values())
+    for m, s in ((12, 1), (3, 4)):
+        ref, ref_norms = fastgrad.clipped_group_sum(model, p, X, y, 0.5, m, s)
+        buf = torch.full((D,), float("nan"), dtype=torch.float64)
+        got, norms = fastgrad.clipped_group_sum(model, p, X, y, 0.5, m, s, out=buf)
+        assert list(got) == list(ref) == list(p) and torch.equal(norms, ref_norms)
+        assert torch.equal(buf, torch.cat([v.flatten() for v in ref.values()]))
+        assert all(v.data_ptr() >= buf.data_ptr() and v.shape == p[k].shape for k, v in got.items())  # views
+    with pytest.raises(DPValueError, match="out"):
+        fastgrad.clipped_group_sum(model, p, X, y, 0.5, 12, 1, out=torch.zeros(D + 1, dtype=torch.float64))
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(sub_batches=24, sub_batch_size=1, epochs=2, clip=0.3, sigma=0.5),
+        dict(sub_batches=24, sub_batch_size=1, epochs=2, clip=0.3, sigma=0.5, sampler="poisson", microbatch=7),
+        dict(sub_batches=3, sub_batch_size=4, epochs=2, clip=0.1, sigma=0.5, microbatch=5),
+        dict(sub_batches=6, sub_batch_size=4, epochs=1, clip=0.2, sigma=1.0, outer_momentum=0.5),
+    ],
+)
+@pytest.mark.parametrize("mode", ["ghost", "vmap"])
+def test_runs_without_hooks_reuse_buffers_and_give_the_same_numbers(kw, mode):
+    # without hooks train updates w in place and keeps U, the noise and the gathered rows in buffers reused between
+    # rounds; with a hook (which may keep info.params, clean_sum, released) every round's tensors are new: the
+    # two runs must agree bit for bit
+    X, y = data.gaussian_blobs(48, dim=5, n_classes=3, seed=2)
+    torch.manual_seed(1)
+    model = make_mlp(5, 3, hidden=16)
+    twin = copy.deepcopy(model)
+    cfg = DPSGDConfig(seed=4, lr=0.2, grad_mode=mode, **kw)
+    kept = []
+    r_plain = train(model, X, y, cfg)
+    r_hook = train(twin, X, y, cfg, on_round=lambda info: kept.append((info.params, info.clean_sum, info.released)))
+    assert r_plain.noise_to_signal == r_hook.noise_to_signal and r_plain.history == r_hook.history
+    for p, q in zip(model.parameters(), twin.parameters()):
+        assert torch.equal(p, q)
+    # what the hook kept is each round's own: the params of round t + 1 are those of round t minus the step
+    for (w0, _, rel), (w1, _, _) in zip(kept, kept[1:]):
+        if not kw.get("outer_momentum"):
+            torch.testing.assert_close(w1, w0 - 0.2 * rel / kw["sub_batches"], rtol=0, atol=1e-6)

@@ -167,6 +167,7 @@ def trained():
 def test_trained_ftrl_scores_match_the_mechanism(trained):
     r = trained["ok"]
     assert r.kind == "train" and r.n_ancestors == tree_depth(32) == 6 and r.dim == 10 * 32 + 32 + 32 * 4 + 4
+    assert r.grad_mode == "ghost"  # the audit's training runs take the ghost path (no per-example gradients)
     n_i, n_o = len(r.in_scores), len(r.out_scores)
     se = r.sigma_node * math.sqrt(1 / n_i + 1 / n_o)
     assert abs(r.in_scores.mean() - r.out_scores.mean() - r.expected_shift) < 4 * se

@@ -11,9 +11,12 @@ from dputils.accountants.pld import PLDAccountant
 from dputils.errors import DPValueError
 from dputils.matrix import build_strategy
 from dputils.matrix.allocation import MatrixMonteCarloAccountant
+from dputils.matrix import condcomp
 from dputils.matrix.condcomp import (
     ConditionalCompositionAccountant,
+    _distinct_columns,
     _per_step_hazards,
+    _per_step_hazards_direct,
     mixture_weights,
     reverse_hazard_bounds,
     sample_ternary_loss,
@@ -183,6 +186,89 @@ def test_incremental_gram_matches_direct_computation():
             np.testing.assert_array_equal(order, ref_order)
             np.testing.assert_allclose(lam[max(low, 1):], ref[max(low, 1):], rtol=1e-9)
 
+
+
+# ------------------------------------------------------------------- fast per-step path against the direct one
+# The fast path (sparse prefix Gram, rows only, merged reference components) must give the bounds of the
+# straightforward dense computation, which is run here in the same test (no stored numbers).
+_FAST_CASES = [("identity", 1, 40, 1), ("identity", 3, 12, 1), ("bsr", 1, 30, 4), ("bsr", 2, 14, 3),
+               ("bandmf", 1, 16, 3), ("bisr", 1, 14, 3), ("blt", 2, 8, 1)]
+
+
+@pytest.mark.parametrize("name,epochs,b,bands", _FAST_CASES)
+@pytest.mark.parametrize("direction", ["remove", "add"])
+def test_fast_hazards_equal_the_direct_computation(name, epochs, b, bands, direction):
+    M = build_strategy(name, epochs, b, bands).means
+    N = M.shape[1]
+    beta = np.full(N, 3e-6 / N)
+    fast = _per_step_hazards(M, 0.85, beta, direction, TEMPERATURES_SMALL)
+    ref = _per_step_hazards_direct(M, 0.85, beta, direction, TEMPERATURES_SMALL)
+    for (va, la, oa, lowa), (vb, lb, ob, lowb) in zip(fast, ref):
+        np.testing.assert_array_equal(oa, ob)
+        np.testing.assert_array_equal(va, vb)
+        assert lowa == lowb
+        c = max(lowa, 1)
+        np.testing.assert_allclose(la[c:], lb[c:], rtol=1e-9, atol=0)  # summation order only (observed ~1e-15)
+
+
+@pytest.mark.parametrize("name,epochs,b,bands,sigma", [("identity", 1, 60, 1, 0.9), ("identity", 2, 15, 1, 1.1),
+                                                       ("bsr", 1, 24, 3, 1.0), ("bsr", 2, 10, 2, 1.3)])
+def test_fast_accountant_equals_the_direct_chain(name, epochs, b, bands, sigma):
+    # the whole accountant (fast path) against the PLD chains of the directly computed per-step pairs
+    s = build_strategy(name, epochs, b, bands)
+    de, h = 2e-6, 5e-3
+    condcomp._STEP_CACHE.clear()
+    acc = _acc_cc(s, sigma, delta_e=de, discretization=h, progress=False)
+    N = s.means.shape[1]
+    direct = {}
+    for d in ("remove", "add"):
+        pld = PLDAccountant(direction=d, discretization=h, tail=condcomp._PLD_TAIL)
+        for sens, w in step_pairs(s.means, sigma, de / N, d, reference=True):
+            if sens[-1] > 0:
+                pld.compose(GaussianMixtureMechanism(sigma, sens, w))
+        direct[d] = pld
+    for eps in (0.5, 1.0, 2.0):
+        want = max(float(direct[d].get_delta(eps)) for d in direct) + de
+        assert float(acc.get_delta(eps)) == pytest.approx(want, rel=1e-9, abs=1e-18)
+    want_eps = max(float(direct[d].get_epsilon(1e-5 - de)) for d in direct)
+    assert float(acc.get_epsilon(1e-5)) == pytest.approx(want_eps, rel=1e-9)
+
+
+def test_dpsgd_bisection_size_does_not_grow_with_b(monkeypatch):
+    # the work count behind the linear growth: for DP-SGD every step's Eq. 31 bisection runs over at most
+    # three distinct reference components (never participated, participated, the bounded slot), at any b
+    sizes = []
+    real = condcomp._distinct_columns
+
+    def spy(X):
+        cols, counts = real(X)
+        sizes.append(cols.shape[1])
+        assert counts.sum() == X.shape[1]
+        return cols, counts
+
+    monkeypatch.setattr(condcomp, "_distinct_columns", spy)
+    for b in (50, 200):
+        sizes.clear()
+        M = build_strategy("identity", 1, b).means
+        _per_step_hazards(M, 1.0, np.full(b, 1e-8), "remove", TEMPERATURES_SMALL)
+        assert len(sizes) == b and max(sizes) <= 3, (b, max(sizes))  # one bound per step
+
+
+def test_distinct_columns_exact_and_key_collisions(monkeypatch):
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((4, 5))
+    idx = rng.integers(0, 5, size=40)
+    X = base[:, idx]
+    X[2, 7] = np.nextafter(X[2, 7], np.inf)  # one column differs from its twin in the last bit only
+    want_cols, want_counts = np.unique(X, axis=1, return_counts=True)
+
+    def canon(cols, counts):
+        return sorted(zip(map(tuple, cols.T.tolist()), counts.tolist()))
+
+    assert canon(*_distinct_columns(X)) == canon(want_cols, want_counts)
+    # every key equal (forced collision): the check must notice and fall back to the exact grouping
+    monkeypatch.setattr(condcomp, "_column_key_weights", lambda m: np.zeros(m))
+    assert canon(*_distinct_columns(X)) == canon(want_cols, want_counts)
 
 
 def _exact_delta_2d(strategy, sigma, eps):

@@ -304,3 +304,13 @@ def test_sweep_survives_a_killed_worker(client, tmp_path):
     # the killed attempt left its staging folder behind; the point itself was rerun on a live worker
     assert any(d.name.split(".")[-2] == str(victim) for d in staging.iterdir())
     assert victim not in client.run(os.getpid).values()
+
+
+def test_read_table_takes_long_cells(tmp_path):
+    # the atlas records its 81 rows as one JSON cell of about 200 kB: longer than the csv module's default limit
+    long = "x" * 300_000
+    (tmp_path / "results.csv").write_text(f"point,rows\np1,{long}\n")
+    assert sweep.read_table(tmp_path / "results.csv") == [{"point": "p1", "rows": long}]
+    import csv
+
+    assert csv.field_size_limit() == 131072  # restored

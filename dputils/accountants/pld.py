@@ -75,7 +75,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import fft as sp_fft
 from scipy.signal import lfilter
-from scipy.special import logsumexp
 
 from ..errors import DPValueError, NumericalError, check_positive
 from ..mechanisms import Mechanism, PrivacyLossPair

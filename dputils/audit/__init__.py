@@ -14,6 +14,7 @@ from .gaussian_pair import delta_pair, epsilon_pair, log_delta_directed, log_del
 from .input_canary import InputCanaryRun, audit_input_canaries, make_input_canaries, run_input_canary_audit
 from .methods import DEFAULT_METHODS, METHODS, AuditMethod, CanaryScoreAuditor, run_method
 from .onerun import fdp_epsilon, steinke_epsilon, steinke_p_value, threshold_audit
+from .repeated import repeated_audit
 
 __all__ = [
     "AuditMethod",
@@ -40,6 +41,7 @@ __all__ = [
     "log_delta_directed",
     "log_delta_pair",
     "make_input_canaries",
+    "repeated_audit",
     "run_ftrl_audit",
     "run_input_canary_audit",
     "simulate_ftrl_audit",

@@ -68,6 +68,7 @@ class FTRLAuditRun:
     seconds: float = 0.0
     device: str = "cpu"
     history: list[dict[str, float]] = field(default_factory=list)
+    grad_mode: str = ""  # trained runs: how the leaves' clipped gradient sums were computed ("ghost" or "vmap")
 
     @property
     def expected_shift(self) -> float:
@@ -213,8 +214,8 @@ def run_ftrl_audit(m: int = 1000, *, epsilon: float | None = None, sigma_node: f
                    hidden: int = 64, lr: float = 0.5, canary_leaf: int = 1, p_in: float = 0.5,
                    noise_scale: float = 1.0, device: str = "auto", seed: int = 0,
                    progress: bool = True) -> FTRLAuditRun:
-    """Train an MLP (:func:`dputils.training.make_mlp`) by single-pass DP-FTRL (:func:`dputils.training.train_ftrl`)
-    on ``T * batch_size`` Gaussian blobs (:func:`dputils.data.gaussian_blobs`) with ``m`` Dirac gradient canaries
+    """Train an MLP (:func:`dputils.training.make_mlp`) by single-pass DP-FTRL (:func:`dputils.training.train_ftrl`,
+    ``grad_mode="auto"``: the ghost path, no per-example gradients of the data) on ``T * batch_size`` Gaussian blobs (:func:`dputils.data.gaussian_blobs`) with ``m`` Dirac gradient canaries
     injected in leaf ``canary_leaf`` through the ``extra_gradients`` hook, and return the canary scores
     (``ours`` after removing the background, ``raw``, ``andrew``; see the module docstring).
 
@@ -267,7 +268,8 @@ def run_ftrl_audit(m: int = 1000, *, epsilon: float | None = None, sigma_node: f
         epsilon_theory=tree_epsilon(sigma_node, T, delta, clip), kind="train", noise_scale=noise_scale,
         in_raw=raw[is_in], out_raw=raw[~is_in], dim=D, in_coords=coords[is_in], out_coords=coords[~is_in],
         seconds=res.seconds,
-        device=str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})", history=res.history)
+        device=str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})", history=res.history,
+        grad_mode=res.grad_mode)
 
 
 def audit_ftrl(run: FTRLAuditRun, alpha: float = 0.05, *, score: str = "ours", n_bootstrap: int = 2000,

@@ -41,9 +41,15 @@ over the epoch's steps used at every step of that epoch.
 the book's PLD accountant (:class:`~dputils.accountants.pld.PLDAccountant`, pessimistic connect-the-dots
 upper bound), and ``delta(eps) = max(delta_remove(eps), delta_add(eps)) + delta_E``.
 
-Cost: the prefix Gram matrix is updated incrementally (``O(b^2)`` per step); the tail bounds are vectorised
-over components, temperatures and reference components. Components sharing the smallest step-n mean are
-merged, so DP-SGD needs one tail bound per step.
+Cost: components sharing the smallest step-n mean are merged, so DP-SGD needs one tail bound per step and
+a p-banded C at most p. The prefix Gram matrix is updated incrementally and, for sparse strategies
+(identity, banded C), stored sparse; only the rows of the components that need a bound are formed, and
+reference components with identical ``nu_k`` (for every psi) are merged with their multiplicity before the
+bisection of Eq. 31 (for DP-SGD at most three distinct ones whatever b is). A step then costs
+``O(T c_n (b + nnz(H)) + b log b)`` elementwise work plus a bisection whose size does not grow with b,
+instead of ``O(T c_n b^2)``; the values are those of the direct computation
+(:func:`_per_step_hazards_direct`, kept as the tests' reference) up to floating-point summation order.
+The N per-step pairs are then composed by the PLD accountant, whose cost is linear in N as well.
 """
 
 from __future__ import annotations
@@ -135,7 +141,8 @@ def _phi_terms(tau: np.ndarray, nu: np.ndarray, xi: np.ndarray) -> np.ndarray:
     return ndtr(z)
 
 
-def _tail_quantiles(nu: np.ndarray, xi: np.ndarray, beta_i: float, direction: str) -> np.ndarray:
+def _tail_quantiles(nu: np.ndarray, xi: np.ndarray, beta_i: float, direction: str,
+                    weights: np.ndarray | None = None, K: int | None = None) -> np.ndarray:
     """The largest tau per component with the certified bound on ``P[L_i <= tau]`` at most ``beta_i``.
 
     Remove (Eq. 31): ``f(tau) = mean_k min_psi Phi((tau - nu_k)/xi)``, non-decreasing in tau; bracket
@@ -143,6 +150,9 @@ def _tail_quantiles(nu: np.ndarray, xi: np.ndarray, beta_i: float, direction: st
     q_psi,k(K beta)`` (one term alone exceeds K beta beyond it), with ``q = nu + xi Phi^{-1}(.)``; then
     bisection keeping ``f(lo) <= beta``. Add (Eq. 32): the closed form ``max_psi nu + xi Phi^{-1}(beta)``.
     A deterministic bound (xi = 0) contributes ``nu`` minus a rounding margin.
+
+    ``weights`` (remove only): multiplicities of the reference columns of ``nu`` when identical reference
+    components were merged, ``K`` their total (the b of Eq. 31); the mean over k is then the weighted mean.
     """
     q = ndtri(beta_i)
     margin = 1e-12 * np.maximum(1.0, np.abs(nu))
@@ -152,13 +162,23 @@ def _tail_quantiles(nu: np.ndarray, xi: np.ndarray, beta_i: float, direction: st
 
     if direction == "add":
         return np.max(quant(q)[..., 0], axis=0)
-    K = nu.shape[2]
+    if K is None:
+        K = nu.shape[2]
     lo = np.min(np.max(quant(q), axis=0), axis=1)
     hi = np.min(np.max(quant(ndtri(min(K * beta_i, 1 - 1e-12))), axis=0), axis=1)
     hi = np.maximum(hi, lo)
 
+    # f(tau) evaluates exactly _phi_terms (same operations, hoisted out of the bisection loop)
+    pos = (xi > 0)[..., None]
+    xi_safe = np.where(pos, xi[..., None], 1.0)
+    det = not bool(np.all(pos))
+
     def f(tau):
-        return np.mean(np.min(_phi_terms(tau, nu, xi), axis=0), axis=1)
+        z = (tau[None, :, None] - nu) / xi_safe
+        if det:
+            z = np.where(pos, z, np.where(tau[None, :, None] >= nu, np.inf, -np.inf))
+        terms = np.min(ndtr(z), axis=0)
+        return np.mean(terms, axis=1) if weights is None else (terms @ weights) / K
 
     bad = f(lo) > beta_i
     step = 1.0
@@ -308,11 +328,13 @@ def _merge(vals: np.ndarray, lam: np.ndarray, low: int) -> tuple[np.ndarray, np.
     return uniq[keep], ww[keep] / ww[keep].sum()
 
 
-def _per_step_hazards(M: np.ndarray, s: float, beta_step: Sequence[float], direction: str, temperatures,
-                      progress: bool = False, desc: str = "") -> list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
-    """For each step n: (sorted step-n means, lambda_bar (sorted), order, size of the lowest tie group).
+def _per_step_hazards_direct(M: np.ndarray, s: float, beta_step: Sequence[float], direction: str, temperatures,
+                             progress: bool = False,
+                             desc: str = "") -> list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
+    """The straightforward form of :func:`_per_step_hazards` (the reference the tests compare it with).
 
-    The Gram matrix of the prefix means is updated incrementally, ``O(b^2)`` per step.
+    The dense Gram matrix of the prefix means is updated incrementally and permuted into sorted order at
+    every step, and the tail bounds run over all b reference components: ``O(T c_n b^2)`` per step.
     """
     b, N = M.shape
     H = np.zeros((b, b))
@@ -339,16 +361,203 @@ def _per_step_hazards(M: np.ndarray, s: float, beta_step: Sequence[float], direc
     return out
 
 
+# ------------------------------------------------------------------------------- per-step hazards, fast path
+class _PrefixGram:
+    """The prefix Gram matrix ``H = sum_{t < n-1} M[:, t] M[:, t]^T`` (original slot order), updated step by step.
+
+    Sparse strategies (identity, banded C over one or more epochs) keep only the entries of the final Gram's
+    pattern (``M >= 0``, so no entry cancels and every prefix Gram has that pattern or a subset), in CSR
+    order; step t adds ``v_a v_c`` to the entries ``(a, c)`` with ``v_a, v_c != 0``, in the same order as the
+    dense update ``H += outer(v, v)`` (which only adds exact zeros elsewhere), so the stored values are
+    bitwise those of the dense matrix. Dense strategies keep the dense matrix.
+    """
+
+    def __init__(self, M: np.ndarray) -> None:
+        b, N = M.shape
+        self.b = b
+        self.M = M
+        self.sq = np.zeros(b)  # diag(H)
+        self.supp = [np.flatnonzero(M[:, t]) for t in range(N)]
+        pairs = sum(int(s.size) ** 2 for s in self.supp)
+        self.sparse = pairs <= b * b // 8
+        if self.sparse:
+            codes = [(s[:, None] * b + s[None, :]).ravel() for s in self.supp]
+            uniq = np.unique(np.concatenate(codes)) if codes else np.zeros(0, dtype=np.int64)
+            rows = uniq // b
+            self.indices = (uniq % b).astype(np.int32)
+            self.indptr = np.searchsorted(rows, np.arange(b + 1)).astype(np.int32)
+            self.data = np.zeros(uniq.size)
+            self.pos = [np.searchsorted(uniq, c) for c in codes]
+        else:
+            self.H = np.zeros((b, b))
+
+    def add_step(self, t: int) -> None:
+        """Add step t's (0-based) outer product."""
+        s = self.supp[t]
+        if s.size == 0:
+            return
+        v = self.M[s, t]
+        if self.sparse:
+            self.data[self.pos[t]] += np.outer(v, v).ravel()
+        else:
+            self.H[np.ix_(s, s)] += np.outer(v, v)
+        self.sq[s] += v * v
+
+    def rows(self, idx: np.ndarray) -> np.ndarray:
+        """Dense rows ``H[idx, :]`` (original column order)."""
+        if not self.sparse:
+            return self.H[idx]
+        out = np.zeros((idx.size, self.b))
+        for a, r in enumerate(idx):
+            lo, hi = self.indptr[r], self.indptr[r + 1]
+            out[a, self.indices[lo:hi]] = self.data[lo:hi]
+        return out
+
+    def times(self, X: np.ndarray) -> np.ndarray:
+        """``X @ H`` for a (m, b) array X (H symmetric)."""
+        if not self.sparse:
+            return X @ self.H
+        from scipy import sparse
+
+        Hc = sparse.csr_matrix((self.data, self.indices, self.indptr), shape=(self.b, self.b))
+        return np.asarray((Hc @ X.T).T)
+
+
+def _distinct_columns(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct columns of X (exact equality) and their multiplicities.
+
+    Columns are grouped by a fixed random linear combination (equal columns give equal keys, bitwise) and
+    every group is then checked entry by entry against its representative; should two different columns
+    share a key, the exact (slower) ``np.unique(axis=1)`` is used instead.
+    """
+    key = _column_key_weights(X.shape[0]) @ X
+    _, first, inv, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
+    cols = X[:, first]
+    if not np.array_equal(cols[:, inv], X):
+        cols, counts = np.unique(X, axis=1, return_counts=True)
+    return cols, counts
+
+
+def _column_key_weights(m: int, _cache: dict = {}) -> np.ndarray:  # noqa: B006 (deliberate cache)
+    if m not in _cache:
+        _cache[m] = np.random.default_rng(20261124).uniform(0.5, 1.5, size=m)
+    return _cache[m]
+
+
+def _softmax_rows(lw: np.ndarray) -> np.ndarray:
+    """``exp(lw - logsumexp(lw))`` along the last axis (rows with at least one finite entry)."""
+    m = np.max(lw, axis=-1, keepdims=True)
+    lse = m + np.log(np.sum(np.exp(lw - m), axis=-1, keepdims=True))
+    return np.exp(lw - lse)
+
+
+def _hazards_fast(G: _PrefixGram, order: np.ndarray, comps: np.ndarray, s: float, beta_i: float,
+                  direction: str, temperatures) -> np.ndarray:
+    """:func:`_hazards_sorted` for the sorted components ``comps`` without forming the permuted b x b Gram.
+
+    The same quantities as :func:`_gaussian_lower_bounds` (in sorted coordinates) are computed from the
+    rows ``H[order[comps]]``, ``diag(H)`` and one product ``psi @ H`` with the (sparse) prefix Gram, and the
+    tail quantiles of :func:`_tail_quantiles` run over the *distinct* reference components only: reference
+    components whose ``nu_k`` agree for every psi and every component give identical terms of the mean in
+    Eq. 31, so they are merged with their multiplicity as weight (the mean is unchanged; only its
+    floating-point summation order differs).
+    """
+    b = order.size
+    n_i = comps.size
+    sq = G.sq[order]  # |mu_j|^2, sorted
+    rows = G.rows(order[comps])[:, order]  # H[i, :], sorted, (n_i, b)
+    sq_i = sq[comps]
+    d2 = np.maximum(sq_i[:, None] - 2 * rows + sq[None, :], 0.0)
+    mask = np.arange(b)[None, :] < comps[:, None]
+    T = len(temperatures)
+    psi = np.empty((T, n_i, b))
+    for a, t in enumerate(temperatures):
+        if math.isinf(t):
+            psi[a] = mask / comps[:, None].astype(float)
+        else:
+            psi[a] = _softmax_rows(np.where(mask, -d2 / t, -np.inf))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl = np.sum(np.where(psi > 0, psi * np.log(psi * comps[None, :, None]), 0.0), axis=2)
+    psi_o = np.empty_like(psi)
+    psi_o[..., order] = psi  # original slot order
+    Hpsi = G.times(psi_o.reshape(T * n_i, b)).reshape(T, n_i, b)[..., order]  # sorted again
+    s2 = s * s
+    e_sq = psi @ sq
+    cross = Hpsi[:, np.arange(n_i), comps]
+    dist2 = np.maximum(sq_i[None, :] - 2 * cross + np.sum(Hpsi * psi, axis=2), 0.0)
+    xi = np.sqrt(dist2) / s
+    base = (sq_i[None, :] - e_sq) / (2 * s2) - kl
+    if direction == "remove":
+        nu = (Hpsi - rows[None]) / s2 + base[..., None]
+        cols, counts = _distinct_columns(nu.reshape(T * n_i, b))
+        nu = cols.reshape(T, n_i, -1)
+        weights = counts.astype(float)
+    else:
+        nu = base[..., None]
+        weights = None
+    tau = _tail_quantiles(nu, xi, beta_i, direction, weights=weights, K=b if direction == "remove" else 1)
+    return expit(-np.log(comps) - tau)
+
+
+def _per_step_hazards(M: np.ndarray, s: float, beta_step: Sequence[float], direction: str, temperatures,
+                      progress: bool = False, desc: str = "") -> list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
+    """For each step n: (sorted step-n means, lambda_bar (sorted), order, size of the lowest tie group).
+
+    The same bounds as :func:`_per_step_hazards_direct` (Algorithm 4 with the Lemma D.2 bounds), computed
+    without the b x b work per step: the prefix Gram is kept sparse for sparse strategies
+    (:class:`_PrefixGram`), only the rows of the components that need a bound are formed, and identical
+    reference components are merged before the bisection (:func:`_hazards_fast`). The values are those of
+    the direct path up to floating-point summation order (the tests compare the two at 1e-9). Per step
+    the cost is ``O(T c_n (b + nnz(H)) + b log b)`` instead of ``O(T c_n b^2)``.
+
+    Why the result is the same certified bound. (i) The sparse Gram stores exactly the entries of the dense
+    ``H`` (``M >= 0``: no cancellation, so no entry outside the final pattern is ever non-zero; the
+    updates add the same products in the same order). (ii) ``d2``, psi, ``KL(psi || uniform)``,
+    ``E_psi |mu_j|^2``, ``<E_psi mu_j, mu_k>`` and ``xi`` are the formulas of Lemma D.2 evaluated in sorted
+    coordinates from ``H[order[i], order]``, ``diag(H)[order]`` and ``(psi permuted back) @ H`` permuted
+    again, which equals ``psi @ H[order][:, order]``. (iii) Eq. 31 bounds ``P[L_i <= tau]`` by
+    ``f(tau) = (1/b) sum_k min_psi Phi((tau - nu_{psi,k}) / xi_psi)``; reference components ``k, k'`` with
+    ``nu_{psi,k} = nu_{psi,k'}`` for every psi and every component (exact floating-point equality) add the
+    same term, so ``f(tau) = (1/b) sum_u c_u min_psi Phi(...)`` over the distinct columns ``u`` with
+    multiplicities ``c_u``, and the bisection bracket (a minimum over k of per-k quantiles) is unchanged by
+    dropping repeated columns. The bisection then keeps ``f(lo) <= beta_i`` exactly as before, so every
+    ``lambda_bar_i = sigmoid(-log(i-1) - tau_i)`` is the bound of Lemma 4.3 / Cor. 4.4 at significance
+    ``beta_i``, and Theorem 4.6 applies unchanged. Only the floating-point summation order differs.
+    """
+    b, N = M.shape
+    G = _PrefixGram(M)
+    out = []
+    it = range(1, N + 1)
+    if progress:
+        from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
+
+        it = tqdm(it, desc=desc, leave=False)
+    for n in it:
+        if n > 1:
+            G.add_step(n - 2)
+        col = M[:, n - 1]
+        order = np.argsort(col, kind="stable")
+        vals = col[order]
+        low = int(np.searchsorted(vals, vals[0], side="right"))  # size of the lowest tie group
+        lam = np.ones(b)
+        comps = np.arange(max(low, 1), b)
+        if comps.size and b > 1:
+            lam[comps] = _hazards_fast(G, order, comps, s, beta_step[n - 1] / (b - 1), direction, temperatures)
+        out.append((vals, lam, order, low))
+    return out
+
+
 def step_pairs(means: np.ndarray, sigma: float, beta_step: float, direction: str,
                temperatures=TEMPERATURES, allocation: str = "union", delta_e: float | None = None,
-               epochs: int = 1, progress: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
+               epochs: int = 1, progress: bool = False, reference: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per-step scalar mixtures ``(sensitivities, weights)`` for steps 1..N (Algorithm 4 + Cor. 4.4).
 
     ``allocation="union"``: significance ``beta_step`` per step (``delta_E / N`` for the union bound).
     ``allocation="hybrid"`` (unproven, see the module docstring): needs ``delta_e`` and ``epochs``; epoch 1
     uses ``delta_e / N`` per step, later epochs ``delta_e / k`` per step with the within-epoch maximum of
     each sorted component's bound. Components sharing the smallest step-n mean are merged (their bounds
-    are not needed); equal means are merged and zero weights dropped.
+    are not needed); equal means are merged and zero weights dropped. ``reference=True`` computes the bounds
+    by the straightforward dense path (:func:`_per_step_hazards_direct`, slow; the tests' reference).
     """
     M = np.asarray(means, dtype=float)
     b, N = M.shape
@@ -365,7 +574,8 @@ def step_pairs(means: np.ndarray, sigma: float, beta_step: float, direction: str
             raise DPValueError(f"epochs must divide the number of steps {N}, got {k}")
         de = check_probability("delta_e", delta_e, allow_one=False)
         beta = np.where(np.arange(N) < N // k, de / N, de / k)
-    per = _per_step_hazards(M, s, beta, direction, temperatures, progress, f"condcomp {direction}")
+    hazards = _per_step_hazards_direct if reference else _per_step_hazards
+    per = hazards(M, s, beta, direction, temperatures, progress, f"condcomp {direction}")
     if allocation == "hybrid":
         bb = N // int(epochs)
         for e in range(1, int(epochs)):
@@ -395,8 +605,9 @@ def check_plan(M: np.ndarray, n_temperatures: int = len(TEMPERATURES)) -> None:
 
     At step n with ``c_n`` tail bounds (components above the lowest tie group: 1 for DP-SGD, up to the bands
     for banded C, b - 1 for dense C), the bounds hold a few ``(temperatures, c_n, b)`` arrays, multiply them
-    by the b x b prefix Gram matrix and (remove direction) bisect over them with :data:`_BISECTION_STEPS`
-    normal-cdf evaluations per entry; the b x N means and the per-step mixtures are kept.
+    by the prefix Gram matrix (sparse for sparse strategies, b x b otherwise) and (remove direction) bisect
+    over them with :data:`_BISECTION_STEPS` normal-cdf evaluations per entry (counted before identical
+    reference components are merged, so an over-estimate); the b x N means and the per-step mixtures are kept.
     """
     b, N = M.shape
     T = max(int(n_temperatures), 1)
@@ -405,7 +616,12 @@ def check_plan(M: np.ndarray, n_temperatures: int = len(TEMPERATURES)) -> None:
     need = 8.0 * (3 * b * N + 4 * b * b + 12 * T * c_max * b + 4 * N * b)
     check_memory("batches", need, f"the conditional-composition tail bounds over b={b} slots and N={N} steps",
                  hint="use fewer batches")
-    per_step = 2 * (4.0 * b * b + 2 * T * comps * b * b) + T * comps * b * (_BISECTION_STEPS + 4) * 10
+    pairs = float(np.sum((M != 0).sum(axis=0).astype(float) ** 2))  # entries the prefix Gram updates touch
+    if pairs <= b * b // 8:  # sparse prefix Gram (see _PrefixGram): rows, psi and one sparse product per step
+        per_step = 2 * (4.0 * b * math.log2(b + 1) + 20 * T * comps * (b + min(pairs, b * b)))
+    else:
+        per_step = 2 * (4.0 * b * b + 2 * T * comps * b * b)
+    per_step = per_step + T * comps * b * (_BISECTION_STEPS + 4) * 10  # bisection, before merging references
     check_work("batches", float(per_step.sum()), "operations",
                hint=f"tail bounds for b={b} slots over N={N} steps; use fewer batches or epochs")
 

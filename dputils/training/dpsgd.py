@@ -214,17 +214,20 @@ def evaluate(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> dict[str, fl
     return {"loss": float(nn.functional.cross_entropy(out, y)), "accuracy": float((out.argmax(1) == y).float().mean())}
 
 
-def resolve_grad_mode(model: nn.Module, config: DPSGDConfig) -> str:
-    """The path :func:`train` takes: ``"ghost"`` (:mod:`.fastgrad`) or ``"vmap"``. ``"auto"`` picks ghost when it
-    is exact: the inner procedure is the mean gradient (or s = 1) and every module of ``model`` is supported."""
+def resolve_grad_mode(model: nn.Module, config) -> str:
+    """The path :func:`train` (``config`` a :class:`DPSGDConfig`) or :func:`dputils.training.train_ftrl` (an
+    ``FTRLConfig``: individual clipping, s = 1) takes: ``"ghost"`` (:mod:`.fastgrad`) or ``"vmap"``. ``"auto"``
+    picks ghost when it is exact: the inner procedure is the mean gradient (or s = 1) and every module of
+    ``model`` is supported."""
     from .fastgrad import fast_path_unsupported
 
     mode = check_choice("grad_mode", config.grad_mode, GRAD_MODES)
     if mode == "vmap":
         return "vmap"
     why = None
-    if config.sub_batch_size > 1 and config.inner != "mean-gradient":
-        why = f"inner={config.inner!r} with sub_batch_size > 1 is a sequential procedure, not a gradient"
+    s, inner = getattr(config, "sub_batch_size", 1), getattr(config, "inner", "mean-gradient")
+    if s > 1 and inner != "mean-gradient":
+        why = f"inner={inner!r} with sub_batch_size > 1 is a sequential procedure, not a gradient"
     else:
         why = fast_path_unsupported(model)
     if why is None:
@@ -234,36 +237,59 @@ def resolve_grad_mode(model: nn.Module, config: DPSGDConfig) -> str:
     return "vmap"
 
 
-def _ghost_sum(model, p, X, y, idx: torch.Tensor, s: int, C: float, microbatch: int, w: torch.Tensor) -> torch.Tensor:
+def _buffer(bufs: dict | None, key: str, shape, like: torch.Tensor) -> torch.Tensor:
+    """An uninitialised tensor of ``shape`` (dtype and device of ``like``): ``bufs[key]`` reused across calls when
+    ``bufs`` is a dict and the shape matches (the caller guarantees the previous contents are dead), else new."""
+    shape = tuple(shape)
+    if bufs is None:
+        return torch.empty(shape, dtype=like.dtype, device=like.device)
+    b = bufs.get(key)
+    if b is None or tuple(b.shape) != shape:
+        b = bufs[key] = torch.empty(shape, dtype=like.dtype, device=like.device)
+    return b
+
+
+def _ghost_sum(model, p, X, y, idx: torch.Tensor, s: int, C: float, microbatch: int, w: torch.Tensor,
+               bufs: dict | None = None) -> torch.Tensor:
     """U = sum_h [a_h]_C over the groups of ``idx`` ((m, s), or (k,) rows for s = 1), in chunks of whole groups
-    holding at most ``microbatch`` rows (0: all at once)."""
+    holding at most ``microbatch`` rows (0: all at once). With ``bufs`` (a dict kept by the caller between
+    rounds, when nothing keeps the previous U), U, the partial sums and the gathered rows of X live in buffers
+    reused from round to round (no allocation per round of the big tensors)."""
     from .fastgrad import clipped_group_sum
 
     groups = idx.reshape(-1, s)
     step = groups.shape[0] if not microbatch else max(1, int(microbatch) // s)
-    U = None
+    U = part = None  # the products of clipped_group_sum write into U (first chunk), then into part (added to U)
     for chunk in torch.split(groups, step):
         rows = chunk.flatten()
-        part, _ = clipped_group_sum(model, p, X[rows], y[rows], C, chunk.shape[0], s)
-        flat = flatten_params(part)
-        U = flat if U is None else U + flat
+        Xr = torch.index_select(X, 0, rows, out=_buffer(bufs, "X", (len(rows), *X.shape[1:]), X))
+        if U is None:
+            U = _buffer(bufs, "U", w.shape, w)
+            clipped_group_sum(model, p, Xr, y[rows], C, chunk.shape[0], s, out=U)
+        else:
+            part = _buffer(bufs, "part", w.shape, w)
+            clipped_group_sum(model, p, Xr, y[rows], C, chunk.shape[0], s, out=part)
+            U += part
     return U if U is not None else torch.zeros_like(w)
 
 
 def setup_run(model: nn.Module, X, y, X_test, y_test, config) -> tuple:
     """Shared start of a training run (DP-SGD and DP-FTRL): the device, the sampling generator (CPU, seeded
     with ``config.seed``: coins public to the strong adversary), the noise generator (on the device, seed + 1),
-    the data as tensors on the device, the model moved there and a detached copy of its parameters."""
+    the data as tensors on the device (float32, or float64 when the model's parameters are: a float64 run is
+    exact enough to compare the gradient paths), the model moved there and its parameters, detached (their
+    shapes and starting values; :func:`flatten_params` copies them)."""
     device = resolve_device(config.device)
     gen = torch.Generator(device="cpu").manual_seed(int(config.seed))
     noise_gen = torch.Generator(device=device).manual_seed(int(config.seed) + 1)
-    X = torch.as_tensor(X, dtype=torch.float32).to(device)
+    dtype = torch.float64 if any(v.dtype == torch.float64 for v in model.parameters()) else torch.float32
+    X = torch.as_tensor(X, dtype=dtype).to(device)
     y = torch.as_tensor(y, dtype=torch.long).to(device)
     if X_test is not None:
-        X_test = torch.as_tensor(X_test, dtype=torch.float32).to(device)
+        X_test = torch.as_tensor(X_test, dtype=dtype).to(device)
         y_test = torch.as_tensor(y_test, dtype=torch.long).to(device)
     model.to(device)
-    params = {k: v.detach().clone() for k, v in model.named_parameters()}
+    params = {k: v.detach() for k, v in model.named_parameters()}  # the starting values: flatten_params copies
     return device, gen, noise_gen, X, y, X_test, y_test, params
 
 
@@ -292,7 +318,10 @@ def train(
     noise_std = config.noise_multiplier_scale * C * float(config.sigma)
     ms = m * s
     R = max(1, round(n / ms))
-    velocity = torch.zeros_like(w)
+    velocity = torch.zeros_like(w) if config.outer_momentum else None
+    # without hooks nothing holds on to an old w (info.params) or to U after the round: update both in place
+    in_place = on_round is None and extra_gradients is None
+    bufs = {} if in_place else None  # then the round's big tensors live in buffers reused between rounds
     mode = resolve_grad_mode(model, config)
     result = TrainResult(model=model, config=config, grad_mode=mode)
     t = 0
@@ -318,7 +347,7 @@ def train(
                 A = torch.zeros(0, w.numel(), device=device)
             elif mode == "ghost":
                 U_pre = _ghost_sum(model, p, X, y, idx, 1 if config.sampler == "poisson" else s, C,
-                                   config.microbatch, w)
+                                   config.microbatch, w, bufs)
                 A = torch.zeros(0, w.numel(), device=device)
             elif config.sampler == "poisson" or s == 1:
                 flat_idx = idx.flatten()
@@ -347,10 +376,10 @@ def train(
                     U = U + U_pre
             else:
                 U = U_pre if U_pre is not None else torch.zeros_like(w)
-            noise = noise_std * torch.randn(w.shape, generator=noise_gen, device=device, dtype=w.dtype)
-            Ubar = U + noise
+            noise = _buffer(bufs, "noise", w.shape, w).normal_(generator=noise_gen).mul_(noise_std)
             un = float(U.norm())
             result.noise_to_signal.append(float(noise.norm()) / un if un > 0 else math.inf)
+            Ubar = noise.add_(U)  # U + noise, in the noise buffer (no further use of the noise alone)
             info.clean_sum, info.released = U, Ubar
             if on_round is not None:
                 on_round(info)
@@ -358,7 +387,9 @@ def train(
             if config.outer_momentum:
                 velocity = config.outer_momentum * velocity + Ubar / m
                 w = w - eta * velocity
-            else:  # w - eta * Ubar / m in one pass over the D coordinates (a new tensor: info.params keeps the old)
+            elif in_place:  # w - eta * Ubar / m in one pass over the D coordinates, in w's own buffer
+                w.add_(Ubar, alpha=-eta / m)
+            else:  # the same into a new tensor: info.params keeps the old w
                 w = torch.add(w, Ubar, alpha=-eta / m)
             t += 1
         with torch.no_grad():

@@ -95,6 +95,24 @@ def _sqnorm(T: torch.Tensor) -> torch.Tensor:
     return torch.linalg.vector_norm(v, dim=1).square()
 
 
+_ALIGN = {"cpu": 64, "cuda": 512}  # bytes: the alignment of a fresh tensor (CPU allocator, CUDA caching allocator)
+
+
+def _matmul(a: torch.Tensor, b: torch.Tensor, dest: torch.Tensor | None) -> torch.Tensor:
+    """``a @ b``, written into ``dest`` (a contiguous tensor of as many entries, e.g. a block of the caller's flat
+    buffer) when given. Straight into ``dest`` (no temporary, no copy) when it is aligned like a fresh tensor:
+    BLAS kernels may round differently into a less aligned output, and the numbers must not depend on where a
+    block sits in the buffer; otherwise into a fresh tensor, copied."""
+    if dest is None:
+        return a @ b
+    shape = (a.shape[0], b.shape[1]) if a.dim() == 2 else (1, b.shape[1])
+    if dest.data_ptr() % _ALIGN.get(dest.device.type, 512):
+        return dest.view(a.shape[:-1] + b.shape[1:]).copy_(a @ b)
+    # (k,) @ (k, n) is (1, k) @ (k, n), the product ``a @ b`` itself forms
+    out = torch.mm(a if a.dim() == 2 else a.unsqueeze(0), b, out=dest.view(shape))
+    return out if a.dim() == 2 else out.view(b.shape[1])
+
+
 def _ghost_is_cheaper(n: int, d_in: int, d_out: int) -> bool:
     """Ghost norm (n^2 (d_in + d_out) per group) against the layer gradient (n d_in d_out per group)."""
     return n * (d_in + d_out) < d_in * d_out
@@ -102,8 +120,9 @@ def _ghost_is_cheaper(n: int, d_in: int, d_out: int) -> bool:
 
 def _linear_term(A: torch.Tensor, G: torch.Tensor, has_bias: bool):
     """A: (m, n, d_in) inputs, G: (m, n, d_out) backprops (sums over the group, not yet divided by s) of m groups
-    of n rows. Returns the groups' squared norms (m,) of ``sum_rows g^T a`` and ``finish(c) -> (weight grad
-    (d_out, d_in), bias grad or None)`` = ``sum_h c_h (group h's gradient)``."""
+    of n rows. Returns the groups' squared norms (m,) of ``sum_rows g^T a`` and ``finish(c, wdest, bdest) ->
+    (weight grad (d_out, d_in), bias grad or None)`` = ``sum_h c_h (group h's gradient)``, written into the
+    destinations where given (see :func:`_matmul`)."""
     m, n, d_in = A.shape
     d_out = G.shape[2]
     bias = G.sum(1) if has_bias else None  # (m, d_out) per-group bias gradients
@@ -113,15 +132,17 @@ def _linear_term(A: torch.Tensor, G: torch.Tensor, has_bias: bool):
         else:
             sq = (torch.bmm(A, A.transpose(1, 2)) * torch.bmm(G, G.transpose(1, 2))).sum((1, 2))
 
-        def finish(c):
+        def finish(c, wdest=None, bdest=None):
             Gc = (G * c[:, None, None]).reshape(m * n, d_out)
-            return Gc.t() @ A.reshape(m * n, d_in), (None if bias is None else c @ bias)
+            return (_matmul(Gc.t(), A.reshape(m * n, d_in), wdest),
+                    None if bias is None else _matmul(c, bias, bdest))
     else:
         Wg = torch.bmm(G.transpose(1, 2), A)  # (m, d_out, d_in) per-group layer gradients
         sq = _sqnorm(Wg)
 
-        def finish(c):
-            return (c @ Wg.reshape(m, -1)).view(d_out, d_in), (None if bias is None else c @ bias)
+        def finish(c, wdest=None, bdest=None):
+            return (_matmul(c, Wg.reshape(m, -1), wdest).view(d_out, d_in),
+                    None if bias is None else _matmul(c, bias, bdest))
 
     if bias is not None:
         sq = sq + _sqnorm(bias)
@@ -142,16 +163,17 @@ def _patches(a: torch.Tensor, mod: nn.Conv2d) -> torch.Tensor:
 
 def _layer_terms(mod: nn.Module, a: torch.Tensor, g: torch.Tensor, m: int, s: int):
     """Squared norms (m,) of ``mod``'s part of the per-group gradient SUMS ``sum_{i in h} grad f_i`` (s times
-    the means) and a finisher mapping coefficients c (m,) to ``{param_name: sum_h c_h (group h's sum)}``."""
+    the means) and a finisher mapping coefficients c (m,) to ``{param_name: sum_h c_h (group h's sum)}``; given
+    ``dest`` ({param_name: a tensor shaped like the parameter}), the finisher writes the blocks there."""
     B = a.shape[0]
     if isinstance(mod, nn.Linear):
         A = a.reshape(m, -1, a.shape[-1])
         G = g.reshape(m, -1, g.shape[-1])
         sq, fin = _linear_term(A, G, mod.bias is not None)
 
-        def finish(c):
-            wg, bg = fin(c)
-            return {"weight": wg} | ({} if bg is None else {"bias": bg})
+        def finish(c, dest=None):
+            wg, bg = fin(c, *((dest["weight"], dest.get("bias")) if dest else ()))
+            return {"weight": wg.view_as(mod.weight)} | ({} if bg is None else {"bias": bg})
 
         return sq, finish
     if isinstance(mod, nn.Conv2d):
@@ -170,16 +192,18 @@ def _layer_terms(mod: nn.Module, a: torch.Tensor, g: torch.Tensor, m: int, s: in
             bias = g.sum((3, 2)).view(m, s, d_out).sum(1) if mod.bias is not None else None
             sq = _sqnorm(Wg) + (_sqnorm(bias) if bias is not None else 0)
 
-            def finish(c):
-                return {"weight": (c @ Wg).view_as(mod.weight)} | ({} if bias is None else {"bias": c @ bias})
+            def finish(c, dest=None):
+                dest = dest or {}
+                return ({"weight": _matmul(c, Wg, dest.get("weight")).view_as(mod.weight)}
+                        | ({} if bias is None else {"bias": _matmul(c, bias, dest.get("bias"))}))
 
             return sq, finish
         A = _patches(a, mod).reshape(m, s * L, d_in)
         G = g.reshape(B, g.shape[1], L).transpose(1, 2).reshape(m, s * L, g.shape[1])
         sq, fin = _linear_term(A, G, mod.bias is not None)
 
-        def finish(c):
-            wg, bg = fin(c)
+        def finish(c, dest=None):
+            wg, bg = fin(c, *((dest["weight"], dest.get("bias")) if dest else ()))
             return {"weight": wg.view_as(mod.weight)} | ({} if bg is None else {"bias": bg})
 
         return sq, finish
@@ -205,8 +229,9 @@ def _layer_terms(mod: nn.Module, a: torch.Tensor, g: torch.Tensor, m: int, s: in
     sq = sum(_sqnorm(v) for v in out.values()) if out else torch.zeros(m, dtype=a.dtype, device=a.device)
     shapes = {k: getattr(mod, k).shape for k in out}
 
-    def finish(c):
-        return {k: (c @ v).view(shapes[k]) for k, v in out.items()}
+    def finish(c, dest=None):
+        dest = dest or {}
+        return {k: _matmul(c, v, dest.get(k)).view(shapes[k]) for k, v in out.items()}
 
     return sq, finish
 
@@ -220,6 +245,7 @@ def clipped_group_sum(
     sub_batches: int,
     sub_batch_size: int = 1,
     loss: Callable | None = None,
+    out: torch.Tensor | None = None,
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """``U = sum_h [a_h]_C`` over m = ``sub_batches`` groups of s = ``sub_batch_size`` consecutive rows of X,
     ``a_h = (1/s) sum_{i in h} grad f(w, x_i)`` (cross-entropy by default), ``[x]_C = x / max(1, ||x|| / C)``
@@ -228,7 +254,8 @@ def clipped_group_sum(
     ``params`` are the values of ``model``'s named parameters (used through ``functional_call``); the model
     must pass :func:`fast_path_unsupported`. One forward, one backward to the layer outputs (the layer formulas
     of the module docstring applied to each backprop as it arrives), then one product per layer; no (B x D)
-    matrix is formed."""
+    matrix is formed. ``out``: a flat buffer of D entries (the parameters in ``params`` order) that receives U;
+    the products write straight into it, and the returned blocks are views of it."""
     m, s = int(sub_batches), int(sub_batch_size)
     if X.shape[0] != m * s:
         raise DPValueError(f"X must have sub_batches * sub_batch_size = {m * s} rows, got {X.shape[0]}")
@@ -272,8 +299,22 @@ def clipped_group_sum(
         sq = sq + q
     norms = sq.clamp_min(0).sqrt() / s  # ||a_h|| = ||group sum|| / s
     c = 1.0 / (s * torch.clamp(norms / float(clip), min=1.0))  # [a_h]_C = (group sum) / (s max(1, ||a_h|| / C))
-    U = {k: torch.zeros_like(v) for k, v in params.items()}
+    blocks = None
+    if out is not None:
+        D = sum(v.numel() for v in params.values())
+        if out.shape != (D,) or not out.is_contiguous():
+            raise DPValueError(f"out must be a contiguous vector of {D} entries, got shape {tuple(out.shape)}")
+        blocks, i = {}, 0
+        for k, v in params.items():
+            blocks[k] = out[i : i + v.numel()].view_as(v)
+            i += v.numel()
+    U: dict[str, torch.Tensor] = {}
     for prefix, _, fin in terms:
-        for k, v in fin(c).items():
-            U[f"{prefix}.{k}" if prefix else k] = v
-    return U, norms
+        full = {k: f"{prefix}.{k}" if prefix else k for k in ("weight", "bias")}
+        dest = None if blocks is None else {k: blocks[f] for k, f in full.items() if f in blocks}
+        for k, v in fin(c, dest).items():
+            U[full[k]] = v
+    for k, v in params.items():  # parameters without a term (none on a supported model that uses them all)
+        if k not in U:
+            U[k] = blocks[k].zero_() if blocks is not None else torch.zeros_like(v)
+    return {k: U[k] for k in params}, norms

@@ -47,7 +47,14 @@ For other T the worst leaf touches only ``floor(log2 T) + 1 = L - 1`` released n
     theta_t = theta_0 - eta * s_t / B                                                                    (T5)
 
 (B the batch size, so ``eta`` is the step size on the mean gradient); every iterate is a post-processing
-of the released prefix sums. Per-sample gradients and clipping reuse :mod:`dputils.training.dpsgd`.
+of the released prefix sums.
+
+**The leaf** ``x_t = sum_{i in leaf t} [grad f(theta_{t-1}, x_i)]_C`` is computed as in DP-SGD with individual
+clipping (``grad_mode``, as in :class:`dputils.training.DPSGDConfig`): ``"ghost"`` forms it from one forward and
+one backward pass without the per-example gradients (:func:`dputils.training.fastgrad.clipped_group_sum`),
+``"vmap"`` stacks them (``torch.func``) and clips the rows; ``"auto"`` (default) takes ghost when every module of
+the model is supported. ``microbatch`` bounds the rows handled at once on either path. Both paths give the same
+leaves up to float rounding.
 """
 
 from __future__ import annotations
@@ -62,8 +69,10 @@ import torch
 from torch import nn
 
 from ..curves import gdp_epsilon, gdp_mu
-from ..errors import DPValueError, check_delta, check_nonnegative, check_positive, check_positive_int
-from .dpsgd import flatten_params, setup_run, unflatten_params, clip_rows, evaluate, per_sample_gradients
+from ..errors import (DPValueError, check_choice, check_delta, check_nonnegative, check_nonnegative_int,
+                      check_positive, check_positive_int)
+from .dpsgd import (GRAD_MODES, _ghost_sum, clip_rows, evaluate, flatten_params, per_sample_gradients,
+                    resolve_grad_mode, setup_run, unflatten_params)
 
 __all__ = [
     "tree_depth",
@@ -222,6 +231,9 @@ class FTRLConfig:
     lr: float = 0.5  # eta in theta_t = theta_0 - eta s_t / B  (eq. T5)
     device: str = "auto"
     seed: int = 0
+    microbatch: int = 0  # clipped gradients of the leaf in chunks of this many rows (0 = the whole leaf at once)
+    grad_mode: str = "auto"  # auto | ghost | vmap: how the leaf is computed (module docstring)
+    history: bool = True  # evaluate train (and test) loss and accuracy at the end (and every eval_every steps)
 
     def validate(self, n: int) -> None:
         check_positive_int("steps", self.steps)
@@ -229,6 +241,8 @@ class FTRLConfig:
         check_positive("clip", self.clip)
         check_nonnegative("sigma_node", self.sigma_node)
         check_positive("lr", self.lr)
+        check_nonnegative_int("microbatch", self.microbatch)
+        check_choice("grad_mode", self.grad_mode, GRAD_MODES)
         if n < self.steps * self.batch_size:
             raise DPValueError(f"single pass needs steps * batch_size <= n = {n}, got "
                                f"{self.steps} * {self.batch_size} = {self.steps * self.batch_size}")
@@ -255,10 +269,26 @@ class FTRLResult:
     steps: int = 0
     config: FTRLConfig | None = None
     seconds: float = 0.0
+    grad_mode: str = ""  # the path that ran: "ghost" or "vmap"
 
     @property
     def final(self) -> dict[str, float]:
         return self.history[-1] if self.history else {}
+
+
+def _leaf_sum(model, p, X, y, idx: torch.Tensor, C: float, microbatch: int, mode: str,
+              w: torch.Tensor, bufs: dict | None = None) -> torch.Tensor:
+    """``sum_{i in idx} [grad f(p, x_i)]_C`` (flat), in chunks of at most ``microbatch`` rows (0: all at once): by
+    :func:`dputils.training.fastgrad.clipped_group_sum` (``mode="ghost"``, no per-example gradient is formed) or by
+    clipping the rows of :func:`dputils.training.per_sample_gradients` (``"vmap"``)."""
+    if mode == "ghost":
+        return _ghost_sum(model, p, X, y, idx, 1, C, microbatch, w, bufs)
+    if not microbatch or idx.numel() <= microbatch:
+        return clip_rows(per_sample_gradients(model, p, X[idx], y[idx]), C).sum(0)
+    U = torch.zeros_like(w)
+    for chunk in torch.split(idx, int(microbatch)):
+        U += clip_rows(per_sample_gradients(model, p, X[chunk], y[chunk]), C).sum(0)
+    return U
 
 
 def train_ftrl(
@@ -276,11 +306,13 @@ def train_ftrl(
     """Single-pass DP-FTRL (eq. T5) with tree-aggregated noise (eq. T1) on ``model`` (modified in place).
 
     The leaves are consecutive blocks of ``batch_size`` examples of one seeded permutation (each example is
-    used at most once). Per-sample cross-entropy gradients (``vmap``) are clipped at C
-    (:func:`dputils.training.clip_rows`). Hooks, as in :func:`dputils.training.train`: ``extra_gradients(step)``
+    used at most once). The leaf is the sum of the examples' cross-entropy gradients clipped at C, by the path
+    ``config.grad_mode`` selects (:func:`dputils.training.resolve_grad_mode`; ``result.grad_mode`` says which ran).
+    Hooks, as in :func:`dputils.training.train`: ``extra_gradients(step)``
     may return extra per-example gradients (k, D), clipped and added to the leaf (canaries);
     ``on_step(step)`` sees the released node and prefix sum. Privacy: :func:`tree_epsilon` (eq. T4).
-    ``eval_every > 0`` records train/test metrics every that many steps (always at the end)."""
+    ``eval_every > 0`` records train/test metrics every that many steps (always at the end, unless
+    ``config.history`` is False)."""
     n = len(X)
     config.validate(n)
     device, gen, noise_gen, X, y, X_test, y_test, params = setup_run(model, X, y, X_test, y_test, config)
@@ -290,13 +322,18 @@ def train_ftrl(
     T, B, C = config.steps, config.batch_size, float(config.clip)
     tree = TreeAggregator(D, config.sigma_node * 1.0, generator=noise_gen, device=device, dtype=w.dtype)
     order = torch.randperm(n, generator=gen)[: T * B].to(device)
-    result = FTRLResult(model=model, config=config)
+    mode = resolve_grad_mode(model, config)
+    result = FTRLResult(model=model, config=config, grad_mode=mode)
+    # without hooks nothing sees a leaf after the tree has added it (add copies): the leaf's buffers are reused
+    bufs = {} if on_step is None and extra_gradients is None else None
 
     def record(t: int) -> None:
         with torch.no_grad():
             named = dict(model.named_parameters())
             for k, v in unflatten_params(w, params).items():
                 named[k].copy_(v)
+        if not config.history:
+            return
         rec = {"step": t}
         rec.update({f"train_{k}": v for k, v in evaluate(model, X, y).items()})
         if X_test is not None:
@@ -312,7 +349,7 @@ def train_ftrl(
     for t in it:
         idx = order[(t - 1) * B : t * B]
         p = unflatten_params(w, params)
-        data_sum = clip_rows(per_sample_gradients(model, p, X[idx], y[idx]), C).sum(0)
+        data_sum = _leaf_sum(model, p, X, y, idx, C, config.microbatch, mode, w, bufs)
         step = FTRLStep(t=t, indices=idx, params=w, data_sum=data_sum)
         leaf = data_sum
         if extra_gradients is not None:
