@@ -233,3 +233,20 @@ def test_the_committed_runs_load_from_any_working_directory(tmp_path, monkeypatc
     data = bm.load_accountants("benchmarks/results/accountants.json")
     assert bm.interval_problems(data) == []
     assert bm.load_dpsgd("benchmarks/results/dpsgd.json")["models"]
+
+
+def test_peer_below_the_reference_is_a_finding_not_an_inconsistency():
+    # dpa (a peer presenting an upper bound) answers 0.95 at (100, 1e-5), below our certified lower end 1.0:
+    # listed by peer_contradictions with its shortfall, and not reported as an impossible interval.
+    d = small()
+    assert bm.peer_contradictions(d) == []
+    d["records"][8]["epsilon"] = 0.95
+    assert bm.interval_problems(d) == []
+    rows = bm.peer_contradictions(d)
+    assert len(rows) == 1
+    assert rows[0]["method"] == "dpa" and rows[0]["T"] == 100 and rows[0]["delta"] == 1e-5
+    assert rows[0]["epsilon"] == 0.95 and rows[0]["reference lower"] == 1.0
+    assert abs(rows[0]["below by"] - 0.05) < 1e-12
+    # one of ours below it is still an inconsistency
+    d["records"][4]["epsilon"] = d["records"][4]["upper"] = 0.9
+    assert bm.interval_problems(d) == ["rdp T=100 delta=1e-05: upper bound 0.9 below the reference's lower end 1.0"]
