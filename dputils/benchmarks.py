@@ -47,11 +47,12 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
+
+from .results import write_text_atomic
 
 __all__ = [
     "ACCOUNTANTS_SCHEMA", "DPSGD_SCHEMA", "RESULTS_DIR", "STATUSES", "run_metadata", "finish_metadata",
@@ -174,19 +175,7 @@ def write_json(path: Path | str, payload: Mapping[str, Any]) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(_strict(payload), indent=1, allow_nan=False)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            os.fchmod(fh.fileno(), 0o644)
-            fh.write(text + "\n")
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return p
+    return write_text_atomic(p, text + "\n")
 
 
 # --------------------------------------------------------------------------- loading and validation

@@ -94,21 +94,27 @@ def save(name: str, /, **values: Any) -> Path:
     payload = to_jsonable(values)
     payload["_meta"] = {"name": name, "saved": _dt.datetime.now(_dt.timezone.utc).isoformat()}
     text = json.dumps(payload, indent=2, sort_keys=True, allow_nan=False)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".json.tmp", dir=out_dir)
+    return write_text_atomic(out_dir / f"{name}.json", text + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (temporary file in the same folder, fsync, rename; mode 0644)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as fh:
             os.fchmod(fh.fileno(), 0o644)  # mkstemp creates 0600; results are ordinary outputs
-            fh.write(text + "\n")
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, out_dir / f"{name}.json")
+        os.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
         raise
-    return out_dir / f"{name}.json"
+    return path
 
 
 def load(name: str, directory: Path | str | None = None) -> dict[str, Any]:
