@@ -19,6 +19,7 @@ import pytest
 
 from dputils import truth
 from dputils.accountants.gdp import GDPAccountant
+from dputils.accountants import pld
 from dputils.accountants.pld import PLDAccountant
 from dputils.errors import NumericalError
 from dputils.mechanisms import GaussianMechanism, SubsampledGaussianMechanism
@@ -142,9 +143,11 @@ def test_long_subsampled_gaussian_bracket_contains_contour_truth(steps):
 
 @pytest.mark.parametrize("sigma,q,steps,delta", [(1.0, 0.01, 3000, 1e-5), (0.8, 0.05, 20_000, 1e-8),
                                                  (2.0, 0.2, 5000, 1e-10)])
-def test_spectral_and_fft_compositions_bracket_the_same_truth(sigma, q, steps, delta):
+def test_spectral_and_fft_compositions_bracket_the_same_truth(sigma, q, steps, delta, monkeypatch):
     # Both composition paths must certify the same independent truth; the spectral one (no T u growth of
-    # the rounding bound) is never looser than the FFT power by more than a hair.
+    # the rounding bound) is never looser than the FFT power by more than a hair. The spectral accountant
+    # runs alone here (no FFT power as a second certificate).
+    monkeypatch.setattr(pld, "_BOTH_WINDOW", 0)
     mech = SubsampledGaussianMechanism(sigma, q)
     ref, err = truth.composition_epsilon([(mech, steps)], delta)
     spec = PLDAccountant(discretization=1e-3).compose(mech, steps)
@@ -233,3 +236,65 @@ def test_spectral_phi_bound_dominates_the_transform():
     ok = np.isfinite(tay)
     assert ok.sum() > 10
     assert np.all(phi[ok] <= tay[ok] * (1 + 1e-12))
+
+
+def test_fft_power_is_not_built_where_the_spectral_certificate_suffices():
+    # The benchmark's setting at T = 1000: the spectral bracket is ~1e-10 wide relative to delta, so no array
+    # of the window's size may be held (this is what keeps the peak memory at dp_accounting's or below).
+    acc = PLDAccountant().compose(SubsampledGaussianMechanism(1.0, 0.01), 1000)
+    r = acc.get_epsilon(1e-5)
+    acc.get_delta(r.upper)
+    for dp in acc._cache.values():
+        assert type(dp.up).__name__ == "SpectralPLD" and dp.up.window_points <= pld._BOTH_WINDOW
+        assert dp._fft == {}
+
+
+@pytest.mark.parametrize("loosen", [1.0, 1.5])
+@pytest.mark.parametrize("delta", [1e-10, 1e-12])
+def test_second_certificate_gives_the_better_of_both(delta, loosen, monkeypatch):
+    # With the pairing forced at every query (ratio 0), each bound must be the better of the spectral-only and
+    # the FFT-only accountants' bounds (each certified on its own), and the bracket must hold the truth. As
+    # computed, the spectral bounds are the better ones here; loosened (upper bound x 1.5, lower bound / 1.5:
+    # still bounds) the FFT power's must be taken instead.
+    mech, steps, h = SubsampledGaussianMechanism(0.5, 0.1), 100, 1e-2
+    cert_upper, cert_lower = pld.SpectralPLD.cert_upper, pld.SpectralPLD.cert_lower
+    monkeypatch.setattr(pld.SpectralPLD, "cert_upper", lambda self, e: min(1.0, loosen * cert_upper(self, e)))
+    monkeypatch.setattr(pld.SpectralPLD, "cert_lower", lambda self, e: cert_lower(self, e) / loosen)
+    with monkeypatch.context() as m:
+        m.setattr(pld, "_BOTH_WINDOW", 0)
+        spec = PLDAccountant(discretization=h).compose(mech, steps)
+        rs = spec.get_epsilon(delta)
+        ds = [spec.get_delta(e) for e in (0.8 * rs.upper, rs.upper)]
+    fft = PLDAccountant(discretization=h).compose(mech, steps)
+    fft._spectral = False
+    both = PLDAccountant(discretization=h).compose(mech, steps)
+    monkeypatch.setattr(pld, "_PAIR_RATIO", 0.0)
+    rf, rb = fft.get_epsilon(delta), both.get_epsilon(delta)
+    assert rb.upper == min(rs.upper, rf.upper)
+    assert rb.lower == max(rs.lower, rf.lower)
+    assert (rb.upper == rf.upper) == (loosen > 1)
+    assert set(both._cache["remove"]._fft) == {"upper", "lower"}
+    ref, err = truth.composition_epsilon([(mech, steps)], delta)
+    assert rb.lower - err <= ref <= rb.upper + err, (rb.lower, ref, err, rb.upper)
+    for e, d_s in zip((0.8 * rs.upper, rs.upper), ds):
+        d_f, d_b = fft.get_delta(e), both.get_delta(e)
+        assert d_b.upper == min(d_s.upper, d_f.upper)
+        assert d_b.lower == max(d_s.lower, d_f.lower)
+        assert (d_b.upper == d_f.upper) == (loosen > 1)
+
+
+def test_spectral_refusal_falls_back_to_the_fft_power(monkeypatch):
+    # A spectral certificate that is too wide to answer (made so here by tripling its upper bound, which keeps
+    # it an upper bound: its error term is then 2/3 of delta at the answer) must hand the query to the FFT power of the same PMFs: the answer is then the
+    # FFT-only accountant's. With the fallback switched off (window limit 0) the accountant must refuse.
+    mech, steps, h, delta = SubsampledGaussianMechanism(1.0, 0.1), 100, 1e-2, 1e-6
+    fft = PLDAccountant(discretization=h).compose(mech, steps)
+    fft._spectral = False
+    expected = fft.get_epsilon(delta).upper
+    original = pld.SpectralPLD.cert_upper
+    monkeypatch.setattr(pld.SpectralPLD, "cert_upper", lambda self, eps: min(1.0, 3.0 * original(self, eps)))
+    acc = PLDAccountant(discretization=h).compose(mech, steps)
+    assert acc.get_epsilon(delta).upper == expected
+    monkeypatch.setattr(pld, "_BOTH_WINDOW", 0)
+    with pytest.raises(NumericalError, match="spectral"):
+        PLDAccountant(discretization=h).compose(mech, steps).get_epsilon(delta)

@@ -55,8 +55,8 @@ is bounded relative to :math:`\zeta_p` (not to 1), so the bound does not grow li
 upper bound is within 1e-7 of the uncertified connect-the-dots value, where the FFT power's bound cost
 1e-3. Cost: O(K n) per part, independent of T; no array of the window's size. The FFT power below is the
 fallback when K would be large (short compositions of sharp PMFs); for windows under ``_BOTH_WINDOW`` points
-both are computed and every bound is the better of the two certified ones (the FFT power's rounding bound
-can be the smaller one for short compositions).
+it is also the second certificate where the spectral one refuses a query or its rounding width exceeds 1e-5 of
+the answer (built on first need, so the common case holds no array of the window's size).
 
 **Infinite loss.** The composed mass at +infinity is 1 - prod (1 - x_p)^{c_p}, computed as
 -expm1(sum c_p log1p(-x_p)) and rounded outward: forming the product directly rounds away masses like
@@ -726,28 +726,39 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
     return ComposedPLD(h, j_lo, window, inf_mass, outside, noise_pp)
 
 
-#: below this many window points a spectral composition is paired with the FFT power (cheap there), and each
-#: answer is the better of the two certified ones: spectral wins at long compositions (no T u growth of its
-#: rounding bound), the FFT power can be tighter for short compositions of sharp PMFs
+#: Spectral compositions with windows up to this many points get the FFT power of the same PMFs as a second
+#: certificate where they need one (see :class:`_DirectionPLD`); the FFT power is built on first need.
 _BOTH_WINDOW = 1 << 17
+#: A query needs the second certificate when the spectral composition refuses it or when its own rounding width
+#: at the query exceeds this fraction of the answer. The spectral path is almost always the tighter one; the
+#: FFT power was tighter (by ~1e-6 relative in epsilon) where the spectral width was 3e-4 of delta (atlas point
+#: sigma 4, q 0.01, T 100, delta 1e-10), and the benchmark's widths are 1e-8..5e-8 of delta.
+_PAIR_RATIO = 1e-5
+
+
+def _rounding_width(c: SpectralPLD, eps: float) -> float:
+    """Width of a spectral composition's certified bracket on delta(eps) due to its rounding (tails excluded)."""
+    return max(c.cert_upper(eps) - c.cert_lower(eps) - 2.0 * c.outside, 0.0)
 
 
 class _DirectionPLD:
     """The upper and lower composed PMFs of one direction, plus the rounding-error MGF.
 
-    ``ups``/``downs`` hold one or two certified compositions of the same PMFs (spectral and FFT power):
-    every bound below is the best over them (a minimum of upper bounds, a maximum of lower bounds).
+    ``up``/``down`` are the compositions of the upper and lower PMFs (spectral or FFT power, see
+    :func:`_compose`). A spectral one on a window of at most ``_BOTH_WINDOW`` points gets the FFT power of
+    the same PMFs as a second certificate for a query where it refuses or where its own rounding width
+    exceeds ``_PAIR_RATIO`` of the answer; the bound is then the better of the two (a minimum of upper bounds,
+    a maximum of lower bounds). Whether the FFT power is used depends on the query alone, never on earlier
+    queries (it is only built once): the same question always gets the same answer. Built on first need, the
+    FFT power costs no memory in the common case.
     """
 
     def __init__(self, parts: list[tuple[DiscretePLD, int]], window_tail: float, spectral: bool = True):
+        self._parts = parts
+        self._window_tail = window_tail
         self.up = _compose(parts, "upper", window_tail, spectral)
         self.down = _compose(parts, "lower", window_tail, spectral)
-        self.ups = [self.up]
-        self.downs = [self.down]
-        if isinstance(self.up, SpectralPLD) and self.up.window_points <= _BOTH_WINDOW:
-            self.ups.append(_compose(parts, "upper", window_tail, False))
-        if isinstance(self.down, SpectralPLD) and self.down.window_points <= _BOTH_WINDOW:
-            self.downs.append(_compose(parts, "lower", window_tail, False))
+        self._fft: dict[str, ComposedPLD] = {}
         # s_eta: a lower quantile of the summed rounding errors. Chernoff:
         # P[sum e <= s] <= exp(log M(-lam) + lam s), log M(-lam) = sum_c c log E[exp(-lam e)].
         # Mass outside the lower atoms (dropped bottom bin, infinity) is given error 0, the smallest
@@ -769,38 +780,61 @@ class _DirectionPLD:
         """The largest s with exp(log M + lam s) <= eta, best over the lam grid (>= 0)."""
         return max(0.0, float(np.max((math.log(eta) - self._logM) / self._lam)))
 
-    def delta_upper(self, eps: float) -> float:
-        best = 1.0
-        for u in self.ups:
-            if isinstance(u, SpectralPLD):
-                v = u.cert_upper(eps)
+    def _pairable(self, which: str) -> bool:
+        c = self.up if which == "upper" else self.down
+        return isinstance(c, SpectralPLD) and c.window_points <= _BOTH_WINDOW
+
+    def _fft_power(self, which: str) -> ComposedPLD:
+        if which not in self._fft:
+            self._fft[which] = _compose(self._parts, which, self._window_tail, False)
+        return self._fft[which]
+
+    @staticmethod
+    def _delta_upper_one(u, eps: float) -> float:
+        if isinstance(u, SpectralPLD):
+            return u.cert_upper(eps)
+        return min(1.0, u.delta(eps) + u.outside + u.noise(eps))
+
+    def _delta_lower_one(self, d, eps: float) -> float:
+        best = 0.0
+        for eta in _ETAS_ABS:
+            e = eps - self.s_eta(eta)
+            if isinstance(d, SpectralPLD):
+                v = d.cert_lower(e) - eta
             else:
-                v = min(1.0, u.delta(eps) + u.outside + u.noise(eps))
-            best = min(best, v)
+                v = d.delta(e) - eta - d.outside - d.noise(e)
+            best = max(best, v)
         return best
+
+    def delta_upper(self, eps: float) -> float:
+        v = self._delta_upper_one(self.up, eps)
+        if self._pairable("upper") and _rounding_width(self.up, eps) > _PAIR_RATIO * v:
+            v = min(v, self._delta_upper_one(self._fft_power("upper"), eps))
+        return v
 
     def delta_lower(self, eps: float) -> float:
-        best = 0.0
-        for d in self.downs:
-            for eta in _ETAS_ABS:
-                e = eps - self.s_eta(eta)
-                if isinstance(d, SpectralPLD):
-                    v = d.cert_lower(e) - eta
-                else:
-                    v = d.delta(e) - eta - d.outside - d.noise(e)
-                best = max(best, v)
-        return best
+        v = self._delta_lower_one(self.down, eps)
+        if self._pairable("lower") and _rounding_width(self.down, eps) > _PAIR_RATIO * max(v, self.down.cert_upper(eps)):
+            v = max(v, self._delta_lower_one(self._fft_power("lower"), eps))
+        return v
 
     def epsilon_upper(self, delta: float) -> float:
-        answers, refusal = [], None
-        for u in self.ups:
+        if delta <= self.up.outside + self.up.inf_mass:  # below both paths' floor: the refusal, no FFT power
+            return self._epsilon_upper_one(self.up, delta)
+        try:
+            eps = self._epsilon_upper_one(self.up, delta)
+            pair = self._pairable("upper") and _rounding_width(self.up, eps) > _PAIR_RATIO * delta
+        except NumericalError as exc:
+            if not self._pairable("upper"):
+                raise
+            eps, refusal, pair = None, exc, True
+        if pair:
             try:
-                answers.append(self._epsilon_upper_one(u, delta))
-            except NumericalError as exc:
-                refusal = refusal or exc
-        if not answers:
-            raise refusal
-        eps = min(answers)
+                e2 = self._epsilon_upper_one(self._fft_power("upper"), delta)
+                eps = e2 if eps is None else min(eps, e2)
+            except NumericalError:
+                if eps is None:
+                    raise refusal from None
         self._hint[delta] = eps
         return eps
 
@@ -827,18 +861,23 @@ class _DirectionPLD:
             )
         return eps
 
-    def epsilon_lower(self, delta: float) -> float:
+    def _epsilon_lower_one(self, d, delta: float) -> float:
         best = 0.0
-        for d in self.downs:
-            guess = self._hint.get(delta)  # the upper bound's answer, when computed: the lower one is close
-            for eta in delta * _ETA_FACTORS:
-                if isinstance(d, SpectralPLD):
-                    e = _bisect_lower(d, delta + eta, guess)
-                    guess = e if e is not None else guess
-                else:
-                    e = _invert_lower(d, delta + eta + d.outside)
-                if e is not None:
-                    best = max(best, e + self.s_eta(eta))
+        guess = self._hint.get(delta)  # the upper bound's answer, when computed: the lower one is close
+        for eta in delta * _ETA_FACTORS:
+            if isinstance(d, SpectralPLD):
+                e = _bisect_lower(d, delta + eta, guess)
+                guess = e if e is not None else guess
+            else:
+                e = _invert_lower(d, delta + eta + d.outside)
+            if e is not None:
+                best = max(best, e + self.s_eta(eta))
+        return best
+
+    def epsilon_lower(self, delta: float) -> float:
+        best = self._epsilon_lower_one(self.down, delta)
+        if self._pairable("lower") and _rounding_width(self.down, best) > _PAIR_RATIO * delta:
+            best = max(best, self._epsilon_lower_one(self._fft_power("lower"), delta))
         return best
 
 
