@@ -101,7 +101,7 @@ def main() -> None:
         print(f"{T:9d} | {mo:7.3f} {md:8.3f} {md / mo:6.2f} | {mem_o:8.1f} {mem_d:8.1f} | "
               f"{r.value:17.9f} {r.lower:15.9f} {e_dpa:15.9f} {exact:15.9f}", flush=True)
     if args.json:
-        payload = {"schema": "dpbook-bench-pld/2", "meta": bm.finish_metadata(meta), "rows": rows}
+        payload = {"schema": bm.PLD_SCHEMA, "meta": bm.finish_metadata(meta), "rows": rows}
         print(f"wrote {bm.write_json(args.json, payload)}")
 
 

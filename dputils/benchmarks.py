@@ -59,10 +59,12 @@ __all__ = [
     "write_json", "load_accountants", "load_dpsgd", "validate_accountants", "method_names", "method_info",
     "records", "reference", "time_rows", "number_text", "points_text", "readable", "ratio_rows", "ratio_table", "error_rows", "no_reference_points",
     "refusals", "interval_problems", "dpsgd_rows", "plot_times", "plot_errors", "plot_dpsgd", "describe_machine",
+    "PLD_SCHEMA", "load_pld", "pld_rows", "pld_problems", "plot_pld",
 ]
 
 ACCOUNTANTS_SCHEMA = "dpbook-bench-accountants/1"
 DPSGD_SCHEMA = "dpbook-bench-dpsgd/1"
+PLD_SCHEMA = "dpbook-bench-pld/2"
 #: Where the benchmark scripts write by default (relative to the repository root).
 RESULTS_DIR = Path("benchmarks") / "results"
 #: Statuses of a record (see the module docstring).
@@ -278,6 +280,55 @@ def load_dpsgd(path: Path | str = RESULTS_DIR / "dpsgd.json") -> dict[str, Any]:
             if isinstance(v, dict):
                 _need(v, ("steps_per_s", "mem_mib", "all_steps_per_s"), f"models.{model}.{k}")
     return data
+
+
+_PLD_ROW_KEYS = ("steps", "seconds_ours", "seconds_dp_accounting", "speedup", "seconds_ours_all",
+                 "seconds_dp_accounting_all", "eps_ours", "eps_ours_lower", "eps_dp_accounting", "eps_exact",
+                 "eps_exact_err")
+
+
+def load_pld(path: Path | str = RESULTS_DIR / "pld.json") -> dict[str, Any]:
+    """Read a file of ``bench_pld.py --json`` (our PLD vs dp_accounting's, one row per T) and check its layout.
+
+    ``peak_mib_ours`` / ``peak_mib_dp_accounting`` may be missing or null (a run with ``--no-memory``).
+    """
+    data = _read(path)
+    if data.get("schema") != PLD_SCHEMA:
+        raise BenchmarkFileError(f"schema must be {PLD_SCHEMA!r}, got {data.get('schema')!r}")
+    _need(data, ("meta", "rows"), "file")
+    if not data["rows"]:
+        raise BenchmarkFileError("rows: empty")
+    for i, r in enumerate(data["rows"]):
+        _need(r, _PLD_ROW_KEYS, f"rows[{i}]")
+    return data
+
+
+def pld_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per T: median seconds of both, dp_accounting's time over ours, peak memory of both, and the
+    epsilons (our certified bracket, dp_accounting's answer, the exact value of the saddle contour)."""
+    return [{"T": r["steps"], "ours s": r["seconds_ours"], "dp_accounting s": r["seconds_dp_accounting"],
+             "dp_accounting / ours": r["speedup"], "ours MiB": r.get("peak_mib_ours"),
+             "dp_accounting MiB": r.get("peak_mib_dp_accounting"), "eps ours lower": r["eps_ours_lower"],
+             "eps ours upper": r["eps_ours"], "eps dp_accounting": r["eps_dp_accounting"],
+             "eps exact": r["eps_exact"]} for r in data["rows"]]
+
+
+def pld_problems(data: Mapping[str, Any]) -> list[str]:
+    """What contradicts the recorded PLD run: our bracket [lower, upper] must hold the exact epsilon (within
+    the contour's own error bound), the recorded ratio must be the ratio of the recorded medians, and each
+    median must be the median of its rounds. Empty when all hold."""
+    out = []
+    for r in data["rows"]:
+        T, err = r["steps"], r["eps_exact_err"]
+        if not r["eps_ours_lower"] - err <= r["eps_exact"] <= r["eps_ours"] + err:
+            out.append(f"T={T}: exact epsilon {r['eps_exact']!r} outside our bracket "
+                       f"[{r['eps_ours_lower']!r}, {r['eps_ours']!r}]")
+        for who in ("ours", "dp_accounting"):
+            if not math.isclose(r[f"seconds_{who}"], statistics.median(r[f"seconds_{who}_all"]), rel_tol=1e-12):
+                out.append(f"T={T}: seconds_{who} is not the median of its rounds")
+        if not math.isclose(r["speedup"], r["seconds_dp_accounting"] / r["seconds_ours"], rel_tol=1e-9):
+            out.append(f"T={T}: speedup {r['speedup']!r} is not dp_accounting's median over ours")
+    return out
 
 
 # --------------------------------------------------------------------------- tables
@@ -674,6 +725,40 @@ def plot_dpsgd(data: Mapping[str, Any], axes=None):
         params = entry.get("params")
         ax.set_title(f"{model} ({params / 1e3:.0f}k parameters)" if params else model, fontsize=10)
         ax.set_ylabel("steps per second")
+    return axes
+
+
+def plot_pld(data: Mapping[str, Any], axes=None):
+    """Two panels against T (log-log): median time of both PLD accountants (the bar spans the rounds) and
+    their peak memory (when recorded)."""
+    import matplotlib.pyplot as plt
+
+    from . import plotting
+
+    if axes is None:
+        _, axes = plt.subplots(1, 2)
+    rows = data["rows"]
+    T = [r["steps"] for r in rows]
+    styles = {"ours": {"color": plotting.color("pld") or "#1f77b4", "marker": "o", "linestyle": "-",
+                       "label": "dputils PLD (certified)"},
+              "dp_accounting": {"color": _PEER_STYLE["dp_accounting-pld"], "marker": "s", "linestyle": "--",
+                                "label": "dp_accounting PLD"}}
+    for who, st in styles.items():
+        med = [r[f"seconds_{who}"] for r in rows]
+        lo = [m - min(r[f"seconds_{who}_all"]) for m, r in zip(med, rows)]
+        hi = [max(r[f"seconds_{who}_all"]) - m for m, r in zip(med, rows)]
+        axes[0].errorbar(T, med, yerr=[lo, hi], capsize=3, **st)
+        mem = [r.get(f"peak_mib_{who}") for r in rows]
+        if all(m is not None for m in mem):
+            axes[1].plot(T, mem, **st)
+    axes[0].set_ylabel("seconds (median of rounds)")
+    axes[1].set_ylabel("peak memory (MiB, tracemalloc)")
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("compositions T")
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].legend(fontsize=8)
     return axes
 
 

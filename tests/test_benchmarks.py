@@ -189,6 +189,58 @@ def test_dpsgd_rows_by_hand(tmp_path):
     ]
 
 
+PLD = {"schema": bm.PLD_SCHEMA,
+       "meta": {"run_id": RUN, "date": "2026-11-24T20:00:00+00:00", "machine": {"cpus": 2},
+                "load_before": [0.5, 0.5, 0.5], "load_after": [0.5, 0.5, 0.5]},
+       "rows": [{"steps": 1000, "seconds_ours": 0.2, "seconds_dp_accounting": 0.5, "speedup": 2.5,
+                 "seconds_ours_all": [0.3, 0.2, 0.1], "seconds_dp_accounting_all": [0.5, 0.4, 0.75],
+                 "peak_mib_ours": 8.0, "peak_mib_dp_accounting": 10.0, "eps_ours": 1.5, "eps_ours_lower": 1.25,
+                 "eps_dp_accounting": 1.5, "eps_exact": 1.375, "eps_exact_err": 1e-11},
+                {"steps": 10000, "seconds_ours": 0.25, "seconds_dp_accounting": 1.0, "speedup": 4.0,
+                 "seconds_ours_all": [0.25, 0.25, 0.5], "seconds_dp_accounting_all": [1.0, 1.0, 2.0],
+                 "peak_mib_ours": None, "peak_mib_dp_accounting": None, "eps_ours": 4.0,
+                 "eps_ours_lower": 3.0, "eps_dp_accounting": 3.5, "eps_exact": 3.5, "eps_exact_err": 1e-11}]}
+
+
+def test_pld_rows_and_checks_by_hand(tmp_path):
+    p = tmp_path / "pld.json"
+    p.write_text(json.dumps(PLD))
+    data = bm.load_pld(p)
+    assert bm.pld_rows(data) == [
+        {"T": 1000, "ours s": 0.2, "dp_accounting s": 0.5, "dp_accounting / ours": 2.5, "ours MiB": 8.0,
+         "dp_accounting MiB": 10.0, "eps ours lower": 1.25, "eps ours upper": 1.5, "eps dp_accounting": 1.5,
+         "eps exact": 1.375},
+        {"T": 10000, "ours s": 0.25, "dp_accounting s": 1.0, "dp_accounting / ours": 4.0, "ours MiB": None,
+         "dp_accounting MiB": None, "eps ours lower": 3.0, "eps ours upper": 4.0, "eps dp_accounting": 3.5,
+         "eps exact": 3.5}]
+    assert bm.pld_problems(data) == []
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("eps_exact", 1.6, "outside our bracket"), ("eps_exact", 1.2, "outside our bracket"),
+    ("seconds_ours", 0.3, "median"), ("speedup", 3.0, "speedup")])
+def test_pld_problems_find_each_contradiction(field, value, message):
+    bad = copy.deepcopy(PLD)
+    bad["rows"][0][field] = value
+    if field == "seconds_ours":
+        bad["rows"][0]["speedup"] = 0.5 / 0.3  # the ratio consistent, only the median wrong
+    found = bm.pld_problems(bad)
+    assert len(found) == 1 and message in found[0] and found[0].startswith("T=1000")
+
+
+@pytest.mark.parametrize("mutate,message", [
+    (lambda d: d.update(schema="dpbook-bench-pld/1"), "schema"),
+    (lambda d: d["rows"][1].pop("eps_exact"), "eps_exact"),
+    (lambda d: d.update(rows=[]), "empty")])
+def test_bad_pld_files_are_refused(tmp_path, mutate, message):
+    bad = copy.deepcopy(PLD)
+    mutate(bad)
+    p = tmp_path / "pld.json"
+    p.write_text(json.dumps(bad))
+    with pytest.raises(bm.BenchmarkFileError, match=message):
+        bm.load_pld(p)
+
+
 def test_figures_draw():
     import matplotlib.pyplot as plt
 
@@ -196,6 +248,11 @@ def test_figures_draw():
     assert len(ax.get_lines()) == 4
     bm.plot_errors(small(), 1e-10)
     bm.plot_dpsgd(DPSGD)
+    axes = bm.plot_pld(PLD)
+    assert len(axes[1].get_lines()) == 0  # memory missing at one T: no memory curve drawn
+    full = copy.deepcopy(PLD)
+    full["rows"][1].update(peak_mib_ours=8.5, peak_mib_dp_accounting=12.0)
+    assert len(bm.plot_pld(full)[1].get_lines()) == 2
     plt.close("all")
 
 
@@ -233,6 +290,7 @@ def test_the_committed_runs_load_from_any_working_directory(tmp_path, monkeypatc
     data = bm.load_accountants("benchmarks/results/accountants.json")
     assert bm.interval_problems(data) == []
     assert bm.load_dpsgd("benchmarks/results/dpsgd.json")["models"]
+    assert bm.pld_problems(bm.load_pld("benchmarks/results/pld.json")) == []
 
 
 def test_peer_below_the_reference_is_a_finding_not_an_inconsistency():
