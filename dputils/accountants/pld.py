@@ -754,11 +754,12 @@ class _DirectionPLD:
     """
 
     def __init__(self, parts: list[tuple[DiscretePLD, int]], window_tail: float, spectral: bool = True):
-        self._parts = parts
         self._window_tail = window_tail
         self.up = _compose(parts, "upper", window_tail, spectral)
         self.down = _compose(parts, "lower", window_tail, spectral)
         self._fft: dict[str, ComposedPLD] = {}
+        # the single-step PMFs are kept only where an FFT power may still be built from them
+        self._parts = parts if self._pairable("upper") or self._pairable("lower") else None
         # s_eta: a lower quantile of the summed rounding errors. Chernoff:
         # P[sum e <= s] <= exp(log M(-lam) + lam s), log M(-lam) = sum_c c log E[exp(-lam e)].
         # Mass outside the lower atoms (dropped bottom bin, infinity) is given error 0, the smallest
