@@ -57,7 +57,8 @@ from .results import write_text_atomic
 __all__ = [
     "ACCOUNTANTS_SCHEMA", "DPSGD_SCHEMA", "RESULTS_DIR", "STATUSES", "run_metadata", "finish_metadata",
     "write_json", "load_accountants", "load_dpsgd", "validate_accountants", "method_names", "method_info",
-    "records", "reference", "time_rows", "number_text", "points_text", "readable", "ratio_rows", "ratio_table", "error_rows", "no_reference_points",
+    "records", "reference", "time_rows", "number_text", "points_text", "readable", "ratio_rows", "ratio_table",
+    "error_rows", "no_reference_points",
     "refusals", "interval_problems", "dpsgd_rows", "plot_times", "plot_errors", "plot_dpsgd", "describe_machine",
     "PLD_SCHEMA", "load_pld", "pld_rows", "pld_problems", "plot_pld",
 ]

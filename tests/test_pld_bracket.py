@@ -285,8 +285,9 @@ def test_second_certificate_gives_the_better_of_both(delta, loosen, monkeypatch)
 
 def test_spectral_refusal_falls_back_to_the_fft_power(monkeypatch):
     # A spectral certificate that is too wide to answer (made so here by tripling its upper bound, which keeps
-    # it an upper bound: its error term is then 2/3 of delta at the answer) must hand the query to the FFT power of the same PMFs: the answer is then the
-    # FFT-only accountant's. With the fallback switched off (window limit 0) the accountant must refuse.
+    # it an upper bound: its error term is then 2/3 of delta at the answer) must hand the query to the FFT
+    # power of the same PMFs: the answer is then the FFT-only accountant's. With the fallback switched off
+    # (window limit 0) the accountant must refuse.
     mech, steps, h, delta = SubsampledGaussianMechanism(1.0, 0.1), 100, 1e-2, 1e-6
     fft = PLDAccountant(discretization=h).compose(mech, steps)
     fft._spectral = False

@@ -815,7 +815,8 @@ class _DirectionPLD:
 
     def delta_lower(self, eps: float) -> float:
         v = self._delta_lower_one(self.down, eps)
-        if self._pairable("lower") and _rounding_width(self.down, eps) > _PAIR_RATIO * max(v, self.down.cert_upper(eps)):
+        scale = max(v, self.down.cert_upper(eps)) if self._pairable("lower") else 0.0
+        if self._pairable("lower") and _rounding_width(self.down, eps) > _PAIR_RATIO * scale:
             v = max(v, self._delta_lower_one(self._fft_power("lower"), eps))
         return v
 
