@@ -49,6 +49,19 @@ def fmt_value(v: Any, digits: int = 4) -> str:
     return str(v)
 
 
+#: In a table with a cell longer than ``_LONG_TEXT`` characters, words of at most ``_WHOLE_WORD`` characters are
+#: never split (lines break between words only). Such a long text column otherwise takes the width and squeezes
+#: the short columns beside it to a letter per line ("ref/us/ed"); tables without one keep breaking anywhere,
+#: which is what lets wide numeric tables fit the page column (checked by bookcheck on the whole book).
+_LONG_TEXT = 60
+_WHOLE_WORD = 8
+_WHOLE = "word-break:normal;overflow-wrap:normal;"
+
+
+def _keeps_words(text: str) -> bool:
+    return max((len(w) for w in text.split()), default=0) <= _WHOLE_WORD
+
+
 class Table:
     """An HTML table that Jupyter and the book render (``_repr_html_``), with a text form for terminals."""
 
@@ -66,10 +79,11 @@ class Table:
         self.digits = digits
         self.headers = dict(headers or {})
 
-    def _cell(self, col: str, v: Any) -> str:
+    def _cell(self, col: str, v: Any, whole_words: bool = False) -> str:
         # escape everything, then restore only the exponent markup that fmt_value itself writes
-        text = html.escape(fmt_value(v, self.digits)).replace("&lt;sup&gt;", "<sup>").replace("&lt;/sup&gt;", "</sup>")
-        pad = "padding:0.25em 0.6em;"
+        plain = fmt_value(v, self.digits)
+        text = html.escape(plain).replace("&lt;sup&gt;", "<sup>").replace("&lt;/sup&gt;", "</sup>")
+        pad = "padding:0.25em 0.6em;" + (_WHOLE if whole_words and _keeps_words(plain) else "")
         if col == "status" and isinstance(v, str):
             return f'<td style="{pad}{STATUS_STYLE.get(v, "")}">{text}</td>'
         numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -78,9 +92,12 @@ class Table:
 
     def _repr_html_(self) -> str:
         cols = [c for c in self.columns if any(r.get(c) not in (None, "") for r in self.rows)] or self.columns
-        head = "".join(f'<th style="padding:0.25em 0.6em">{html.escape(self.headers.get(c, c))}</th>' for c in cols)
+        whole = any(len(fmt_value(r.get(c), self.digits)) > _LONG_TEXT for r in self.rows for c in cols)
+        head = "".join(
+            f'<th style="padding:0.25em 0.6em;{_WHOLE if whole and _keeps_words(self.headers.get(c, c)) else ""}">'
+            f'{html.escape(self.headers.get(c, c))}</th>' for c in cols)
         body = "".join(
-            "<tr>" + "".join(self._cell(c, r.get(c)) for c in cols) + "</tr>" for r in self.rows
+            "<tr>" + "".join(self._cell(c, r.get(c), whole) for c in cols) + "</tr>" for r in self.rows
         )
         cap = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
         return (

@@ -73,6 +73,20 @@ def test_table_html_escapes_and_formats():
     assert fmt_value(None) == "\u2014" and fmt_value(float("inf")) == "\u221e" and fmt_value(0.5) == "0.5"
 
 
+def test_table_cells_keep_short_words_whole_beside_a_long_text():
+    # Beside a long text column, short labels must wrap only between words (they were broken letter by
+    # letter: "ref/us/ed"); a longer token may still break inside it. Tables without a long text keep
+    # breaking anywhere (that is what lets wide numeric tables fit the page).
+    token = "x" * 20
+    h = Table([{"status": "refused", "reason": "a long sentence " * 10, "path": token}])._repr_html_()
+    heads, cells = h.split("<th ")[1:], h.split("<td ")[1:]
+    assert all("word-break:normal" in c for c in heads)
+    assert "word-break:normal" in cells[0] and "word-break:normal" in cells[1]
+    assert "word-break:normal" not in cells[2] and token in cells[2]
+    assert "word-break:normal" not in Table([{"status": "refused", "n": 1.5}])._repr_html_()
+    assert "word-break:break-word" in h.split("<thead>")[0]  # the table's own rule
+
+
 def test_page_links_use_short_titles_in_the_big_table():
     recs = {"chap": [{"id": "T1", "what": "w", "paper": 1.0, "ours": 1.0, "tolerance": "±0.1", "status": "pass",
                       "source": "paper"}]}
