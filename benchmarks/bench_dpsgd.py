@@ -131,6 +131,17 @@ def worker(args) -> dict:
             torch.cuda.synchronize()
 
     mem = _Memory()
+
+    def timed_run(warm_up, run):
+        """Start the memory mark, run ``warm_up`` (one step, untimed), then time ``run``: (its result, seconds)."""
+        mem.start(device)
+        warm_up()
+        sync()
+        t0 = time.perf_counter()
+        res = run()
+        sync()
+        return res, time.perf_counter() - t0
+
     if method.startswith("dputils-ftrl"):
         mode = "vmap" if method.endswith("-vmap") else "auto"
 
@@ -138,13 +149,8 @@ def worker(args) -> dict:
             return FTRLConfig(steps=k, batch_size=B, clip=CLIP, sigma_node=SIGMA * CLIP, lr=LR, device=str(device),
                               seed=0, grad_mode=mode, history=False)
 
-        mem.start(device)
-        train_ftrl(model, X[:B], y[:B], fcfg(1))  # warm-up: one step
-        sync()
-        t0 = time.perf_counter()
-        res = train_ftrl(model, X, y, fcfg(steps))
-        sync()
-        secs = time.perf_counter() - t0
+        res, secs = timed_run(lambda: train_ftrl(model, X[:B], y[:B], fcfg(1)),
+                              lambda: train_ftrl(model, X, y, fcfg(steps)))
         assert res.steps == steps
         used = res.grad_mode
     elif method.startswith("dputils"):
@@ -154,13 +160,7 @@ def worker(args) -> dict:
             return DPSGDConfig(epochs=1, sub_batch_size=1, sub_batches=B, clip=CLIP, sigma=SIGMA, lr=LR,
                                noise_multiplier_scale=1.0, device=str(device), seed=0, grad_mode=mode, history=False)
 
-        mem.start(device)
-        train(model, X[:B], y[:B], cfg(1))  # warm-up: one step
-        sync()
-        t0 = time.perf_counter()
-        res = train(model, X, y, cfg(steps))
-        sync()
-        secs = time.perf_counter() - t0
+        res, secs = timed_run(lambda: train(model, X[:B], y[:B], cfg(1)), lambda: train(model, X, y, cfg(steps)))
         assert res.rounds == steps
         used = res.grad_mode
     else:
@@ -190,14 +190,7 @@ def worker(args) -> dict:
             loss.backward()
             opt.step()
 
-        mem.start(device)
-        step(0)  # warm-up
-        sync()
-        t0 = time.perf_counter()
-        for b in range(steps):
-            step(b)
-        sync()
-        secs = time.perf_counter() - t0
+        _, secs = timed_run(lambda: step(0), lambda: [step(b) for b in range(steps)])
     memory = mem.stop(device)
     return {"method": method, "model": args.model, "steps_per_s": steps / secs, "path": used, **memory,
             "params": sum(p.numel() for p in make().parameters())}

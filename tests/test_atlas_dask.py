@@ -12,7 +12,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from dputils import atlas  # noqa: E402
+from dputils import atlas, sweep  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -24,8 +24,7 @@ SLICE = ["--grid", "tiny", "--sigmas", "1.0"]
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                       dashboard_address=None)
+    cluster = sweep.local_cluster(2)
     c = distributed.Client(cluster)
     yield c
     c.close()

@@ -18,6 +18,7 @@ from dputils.audit import repeated_audit
 from dputils.audit.repeated import run_seeds
 from dputils.audit.whitebox import audit_whitebox, run_whitebox_audit
 from dputils.errors import DPValueError
+from dputils.sweep import local_cluster
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -83,8 +84,7 @@ def test_executor_with_two_workers_equals_serial(serial):
 
 def test_dask_local_cluster_with_two_workers_equals_serial(serial):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with local_cluster(2) as cluster, distributed.Client(cluster) as client:
         assert len(client.scheduler_info()["workers"]) == 2
         par = repeated_audit(N, M, seed=5, n_bootstrap=N_BOOT, client=client, **RUN)
         two = repeated_audit(N, M, seed=5, n_bootstrap=N_BOOT, chunk=2, client=client, **RUN)

@@ -10,6 +10,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from dputils.matrix import BallsInBinsMatrixMechanism, MatrixMonteCarloAccountant, build_strategy  # noqa: E402
+from dputils.sweep import local_cluster  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -18,8 +19,7 @@ def test_matrix_monte_carlo_on_two_dask_workers_equals_serial():
     mech = BallsInBinsMatrixMechanism(build_strategy("bsr", 2, 4, 2), 0.9)
     opts = dict(samples=5_000, seed=3, chunk=1_200)  # 5 chunks, the last of 200
     serial = MatrixMonteCarloAccountant(**opts).compose(mech)
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with local_cluster(2) as cluster, distributed.Client(cluster) as client:
         assert len(client.scheduler_info()["workers"]) == 2
         dask = MatrixMonteCarloAccountant(**opts, client=client).compose(mech)
         losses = dask.losses()

@@ -257,9 +257,9 @@ def test_second_certificate_gives_the_better_of_both(delta, loosen, monkeypatch)
     # computed, the spectral bounds are the better ones here; loosened (upper bound x 1.5, lower bound / 1.5:
     # still bounds) the FFT power's must be taken instead.
     mech, steps, h = SubsampledGaussianMechanism(0.5, 0.1), 100, 1e-2
-    cert_upper, cert_lower = pld.SpectralPLD.cert_upper, pld.SpectralPLD.cert_lower
-    monkeypatch.setattr(pld.SpectralPLD, "cert_upper", lambda self, e: min(1.0, loosen * cert_upper(self, e)))
-    monkeypatch.setattr(pld.SpectralPLD, "cert_lower", lambda self, e: cert_lower(self, e) / loosen)
+    upper, lower = pld.SpectralPLD._upper, pld.SpectralPLD._lower  # behind cert_upper/cert_lower/cert_bracket
+    monkeypatch.setattr(pld.SpectralPLD, "_upper", lambda self, D, E: min(1.0, loosen * upper(self, D, E)))
+    monkeypatch.setattr(pld.SpectralPLD, "_lower", lambda self, D, E: lower(self, D, E) / loosen)
     with monkeypatch.context() as m:
         m.setattr(pld, "_BOTH_WINDOW", 0)
         spec = PLDAccountant(discretization=h).compose(mech, steps)
@@ -292,8 +292,8 @@ def test_spectral_refusal_falls_back_to_the_fft_power(monkeypatch):
     fft = PLDAccountant(discretization=h).compose(mech, steps)
     fft._spectral = False
     expected = fft.get_epsilon(delta).upper
-    original = pld.SpectralPLD.cert_upper
-    monkeypatch.setattr(pld.SpectralPLD, "cert_upper", lambda self, eps: min(1.0, 3.0 * original(self, eps)))
+    original = pld.SpectralPLD._upper
+    monkeypatch.setattr(pld.SpectralPLD, "_upper", lambda self, D, E: min(1.0, 3.0 * original(self, D, E)))
     acc = PLDAccountant(discretization=h).compose(mech, steps)
     assert acc.get_epsilon(delta).upper == expected
     monkeypatch.setattr(pld, "_BOTH_WINDOW", 0)

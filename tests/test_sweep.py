@@ -35,8 +35,7 @@ def client():
     import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import this test module
-    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                       dashboard_address=None)
+    cluster = sweep.local_cluster(2)
     c = distributed.Client(cluster)
     yield c
     c.close()

@@ -551,12 +551,21 @@ class SpectralPLD:
 
     def cert_upper(self, eps: float) -> float:
         """Certified upper bound on delta(eps) of the composed PMF (window tails and infinity included)."""
-        D, E = self._bounds(eps)
-        return min(1.0, self.S_hi * max(D + E, 0.0) * (1 + 2 * _U) + self.inf_mass + self.outside)
+        return self._upper(*self._bounds(eps))
 
     def cert_lower(self, eps: float) -> float:
         """Certified lower bound on delta(eps) of the composed PMF."""
+        return self._lower(*self._bounds(eps))
+
+    def cert_bracket(self, eps: float) -> tuple[float, float]:
+        """(cert_lower, cert_upper) at eps from one evaluation of the spectral sums."""
         D, E = self._bounds(eps)
+        return self._lower(D, E), self._upper(D, E)
+
+    def _upper(self, D: float, E: float) -> float:
+        return min(1.0, self.S_hi * max(D + E, 0.0) * (1 + 2 * _U) + self.inf_mass + self.outside)
+
+    def _lower(self, D: float, E: float) -> float:
         return self.S_lo * max(D - E, 0.0) * (1 - 2 * _U) + self.inf_mass - self.outside
 
     def plain(self, eps: float) -> float:
@@ -738,7 +747,8 @@ _PAIR_RATIO = 1e-5
 
 def _rounding_width(c: SpectralPLD, eps: float) -> float:
     """Width of a spectral composition's certified bracket on delta(eps) due to its rounding (tails excluded)."""
-    return max(c.cert_upper(eps) - c.cert_lower(eps) - 2.0 * c.outside, 0.0)
+    lo, up = c.cert_bracket(eps)
+    return max(up - lo - 2.0 * c.outside, 0.0)
 
 
 class _DirectionPLD:
@@ -808,16 +818,19 @@ class _DirectionPLD:
         return best
 
     def delta_upper(self, eps: float) -> float:
-        v = self._delta_upper_one(self.up, eps)
-        if self._pairable("upper") and _rounding_width(self.up, eps) > _PAIR_RATIO * v:
+        if not self._pairable("upper"):
+            return self._delta_upper_one(self.up, eps)
+        lo, v = self.up.cert_bracket(eps)
+        if v - lo - 2.0 * self.up.outside > _PAIR_RATIO * v:
             v = min(v, self._delta_upper_one(self._fft_power("upper"), eps))
         return v
 
     def delta_lower(self, eps: float) -> float:
         v = self._delta_lower_one(self.down, eps)
-        scale = max(v, self.down.cert_upper(eps)) if self._pairable("lower") else 0.0
-        if self._pairable("lower") and _rounding_width(self.down, eps) > _PAIR_RATIO * scale:
-            v = max(v, self._delta_lower_one(self._fft_power("lower"), eps))
+        if self._pairable("lower"):
+            lo, up = self.down.cert_bracket(eps)
+            if up - lo - 2.0 * self.down.outside > _PAIR_RATIO * max(v, up):
+                v = max(v, self._delta_lower_one(self._fft_power("lower"), eps))
         return v
 
     def epsilon_upper(self, delta: float) -> float:

@@ -328,6 +328,16 @@ def _merge(vals: np.ndarray, lam: np.ndarray, low: int) -> tuple[np.ndarray, np.
     return uniq[keep], ww[keep] / ww[keep].sum()
 
 
+def _steps(N: int, progress: bool, desc: str):
+    """Steps 1..N, under a plain tqdm bar when ``progress`` (honours TQDM_DISABLE, no widget warning in the book)."""
+    it = range(1, N + 1)
+    if progress:
+        from tqdm.std import tqdm
+
+        it = tqdm(it, desc=desc, leave=False)
+    return it
+
+
 def _per_step_hazards_direct(M: np.ndarray, s: float, beta_step: Sequence[float], direction: str, temperatures,
                              progress: bool = False,
                              desc: str = "") -> list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
@@ -339,11 +349,7 @@ def _per_step_hazards_direct(M: np.ndarray, s: float, beta_step: Sequence[float]
     b, N = M.shape
     H = np.zeros((b, b))
     out = []
-    it = range(1, N + 1)
-    if progress:
-        from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
-
-        it = tqdm(it, desc=desc, leave=False)
+    it = _steps(N, progress, desc)
     for n in it:
         if n > 1:
             v = M[:, n - 2]
@@ -527,11 +533,7 @@ def _per_step_hazards(M: np.ndarray, s: float, beta_step: Sequence[float], direc
     b, N = M.shape
     G = _PrefixGram(M)
     out = []
-    it = range(1, N + 1)
-    if progress:
-        from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
-
-        it = tqdm(it, desc=desc, leave=False)
+    it = _steps(N, progress, desc)
     for n in it:
         if n > 1:
             G.add_step(n - 2)
