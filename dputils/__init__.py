@@ -7,9 +7,16 @@ Public names are re-exported here; the modules are named by concept:
 * :mod:`dputils.accountants`: PLD (reference, certified brackets), RDP, GDP and the book's accountants.
 * :mod:`dputils.results`: JSON artifacts of the notebooks; :mod:`dputils.plotting`: one figure style.
 * :mod:`dputils.run` and :mod:`dputils.cli`: the papermill runner and ``python -m dputils``.
+
+``import dputils`` needs numpy, scipy and mpmath alone (the light install): it imports neither matplotlib nor
+torch. :mod:`dputils.plotting` is loaded on first use (``dputils.plotting`` or ``from dputils import plotting``);
+the modules that need an optional dependency say which ``pip install`` brings it (:mod:`dputils.optional`).
 """
 
-from . import curves, mechanisms, plotting, results
+import importlib as _importlib
+
+from . import curves, mechanisms, results
+from ._version import __version__
 from .accountants import Accountant, AccountingResult, GDPAccountant, PLDAccountant, RDPAccountant
 from .curves import (
     epsilon_from_delta,
@@ -25,8 +32,15 @@ from .errors import DPValueError, NumericalError
 from .mechanisms import (GaussianMechanism, GaussianMixtureMechanism, LaplaceMechanism, SubsampledGaussianMechanism,
                          make_mechanism)
 
-__version__ = "0.1.0"
 
+def __getattr__(name: str):
+    """Load :mod:`dputils.plotting` (matplotlib) only when it is asked for."""
+    if name == "plotting":
+        return _importlib.import_module(".plotting", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ``plotting`` is left out of __all__ so that ``from dputils import *`` stays light (no matplotlib).
 __all__ = [
     "Accountant",
     "AccountingResult",
@@ -39,6 +53,7 @@ __all__ = [
     "PLDAccountant",
     "RDPAccountant",
     "SubsampledGaussianMechanism",
+    "__version__",
     "curves",
     "epsilon_from_delta",
     "gaussian_delta",
@@ -48,7 +63,6 @@ __all__ = [
     "gdp_tradeoff",
     "make_mechanism",
     "mechanisms",
-    "plotting",
     "profile_from_tradeoff",
     "results",
     "tradeoff_from_profile",

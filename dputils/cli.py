@@ -11,6 +11,10 @@ Commands:
 * ``calibrate``: the smallest noise parameter meeting (``--epsilon``, ``--delta``), conservative.
 * ``audit``: one-run privacy auditing of canary scores (when the audit module is installed).
 * ``accountants``: the registered accountant names.
+* ``--version``: the installed version.
+
+The accounting commands need only the light install (numpy, scipy, mpmath); ``run``, ``book`` and ``sweep`` need
+the ``book`` (and ``sweep``) extras, and a missing one is reported in one line naming the ``pip install``.
 
 Output is strict JSON (RFC 8259): a bound the method cannot give, or a vacuous (infinite) one, is null.
 Bad input exits with status 2 and one line naming the parameter; numerical failure with status 3.
@@ -315,11 +319,8 @@ def _calibrate(argv: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def _audit(argv: Sequence[str]) -> dict[str, Any] | None:
-    try:
-        from .audit import cli as audit_cli
-    except ModuleNotFoundError:
-        return None
+def _audit(argv: Sequence[str]) -> dict[str, Any]:
+    from .audit import cli as audit_cli  # a missing optional package is reported by main() in one line
     p = _Parser(prog="python -m dputils audit")
     audit_cli.add_arguments(p)
     return audit_cli.run(p.parse_args(argv))
@@ -344,9 +345,6 @@ def _accounting_command(cmd: str, rest: Sequence[str]) -> int:
                 out = _calibrate(rest)
             elif cmd == "audit":
                 out = _audit(rest)
-                if out is None:
-                    sys.stderr.write("error: the audit module is not available in this checkout\n")
-                    return 2
             else:  # accountants
                 from .accountants import registry
 
@@ -388,6 +386,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        from ._version import __version__
+
+        print(f"dputils {__version__}")
+        return 0
     cmd, rest = argv[0], argv[1:]
     if cmd not in commands:
         sys.stderr.write(f"error: unknown command {cmd!r}; use one of {', '.join(commands)}\n")
@@ -408,3 +411,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (NumericalError, ArithmeticError) as exc:
         sys.stderr.write(f"numerical error: {exc}\n")
         return 3
+    except BrokenPipeError:  # `dputils accountants | head`: the reader left; not an error of ours
+        sys.stderr.close()
+        return 0
+    except ModuleNotFoundError as exc:
+        from .optional import message_for
+
+        line = message_for(exc)
+        if line is None:
+            raise
+        sys.stderr.write(f"error: dputils {cmd}: {line}\n")
+        return 2

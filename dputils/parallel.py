@@ -27,9 +27,9 @@ import math
 from typing import Any, Callable
 
 import numpy as np
-from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
 
 from .errors import DPValueError, check_positive_int
+from .progress import progress_bar
 
 __all__ = ["chunk_sizes", "chunk_seeds", "map_chunks", "map_ordered"]
 
@@ -94,7 +94,7 @@ def map_ordered(fn: Callable[..., Any], *iterables: Any, client: Any = None, exe
         raise DPValueError(f"fn must be callable, got {type(fn).__name__}")
     calls = list(zip(*iterables))
     k = len(calls)
-    bar = tqdm(total=k, desc=desc or "tasks", leave=False, **({"disable": True} if k <= 1 else {}))
+    bar = progress_bar(total=k, desc=desc or "tasks", leave=False, **({"disable": True} if k <= 1 else {}))
     results: list[Any] = [None] * k
     try:
         if client is None and executor is None:

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import matplotlib as mpl
-import matplotlib.pyplot as plt
+from .optional import require
+
+require("matplotlib", "dputils.plotting")  # one line naming `pip install "dputils[book]"` when it is missing
+
+import matplotlib as mpl  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
 
 #: One colour per accountant or method, shared by all chapters.
 ACCOUNTANT_COLORS: dict[str, str] = {

@@ -27,10 +27,11 @@ _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 def repo_root(start: Path | None = None) -> Path:
-    """The nearest ancestor holding ``pyproject.toml`` (the repository root), else ``start``."""
+    """The nearest ancestor that is a checkout (``pyproject.toml`` beside ``dputils/``) or a book folder made from
+    the shipped sources (``.dpbook-sources.json``, :mod:`dputils.booksources`), else ``start``."""
     here = (start or Path.cwd()).resolve()
     for p in (here, *here.parents):
-        if (p / "pyproject.toml").is_file() and (p / "dputils").is_dir():
+        if ((p / "pyproject.toml").is_file() and (p / "dputils").is_dir()) or (p / ".dpbook-sources.json").is_file():
             return p
     return here
 

@@ -26,8 +26,9 @@ The executed copy shows the parameters once: the ``parameters`` cell is rewritte
 (values set by the profile say ``[default ...]``) and papermill's ``injected-parameters`` cell, which
 still runs, is tagged ``remove-cell``.
 
-The repository root is ``--root``, else the repository holding the working directory, else the folder
-above the installed ``dputils`` package; it must hold ``notebooks/`` and ``params/``.
+The repository root (the book folder) is ``--root``, else the checkout or book folder holding the working
+directory, else the checkout above the imported ``dputils`` package, else a folder made from the sources shipped in
+the wheel (``$DPBOOK_HOME`` or ``~/dpbook``, see :mod:`dputils.booksources`); it holds ``notebooks/`` and ``params/``.
 """
 
 from __future__ import annotations
@@ -64,11 +65,16 @@ def _is_root(p: Path) -> bool:
 
 
 def find_root(explicit: Path | str | None = None) -> Path:
-    """The repository root: ``explicit``, else the repository around the cwd, else the package's parent."""
+    """The book folder (see :mod:`dputils.booksources`): ``explicit``, else the checkout or book folder around the
+    cwd, else the checkout holding the imported package, else one made from the sources shipped in the wheel."""
+    from . import booksources
+
     if explicit is not None:
         p = Path(explicit).expanduser().resolve()
         if not _is_root(p):
-            raise RootError(f"root: {p} has no notebooks/ and params/ folders")
+            if booksources.packaged_sources() is None:
+                raise RootError(f"root: {p} has no notebooks/ and params/ folders")
+            p = booksources.materialize(p)
         return p
     here = repo_root()
     if _is_root(here):
@@ -76,6 +82,8 @@ def find_root(explicit: Path | str | None = None) -> Path:
     pkg = Path(__file__).resolve().parent.parent
     if _is_root(pkg):
         return pkg
+    if booksources.packaged_sources() is not None:
+        return booksources.materialize(booksources.default_home())
     raise RootError(f"no repository root found (neither {Path.cwd()} nor {pkg} holds notebooks/ and params/); "
                     "pass --root PATH")
 

@@ -19,10 +19,10 @@ from typing import Any, Iterable
 
 import numpy as np
 from scipy import stats
-from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
 
 from ..errors import check_choice, check_positive_int
 from ..parallel import map_chunks
+from ..progress import progress_bar
 from .gauss import bonferroni_box, bootstrap_ellipsoid
 from .methods import run_method
 from .model1 import simulate_scores
@@ -91,7 +91,7 @@ def subsample_curve(in_scores, out_scores, ms: Iterable[int], n_sub: int, method
     i, o = np.asarray(in_scores), np.asarray(out_scores)
     ms = list(ms)
     res = {k: np.zeros(len(ms)) for k in methods}
-    for j, m in enumerate(tqdm(ms, desc="canary budget", leave=False)):
+    for j, m in enumerate(progress_bar(ms, desc="canary budget", leave=False)):
         acc = {k: [] for k in methods}
         for _ in range(n_sub):
             n_in = int(np.clip(rng.binomial(m, p_keep), 2, min(m - 2, i.size)))

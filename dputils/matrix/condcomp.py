@@ -64,6 +64,7 @@ import numpy as np
 from scipy.special import expit, logsumexp, ndtr, ndtri
 
 from ..accountants.base import Accountant, AccountingResult
+from ..progress import progress_bar
 from ..errors import (
     DPValueError,
     NumericalError,
@@ -329,13 +330,9 @@ def _merge(vals: np.ndarray, lam: np.ndarray, low: int) -> tuple[np.ndarray, np.
 
 
 def _steps(N: int, progress: bool, desc: str):
-    """Steps 1..N, under a plain tqdm bar when ``progress`` (honours TQDM_DISABLE, no widget warning in the book)."""
+    """Steps 1..N, under the package's progress bar when ``progress`` (:mod:`dputils.progress`)."""
     it = range(1, N + 1)
-    if progress:
-        from tqdm.std import tqdm
-
-        it = tqdm(it, desc=desc, leave=False)
-    return it
+    return progress_bar(it, desc=desc, leave=False) if progress else it
 
 
 def _per_step_hazards_direct(M: np.ndarray, s: float, beta_step: Sequence[float], direction: str, temperatures,

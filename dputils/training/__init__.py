@@ -3,7 +3,11 @@ shuffling, subsampling or Poisson sampling, inner first-order procedures, canary
 per-example gradients (:mod:`.fastgrad`), ``device="auto"``; single-pass DP-FTRL with tree-aggregated noise
 (:mod:`.ftrl`)."""
 
-from .dpsgd import (
+from ..optional import require as _require
+
+_require("torch", "dputils.training")  # one line naming `pip install "dputils[train]"` when torch is missing
+
+from .dpsgd import (  # noqa: E402
     DPSGDConfig,
     RoundInfo,
     TrainResult,
