@@ -640,7 +640,11 @@ def _parser(command: str) -> argparse.ArgumentParser:
     if command == "book":
         p.add_argument("--check", action="store_true",
                        help="after the build, open every page in headless Chromium and fail on findings "
-                            "(python -m dputils.bookcheck; screenshots in _build/screenshots)")
+                            "(python -m dputils.bookcheck; screenshots in _build/screenshots), and fail when a "
+                            "target's status differs from params/targets_ledger.yml")
+        p.add_argument("--update-ledger", action="store_true",
+                       help="rewrite params/targets_ledger.yml from this run's targets (a target that now passes "
+                            "is recorded in the same commit as the change that made it pass)")
     if command == "run":
         p.add_argument("--output", default=None, metavar="DIR",
                        help="write DIR/methods and DIR/results ('book': the book's places); default: the "
@@ -688,4 +692,39 @@ def cli_main(command: str, argv: Sequence[str]) -> int:
         t0 = time.perf_counter()
         rc = bookcheck.main([str(root / "_build" / "html"), "--screenshots", str(root / "_build" / "screenshots")])
         _say(f"bookcheck: {time.perf_counter() - t0:.1f} s (exit {rc})")
-    return rc
+    ledger_rc = check_ledger(root, [r["name"] for r in reports], update=args.update_ledger,
+                             strict=args.check and args.profile == "full")
+    return rc or ledger_rc
+
+
+def check_ledger(root: Path, chapters: list[str], *, update: bool = False, strict: bool = False) -> int:
+    """Compare the chapters' recorded targets with ``params/targets_ledger.yml`` (:mod:`dputils.scorecard`).
+
+    Prints the totals and every difference; returns 1 when ``strict`` and they differ, else 0. With ``update``
+    the ledger's entries for these chapters are rewritten from the run (others kept)."""
+    from . import scorecard
+
+    path = root / scorecard.LEDGER_FILE
+    targets = scorecard.load_targets(root / "results")
+    ran = {c: targets[c] for c in chapters if c in targets}
+    _say("targets: " + ", ".join(f"{n} {s}" for s, n in scorecard.totals(ran).items()))
+    ledger = scorecard.read_ledger(path)
+    if update:
+        keep = {c: [{"id": i, "status": st} for i, st in recs.items()] for c, recs in ledger.items()}
+        merged = {**keep, **ran}
+        order = [c for c in chapters if c in merged] + [c for c in merged if c not in chapters]
+        scorecard.write_ledger(path, {c: merged[c] for c in order})
+        _say(f"ledger updated: {path}")
+        return 0
+    diffs = scorecard.ledger_differences(ran, ledger, chapters)
+    if not diffs:
+        _say(f"ledger: every target's status as in {path.relative_to(root)}")
+        return 0
+    _say(f"ledger: {len(diffs)} target(s) differ from {path.relative_to(root)}"
+         + (" (not enforced: only `book --check` at the full profile fails on it)" if not strict else ""))
+    for d in diffs:
+        _say(f"  {d}")
+    if strict:
+        _say("a target that now passes: rerun with --update-ledger and commit the ledger with the change; "
+             "one that stopped passing is a regression")
+    return 1 if strict else 0

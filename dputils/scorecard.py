@@ -197,11 +197,7 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
         "anchor of our own.",
         "",
     ]
-    totals = {s: 0 for s in STATUSES}
-    for recs in targets.values():
-        for r in recs:
-            totals[r["status"]] += 1
-    lines.append("**Totals:** " + ", ".join(f"{n} {s}" for s, n in totals.items()) + ".")
+    lines.append("**Totals:** " + ", ".join(f"{n} {s}" for s, n in totals(targets).items()) + ".")
     lines.append("")
     if not targets:
         lines.append("No chapter has recorded targets yet: run `python -m dputils run`.")
@@ -249,4 +245,98 @@ def write_page(results_dir: Path, out: Path, chapters: Iterable[str] | None = No
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page_markdown(targets, titles))
+    return out
+
+
+# ------------------------------------------------------------------------------------------ the status ledger
+#: The expected status of every target at the book's profile (``full``) on the reference data (Fashion-MNIST from
+#: Debian's package), kept in the repository: ``{chapter: {target id: status}}``.
+LEDGER_FILE = Path("params") / "targets_ledger.yml"
+
+_LEDGER_HEADER = """\
+# The expected status of every reproduction target at the book's profile (full), with Fashion-MNIST installed:
+# {chapter: {target: pass | not reproduced | not run}}. `python -m dputils book --check` (CI) fails when a chapter's
+# recorded targets differ from this file (a status changed, a target appeared or disappeared), so a passing target
+# that drifts to "not reproduced" fails the build. A change that makes a target pass updates this file in the same
+# commit: `python -m dputils book --update-ledger` rewrites it from the results of the run.
+"""
+
+
+def read_ledger(path: Path) -> dict[str, dict[str, str]]:
+    """The ledger at ``path`` (``{}`` when there is none); a malformed one raises ValueError naming the file."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping chapter -> {{target: status}}")
+    out: dict[str, dict[str, str]] = {}
+    for chapter, recs in data.items():
+        if not isinstance(recs, dict):
+            raise ValueError(f"{path}: chapter {chapter!r} must map target ids to statuses")
+        for tid, status in recs.items():
+            if status not in STATUSES or status == "fail":
+                raise ValueError(f"{path}: {chapter} {tid}: status must be pass, not reproduced or not run, "
+                                 f"got {status!r}")
+        out[str(chapter)] = {str(k): str(v) for k, v in recs.items()}
+    return out
+
+
+def ledger_of(targets: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, str]]:
+    """``{chapter: {id: status}}`` of recorded targets, ids in their natural order (T2 before T10)."""
+    import re
+
+    def key(tid: str):
+        return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", tid)]
+
+    return {c: {str(r["id"]): r["status"] for r in sorted(recs, key=lambda r: key(str(r["id"])))}
+            for c, recs in targets.items()}
+
+
+def write_ledger(path: Path, targets: dict[str, list[dict[str, Any]]]) -> Path:
+    """Write the ledger of ``targets`` to ``path`` (chapters in the given order)."""
+    import yaml
+
+    path = Path(path)
+    body = yaml.safe_dump(ledger_of(targets), sort_keys=False, allow_unicode=True, width=120)
+    path.write_text(_LEDGER_HEADER + body)
+    return path
+
+
+def ledger_differences(targets: dict[str, list[dict[str, Any]]], ledger: dict[str, dict[str, str]],
+                       chapters: Iterable[str] | None = None) -> list[str]:
+    """Every way the recorded ``targets`` differ from ``ledger``, one line each, for ``chapters`` (default: every
+    chapter in either). A chapter with no recorded results is reported as missing."""
+    names = list(chapters) if chapters is not None else list(dict.fromkeys([*ledger, *targets]))
+    got = ledger_of(targets)
+    out: list[str] = []
+    for c in names:
+        want, have = ledger.get(c, {}), got.get(c)
+        if have is None:
+            if want:
+                out.append(f"{c}: no recorded targets (results/{c}.json missing or without targets), "
+                           f"the ledger expects {len(want)}")
+            continue
+        for tid, status in have.items():
+            if tid not in want:
+                out.append(f"{c} {tid}: new target ({status}), not in the ledger")
+            elif want[tid] != status:
+                out.append(f"{c} {tid}: {status}, the ledger expects {want[tid]}")
+        for tid, status in want.items():
+            if tid not in have:
+                out.append(f"{c} {tid}: in the ledger ({status}) but not recorded by the run")
+    return out
+
+
+def totals(targets: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
+    """How many targets have each status, over all chapters."""
+    out = {s: 0 for s in STATUSES}
+    for recs in targets.values():
+        for r in recs:
+            out[r["status"]] += 1
     return out

@@ -93,3 +93,62 @@ def test_page_links_use_short_titles_in_the_big_table():
     page = page_markdown(recs, {"chap": "Long title: with a subtitle"})
     assert "{doc}`Long title: with a subtitle <methods/chap>`" in page  # the per-chapter totals
     assert "| {doc}`Long title <methods/chap>` | T1 |" in page  # the table of every target
+
+
+# ------------------------------------------------------------------------------------------ the status ledger
+def _recs(**statuses):
+    return [{"id": k, "what": "w", "status": v} for k, v in statuses.items()]
+
+
+def test_ledger_differences_name_every_change():
+    from dputils.scorecard import ledger_differences
+
+    ledger = {"a": {"T1": "pass", "T2": "not reproduced", "T3": "not run"}, "b": {"T1": "pass"}}
+    same = {"a": _recs(T1="pass", T2="not reproduced", T3="not run"), "b": _recs(T1="pass")}
+    assert ledger_differences(same, ledger) == []
+    drift = {"a": _recs(T1="not reproduced", T2="not reproduced", T4="pass"), "b": _recs(T1="pass")}
+    diffs = ledger_differences(drift, ledger)
+    assert "a T1: not reproduced, the ledger expects pass" in diffs
+    assert "a T4: new target (pass), not in the ledger" in diffs
+    assert "a T3: in the ledger (not run) but not recorded by the run" in diffs
+    assert len(diffs) == 3
+    # a chapter whose results are missing is reported, one outside the chosen chapters is not
+    assert ledger_differences({"a": same["a"]}, ledger) == ["b: no recorded targets (results/b.json missing or "
+                                                            "without targets), the ledger expects 1"]
+    assert ledger_differences({"a": same["a"]}, ledger, chapters=["a"]) == []
+
+
+def test_ledger_round_trip_and_refusals(tmp_path):
+    from dputils.scorecard import read_ledger, write_ledger
+
+    p = write_ledger(tmp_path / "l.yml", {"c": _recs(T10="pass", T2="not run", T1="not reproduced")})
+    assert read_ledger(p) == {"c": {"T1": "not reproduced", "T2": "not run", "T10": "pass"}}
+    assert list(read_ledger(p)["c"]) == ["T1", "T2", "T10"]  # natural order
+    assert read_ledger(tmp_path / "none.yml") == {}
+    bad = tmp_path / "bad.yml"
+    bad.write_text("c: {T1: fail}\n")
+    with pytest.raises(ValueError, match="status must be"):
+        read_ledger(bad)
+    bad.write_text("c: [T1]\n")
+    with pytest.raises(ValueError, match="must map target ids"):
+        read_ledger(bad)
+
+
+def test_check_ledger_fails_only_when_strict_and_updates(tmp_path):
+    import json
+
+    from dputils.run import check_ledger
+    from dputils.scorecard import LEDGER_FILE, read_ledger
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "params").mkdir()
+    (tmp_path / "results" / "a.json").write_text(json.dumps({"targets": _recs(T1="pass", T2="not reproduced")}))
+    (tmp_path / LEDGER_FILE).write_text("a: {T1: pass, T2: pass}\n")
+    assert check_ledger(tmp_path, ["a"], strict=True) == 1
+    assert check_ledger(tmp_path, ["a"], strict=False) == 0
+    (tmp_path / LEDGER_FILE).write_text("a: {T1: pass, T2: not reproduced}\nz: {T9: not run}\n")
+    assert check_ledger(tmp_path, ["a"], strict=True) == 0
+    (tmp_path / "results" / "a.json").write_text(json.dumps({"targets": _recs(T1="pass", T2="pass")}))
+    assert check_ledger(tmp_path, ["a"], update=True) == 0
+    assert read_ledger(tmp_path / LEDGER_FILE) == {"a": {"T1": "pass", "T2": "pass"}, "z": {"T9": "not run"}}
+    assert check_ledger(tmp_path, ["a"], strict=True) == 0
