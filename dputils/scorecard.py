@@ -73,9 +73,16 @@ def within(ours: Any, paper: Any, tol: float, mode: str = "abs") -> bool:
     raise ValueError(f"mode must be abs, rel, le or ge, got {mode!r}")
 
 
-def _tol_text(tol: Any, mode: str) -> str:
+def _tol_text(tol: Any, mode: str, paper: Any = 1.0) -> str:
+    """The tolerance as the table shows it; a one-sided target against 0 reads as a bound (``≤ 0.002``), and a
+    zero tolerance as ``≤ paper``, so that no "paper = 0" appears for a pure bound."""
     if tol is None:
         return ""
+    one_sided_at_zero = mode in ("le", "ge") and not isinstance(paper, (list, tuple)) and paper == 0
+    if one_sided_at_zero:
+        return f"\u2264 {tol:g}" if mode == "le" else f"\u2265 {-tol:g}"
+    if mode in ("le", "ge") and tol == 0:
+        return "\u2264 paper" if mode == "le" else "\u2265 paper"
     return {"abs": f"\u00b1{tol:g}", "rel": f"\u00b1{100 * tol:g}%", "le": f"\u2264 paper + {tol:g}",
             "ge": f"\u2265 paper \u2212 {tol:g}"}.get(mode, str(tol))
 
@@ -98,8 +105,10 @@ class Targets:
               source: str = "paper", section: str = "", note: str = "") -> bool:
         """Record a target and raise ``AssertionError`` if ``ours`` misses ``paper`` (see :func:`within`)."""
         ok = within(ours, paper, tol, mode)
-        self._add(id=id, what=what, paper=paper, ours=ours, tolerance=_tol_text(tol, mode), status="pass" if ok
-                  else "fail", source=source, section=section, reason=note)
+        bound_only = mode in ("le", "ge") and not isinstance(paper, (list, tuple)) and paper == 0
+        self._add(id=id, what=what, paper=None if bound_only else paper, ours=ours,
+                  tolerance=_tol_text(tol, mode, paper), status="pass" if ok else "fail", source=source,
+                  section=section, reason=note)
         if not ok:
             raise AssertionError(
                 f"{self.chapter} target {id} ({what}) failed: ours {ours!r} vs {source} {paper!r}, "
@@ -126,7 +135,7 @@ class Targets:
         if tol is not None and within(ours, paper, tol, mode):
             raise AssertionError(f"{self.chapter} target {id} reproduces now (ours {ours!r} vs {paper!r}): "
                                  "record it with check()")
-        self._add(id=id, what=what, paper=paper, ours=ours, tolerance=_tol_text(tol, mode),
+        self._add(id=id, what=what, paper=paper, ours=ours, tolerance=_tol_text(tol, mode, paper),
                   status="not reproduced", source=source, section=section, reason=reason)
 
     def not_run(self, id: str, what: str, *, reason: str, paper: Any = None, source: str = "paper",
@@ -148,8 +157,19 @@ class Targets:
         """The targets as a :class:`dputils.tables.Table` (displayed in a notebook)."""
         from .tables import show_table
 
-        return show_table(self.records, columns=["id", "what", "source", "paper", "ours", "tolerance", "status",
-                                                 "reason"], digits=4)
+        return show_table(_by_id(self.records), columns=["id", "what", "source", "paper", "ours", "tolerance",
+                                                         "status", "reason"], digits=4)
+
+
+def _id_key(tid: Any) -> list:
+    """Natural order of target ids: T2 before T10, T5a before T5b."""
+    import re
+
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", str(tid)) if t]
+
+
+def _by_id(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(records, key=lambda r: _id_key(r.get("id")))
 
 
 def load_targets(results_dir: Path) -> dict[str, list[dict[str, Any]]]:
@@ -210,11 +230,14 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
         lines.append(f"| {link(chapter)} | " + " | ".join(map(str, counts)) + f" | {len(recs)} |")
     lines += ["```", ""]
     notes: list[str] = []
-    lines += ["```{table} Every target, with the paper's number and ours", ":class: dp-scorecard",
-              ":widths: 12 7 33 14 14 9 11", "",
-              "| chapter | target | what | paper | ours | tolerance | status |", "|---|---|---|---|---|---|---|"]
     for chapter, recs in targets.items():
-        for r in recs:
+        # one table per chapter under its own heading: the chapter is named once, not on every row
+        title = titles.get(chapter, chapter).split(":")[0]
+        lines += [f"## {title}", "", f"{link(chapter)}: {len(recs)} targets.", "",
+                  f"```{{table}} The targets of {title}, with the reference number and ours",
+                  ":class: dp-scorecard", ":widths: 8 40 14 14 12 12", "",
+                  "| target | what | paper | ours | tolerance | status |", "|---|---|---|---|---|---|"]
+        for r in _by_id(recs):
             status = r["status"]
             status_md = f"**{status}**" if status in ("fail", "not reproduced") else status
             if r.get("reason"):
@@ -224,12 +247,12 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
             if r.get("source"):
                 what += f" *({_md_cell(r.get('source'))})*"
             lines.append("| " + " | ".join([
-                link(chapter, short=True), _md_cell(r.get("id")), what, _md_cell(r.get("paper")), _md_cell(r.get("ours")),
+                _md_cell(r.get("id")), what, _md_cell(r.get("paper")), _md_cell(r.get("ours")),
                 _md_cell(r.get("tolerance")), status_md,
             ]) + " |")
-    lines += ["```", ""]
+        lines += ["```", ""]
     if notes:
-        lines += ["## Notes to the table", ""]
+        lines += ["## Notes to the tables", ""]
         lines += [f"{k}. {n}" for k, n in enumerate(notes, 1)]
         lines.append("")
     return "\n".join(lines)
@@ -289,13 +312,7 @@ def read_ledger(path: Path) -> dict[str, dict[str, str]]:
 
 def ledger_of(targets: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, str]]:
     """``{chapter: {id: status}}`` of recorded targets, ids in their natural order (T2 before T10)."""
-    import re
-
-    def key(tid: str):
-        return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", tid)]
-
-    return {c: {str(r["id"]): r["status"] for r in sorted(recs, key=lambda r: key(str(r["id"])))}
-            for c, recs in targets.items()}
+    return {c: {str(r["id"]): r["status"] for r in _by_id(recs)} for c, recs in targets.items()}
 
 
 def write_ledger(path: Path, targets: dict[str, list[dict[str, Any]]]) -> Path:

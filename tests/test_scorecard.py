@@ -87,12 +87,26 @@ def test_table_cells_keep_short_words_whole_beside_a_long_text():
     assert "word-break:break-word" in h.split("<thead>")[0]  # the table's own rule
 
 
-def test_page_links_use_short_titles_in_the_big_table():
-    recs = {"chap": [{"id": "T1", "what": "w", "paper": 1.0, "ours": 1.0, "tolerance": "±0.1", "status": "pass",
-                      "source": "paper"}]}
+def test_page_has_one_table_per_chapter_sorted_by_id():
+    recs = {"chap": [{"id": i, "what": "w", "paper": 1.0, "ours": 1.0, "tolerance": "±0.1", "status": "pass",
+                      "source": "paper"} for i in ("T10", "T2", "T1b", "T1a")]}
     page = page_markdown(recs, {"chap": "Long title: with a subtitle"})
     assert "{doc}`Long title: with a subtitle <methods/chap>`" in page  # the per-chapter totals
-    assert "| {doc}`Long title <methods/chap>` | T1 |" in page  # the table of every target
+    assert "## Long title\n" in page  # one heading per chapter, short form
+    assert "methods/chap>` |" not in page.split("## Long title", 1)[1]  # the chapter is not repeated per row
+    rows = [ln.split("|")[1].strip() for ln in page.splitlines() if ln.startswith("| T")]
+    assert rows == ["T1a", "T1b", "T2", "T10"]
+
+
+def test_one_sided_target_against_zero_reads_as_a_bound():
+    tg = Targets("c")
+    tg.check("T1", "a bound", 0.001, 0.0, 2e-3, mode="le")
+    tg.check("T2", "at most the paper's", 3.0, 3.0, 0.0, mode="le")
+    r1, r2 = tg.records
+    assert r1["paper"] is None and r1["tolerance"] == "\u2264 0.002"
+    assert r2["paper"] == 3.0 and r2["tolerance"] == "\u2264 paper"
+    with pytest.raises(AssertionError):
+        tg.check("T3", "a bound", 0.003, 0.0, 2e-3, mode="le")
 
 
 # ------------------------------------------------------------------------------------------ the status ledger
