@@ -608,9 +608,12 @@ def build_book(root: Path | None = None) -> int:
     page = write_page(root / "results", root / "book" / "scorecard.md", chapters, titles)
     _say(f"scorecard: {page}")
     exe = Path(sys.executable).with_name("jupyter-book")
-    cmd = [str(exe) if exe.exists() else "jupyter-book", "build", ".", "-W", "--all"]
+    # -q: no Sphinx status lines (warnings still print, and -W makes them errors); --keep-going: every warning of
+    # the build at once; NO_COLOR: plain text in logs
+    cmd = [str(exe) if exe.exists() else "jupyter-book", "build", ".", "-W", "--keep-going", "-q", "--all"]
     env = dict(os.environ)
     env.pop("MPLBACKEND", None)
+    env["NO_COLOR"] = "1"
     _say("$ " + " ".join(cmd))
     rc = subprocess.call(cmd, cwd=root, env=env)
     if rc == 0:
