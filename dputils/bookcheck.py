@@ -557,8 +557,10 @@ function lines(rects) {  // a new line: a box that starts left of where the prev
   }
   return n;
 }
-// where a token may break: after a hyphen or dash between letters, after a slash before a letter
-const BREAK = /(?<=\p{L}[-\u2010\u2013])(?=\p{L})|(?<=\/)(?=\p{L})|(?<=\u2014)|(?=\u2014)/gu;
+// where a token may break: after a hyphen or en dash
+// (before a letter: "trade-|off", "1-|based"; after a word of two letters or more: "CIFAR-|10"; never in a
+// number: "1e-5", "10^-5"), after a slash before a letter, around an em dash
+const BREAK = /(?<=[-\u2010\u2013])(?=\p{L})|(?<=\p{L}{2}[-\u2010\u2013])(?=\S)|(?<=\/)(?=\p{L})|(?<=\u2014)|(?=\u2014)/gu;
 const splits = [];
 let tokens = 0, cells = 0;
 tables.forEach((t, ti) => {
@@ -567,16 +569,19 @@ tables.forEach((t, ti) => {
   let name = null;
   for (const row of t.rows) for (const cell of row.cells) {
     cells++;
-    const pieces = []; let s = '', prevBlock = null;
-    const w = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT | NodeFilter.SHOW_ELEMENT, {acceptNode: n =>
-      n.nodeType === 1 && n.matches('mjx-container, script, style, .visually-hidden, .sr-only, mjx-assistive-mml')
-        ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+    const pieces = []; let s = '', prevBlock = null, gap = false;
+    // typeset maths and hidden text are skipped, and end a token (as a line break <br> and a new block do)
+    const w = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT | NodeFilter.SHOW_ELEMENT, {acceptNode: n => {
+      if (n.nodeType === 1 && n.matches('mjx-container, script, style, .visually-hidden, .sr-only, mjx-assistive-mml')) {
+        gap = true; return NodeFilter.FILTER_REJECT; }
+      return NodeFilter.FILTER_ACCEPT; }});
     let n;
     while ((n = w.nextNode())) {
       if (n.nodeType === 1) { if (n.tagName === 'BR') s += ' '; continue; }
       if (!n.nodeValue) continue;
       const b = block(n.parentElement);
-      if (prevBlock !== null && b !== prevBlock) s += ' ';
+      if (gap || (prevBlock !== null && b !== prevBlock)) s += ' ';
+      gap = false;
       prevBlock = b;
       pieces.push({node: n, start: s.length, end: s.length + n.nodeValue.length});
       s += n.nodeValue;
@@ -625,9 +630,11 @@ def check_tables(driver) -> list[Finding]:
 
     One JavaScript pass measures every whitespace-separated token of every rendered table cell with a DOM
     ``Range``: its ``getClientRects()`` boxes, in order, start a new line where a box begins left of the end
-    of the previous one and lower down. A token may still wrap after a hyphen or dash between letters and
-    after a slash before a letter (``trade-off``, ``a/b``); a number never. A superscript (the exponent of
-    ``4.649×10<sup>-5</sup>``) is part of its token. The report shows the breaks as ``|`` ("10|00").
+    of the previous one and lower down. A token may still wrap after a hyphen or en dash that comes before a
+    letter or after a word of two letters or more (``trade-|off``, ``1-|based``, ``CIFAR-|10``, but never in
+    ``5e-11`` or ``10^-5``), after a slash before a letter (``a/|b``) and around an em dash; a number never.
+    A superscript (the exponent of ``4.649×10<sup>-5</sup>``) is part of its token; typeset maths, a ``<br>``
+    and a new block end one. The report shows the breaks as ``|`` ("10|00").
     """
     res = _js(driver, _JS_TABLES)
     found = []
@@ -649,7 +656,7 @@ _MARKUP_PATTERN = re.compile(
     r"|label|figure|table|code-cell|code-block|admonition|note|warning|dropdown)\}"  # a role or directive name
     r"|\{glue\b"                                            # {glue:figure} and the like
     r"|\((?:eq|fig|tab|table|sec|thm|lem|def|prop|cor|alg|app|ch|chap|fn|note)[-:_][\w:.-]+\)"  # (eq-label)
-    r"|\([\w-]+\)="                                          # a MyST target "(label)="
+    r"|(?:^|\n)\s*\([\w-]+\)="                              # a MyST target "(label)=" at a line's start
     r"|:{3,}|`{3,}"                                          # fences
     r"|\{\{\s*[\w.-]+\s*\}\}"                                # a substitution
     r"|\?\?+"                                                # Sphinx's unresolved number

@@ -29,9 +29,9 @@ CLEAN = """<!doctype html><html><head><meta charset="utf-8"><title>clean</title>
 <table><tr><th>sigma</th><th>epsilon</th></tr><tr><td>2.0</td><td>0.25</td></tr></table>
 <table id="wraps" style="width:1px;line-height:20px;font-size:16px;word-break:normal;overflow-wrap:normal">
 <caption>Table 1: cells that wrap between words only.</caption>
-<thead><tr><th>note</th><th>kind</th><th>p</th></tr></thead>
+<thead><tr><th>note</th><th>kind</th><th>p</th><th>set</th></tr></thead>
 <tbody><tr><td id="note">independent computation of the privacy loss</td><td id="kind">trade-off</td>
-<td>4.649&#215;10<sup>-5</sup></td></tr></tbody></table>
+<td>4.649&#215;10<sup>-5</sup></td><td id="set">CIFAR-<wbr>10</td></tr></tbody></table>
 <div class="cell"><div class="cell_input"><pre>:::{note}
 {numref}`fig-x` and (eq-atlas-relerr) in a source are fine
 :::</pre></div></div>
@@ -88,6 +88,8 @@ DEFECTS = [
     # a number broken inside a cell: the column is as narrow as one digit
     _defect("split_number", "<td>4.649&#215;10<sup>-5</sup></td>",
             '<td style="overflow-wrap:anywhere">1000</td>'),
+    # a number broken after its minus sign
+    _defect("split_minus", "CIFAR-<wbr>10", "5e-<wbr>11"),
     # a header word broken inside its cell
     _defect("split_header", "<th>kind</th>", '<th style="overflow-wrap:anywhere;word-break:break-all">model</th>'),
     # the exponent of 4.649x10^-5 pushed to the next line (a break opportunity before an inline-block)
@@ -104,7 +106,7 @@ DEFECTS = [
 EXPECTED_KIND = {"raw_tex": "math", "no_alt": "image", "hash_alt": "image", "missing_image": "image",
                  "no_caption": "caption", "repr": "repr", "stderr": "output", "wide_table": "overflow",
                  "wide_code": "overflow", "external": "network", "duplicate_table": "duplicate",
-                 "split_number": "split", "split_header": "split", "split_exponent": "split", "raw_eq_ref": "markup", "raw_role": "markup",
+                 "split_number": "split", "split_header": "split", "split_exponent": "split", "split_minus": "split", "raw_eq_ref": "markup", "raw_role": "markup",
                  "raw_fence": "markup", "raw_glue": "markup", "caption_code": "caption-code"}
 
 
@@ -185,14 +187,14 @@ def _details(r, kind):
 
 def test_clean_page_controls_really_wrap(site):
     """The clean page's controls are exercised: its narrow cells do wrap (between words, and after the hyphen
-    of "trade-off"), and the check still finds no split there (test_clean_page_passes)."""
+    of "trade-off", and at the hyphen of "CIFAR-10"), and the check finds no split there."""
     root, server, browser = site
     bc.load(browser.driver, server.url("clean.html"))
     lines = browser.driver.execute_script(
         "const f = id => { const r = document.createRange(); r.selectNodeContents(document.getElementById(id));"
         "                  return Math.round(r.getBoundingClientRect().height / 20); };"
-        "return [f('note'), f('kind')];")
-    assert lines[0] >= 3 and lines[1] == 2, lines
+        "return [f('note'), f('kind'), f('set')];")
+    assert lines[0] >= 3 and lines[1] == 2 and lines[2] == 2, lines
     assert bc.check_tables(browser.driver) == []
 
 
@@ -203,6 +205,8 @@ def test_split_findings_show_the_break(site):
     assert '"Table 1: cells that wrap between words only."' in num[0]
     exp = _details(bc.check_page(browser, server, "split_exponent.html"), "split")
     assert len(exp) == 1 and "'4.649×10|^-5'" in exp[0], exp
+    minus = _details(bc.check_page(browser, server, "split_minus.html"), "split")
+    assert len(minus) == 1 and "'5e-|11'" in minus[0] and 'column "set"' in minus[0], minus
     head = _details(bc.check_page(browser, server, "split_header.html"), "split")
     assert len(head) == 1 and ", header: " in head[0] and "model" in head[0].replace("|", ""), head
 
@@ -219,7 +223,7 @@ def test_markup_leftovers():
                 "p = `wide_bands`", "**bold**", "4.6×10<sup>-5</sup>", "(fig-atlas)=", "(tab:targets)"):
         assert bc.markup_leftovers(raw), raw
     for ok in ("the loss (eq. 3) is small", "sets {0, 1} and a ratio 1:2", "x < y and y > z",
-               "a {k} index", "(see the table)", "f(x) = 2", "T = 1000; q = 0.01", "what?"):
+               "a {k} index", "(see the table)", "f(x) = 2", "f(x)=2", "T = 1000; q = 0.01", "what?"):
         assert bc.markup_leftovers(ok) == [], ok
 
 
