@@ -557,10 +557,10 @@ function lines(rects) {  // a new line: a box that starts left of where the prev
   }
   return n;
 }
-// where a token may break: after a hyphen or en dash
-// (before a letter: "trade-|off", "1-|based"; after a word of two letters or more: "CIFAR-|10"; never in a
-// number: "1e-5", "10^-5"), after a slash before a letter, around an em dash
-const BREAK = /(?<=[-\u2010\u2013])(?=\p{L})|(?<=\p{L}{2}[-\u2010\u2013])(?=\S)|(?<=\/)(?=\p{L})|(?<=\u2014)|(?=\u2014)/gu;
+// where a token may break: after a hyphen before a letter ("trade-|off", "1-|based") or after a word of two
+// letters or more ("CIFAR-|10"), never in a number ("1e-5", "10^-5"); after an en dash ("0–|3"); after a
+// slash before a letter; around an em dash
+const BREAK = /(?<=[-\u2010])(?=\p{L})|(?<=\p{L}{2}[-\u2010])(?=\S)|(?<=\u2013)|(?<=\/)(?=\p{L})|(?<=\u2014)|(?=\u2014)/gu;
 const splits = [];
 let tokens = 0, cells = 0;
 tables.forEach((t, ti) => {
@@ -630,9 +630,10 @@ def check_tables(driver) -> list[Finding]:
 
     One JavaScript pass measures every whitespace-separated token of every rendered table cell with a DOM
     ``Range``: its ``getClientRects()`` boxes, in order, start a new line where a box begins left of the end
-    of the previous one and lower down. A token may still wrap after a hyphen or en dash that comes before a
-    letter or after a word of two letters or more (``trade-|off``, ``1-|based``, ``CIFAR-|10``, but never in
-    ``5e-11`` or ``10^-5``), after a slash before a letter (``a/|b``) and around an em dash; a number never.
+    of the previous one and lower down. A token may still wrap after a hyphen that comes before a letter or
+    after a word of two letters or more (``trade-|off``, ``1-|based``, ``CIFAR-|10``, but never in ``5e-11``
+    or ``10^-5``), after an en dash (``0–|3``), after a slash before a letter (``a/|b``) and around an em
+    dash; a number never.
     A superscript (the exponent of ``4.649×10<sup>-5</sup>``) is part of its token; typeset maths, a ``<br>``
     and a new block end one. The report shows the breaks as ``|`` ("10|00").
     """
