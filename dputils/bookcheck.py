@@ -570,9 +570,10 @@ tables.forEach((t, ti) => {
   for (const row of t.rows) for (const cell of row.cells) {
     cells++;
     const pieces = []; let s = '', prevBlock = null, gap = false;
-    // typeset maths and hidden text are skipped, and end a token (as a line break <br> and a new block do)
+    // typeset maths, hidden text and nested tables are skipped and end a token (as a <br> and a new block do)
     const w = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT | NodeFilter.SHOW_ELEMENT, {acceptNode: n => {
-      if (n.nodeType === 1 && n.matches('mjx-container, script, style, .visually-hidden, .sr-only, mjx-assistive-mml')) {
+      if (n.nodeType === 1 && n.matches('mjx-container, script, style, .visually-hidden, .sr-only, mjx-assistive-mml, '
+                                        + 'table')) {  // a nested table is measured as a table of its own
         gap = true; return NodeFilter.FILTER_REJECT; }
       return NodeFilter.FILTER_ACCEPT; }});
     let n;
