@@ -443,8 +443,10 @@ def check_reprs(driver) -> list[Finding]:
 
 
 def check_overflow(driver) -> list[Finding]:
-    """Elements wider than the content column: horizontal scrollers (tables, code, outputs, equations) and
-    elements that stick out of the column."""
+    """Elements wider than the content column: horizontal scrollers (code, outputs, equations) and elements that
+    stick out of the column. A table's own scroll box (``dpbook-scroll`` of :mod:`dputils.tables`, or the theme's
+    ``pst-scrollable-table-container``) may scroll: a wide table scrolls rather than break a number inside a
+    cell (the ``split`` check)."""
     res = _js(driver, r"""
       const col = column();
       const right = col.getBoundingClientRect().right, colW = col.clientWidth;
@@ -456,7 +458,12 @@ def check_overflow(driver) -> list[Finding]:
         if (el.closest('mjx-assistive-mml, .visually-hidden, .sr-only, script, style') || under(el)) continue;
         const cs = getComputedStyle(el);
         if (cs.display === 'none' || cs.position === 'fixed' || cs.position === 'absolute') continue;
-        const scrolls = (cs.overflowX === 'auto' || cs.overflowX === 'scroll') && el.scrollWidth > el.clientWidth + 1;
+        // a wide table may scroll sideways in its own box (issue 28: never break a number to fit); nothing else
+        // may. What is inside such a box is clipped by it (the box itself must still fit the column)
+        const BOX = '.dpbook-scroll, .pst-scrollable-table-container';
+        if (el.parentElement && el.parentElement.closest(BOX)) continue;
+        const scrolls = !el.matches(BOX) && (cs.overflowX === 'auto' || cs.overflowX === 'scroll')
+                        && el.scrollWidth > el.clientWidth + 1;
         const r = el.getBoundingClientRect();
         const sticks = r.width > 0 && r.right > right + 1;
         if (scrolls || sticks) {

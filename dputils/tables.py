@@ -49,17 +49,14 @@ def fmt_value(v: Any, digits: int = 4) -> str:
     return str(v)
 
 
-#: In a table with a cell longer than ``_LONG_TEXT`` characters, words of at most ``_WHOLE_WORD`` characters are
-#: never split (lines break between words only). Such a long text column otherwise takes the width and squeezes
-#: the short columns beside it to a letter per line ("ref/us/ed"); tables without one keep breaking anywhere,
-#: which is what lets wide numeric tables fit the page column (checked by bookcheck on the whole book).
-_LONG_TEXT = 60
-_WHOLE_WORD = 8
-_WHOLE = "word-break:normal;overflow-wrap:normal;"
-
-
-def _keeps_words(text: str) -> bool:
-    return max((len(w) for w in text.split()), default=0) <= _WHOLE_WORD
+#: Cells break lines between words only, never inside a word or a number (``4.649×10⁻⁵`` and ``1000`` stay on one
+#: line: a number cell does not wrap at all). A table wider than the page column scrolls sideways in its own box
+#: (``dpbook-scroll``) instead of squeezing its columns: the browser check (bookcheck) finds any cell whose word
+#: or number is drawn over two lines, and accepts this box as the one horizontal scroller a table may have.
+_CELL = "padding:0.25em 0.6em;word-break:normal;overflow-wrap:normal;hyphens:manual;"
+_NUMBER = "white-space:nowrap;"
+#: A text cell of at most this many characters does not wrap either (a short label such as "not reproduced").
+_SHORT_TEXT = 16
 
 
 class Table:
@@ -79,31 +76,29 @@ class Table:
         self.digits = digits
         self.headers = dict(headers or {})
 
-    def _cell(self, col: str, v: Any, whole_words: bool = False) -> str:
+    def _cell(self, col: str, v: Any) -> str:
         # escape everything, then restore only the exponent markup that fmt_value itself writes
         plain = fmt_value(v, self.digits)
         text = html.escape(plain).replace("&lt;sup&gt;", "<sup>").replace("&lt;/sup&gt;", "</sup>")
-        pad = "padding:0.25em 0.6em;" + (_WHOLE if whole_words and _keeps_words(plain) else "")
-        if col == "status" and isinstance(v, str):
-            return f'<td style="{pad}{STATUS_STYLE.get(v, "")}">{text}</td>'
         numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
+        style = _CELL + (_NUMBER if numeric or len(plain) <= _SHORT_TEXT else "")
+        if col == "status" and isinstance(v, str):
+            return f'<td style="{style}{STATUS_STYLE.get(v, "")}">{text}</td>'
         align = "right" if numeric else "left"
-        return f'<td style="{pad}text-align:{align}">{text}</td>'
+        return f'<td style="{style}text-align:{align}">{text}</td>'
 
     def _repr_html_(self) -> str:
         cols = [c for c in self.columns if any(r.get(c) not in (None, "") for r in self.rows)] or self.columns
-        whole = any(len(fmt_value(r.get(c), self.digits)) > _LONG_TEXT for r in self.rows for c in cols)
-        head = "".join(
-            f'<th style="padding:0.25em 0.6em;{_WHOLE if whole and _keeps_words(self.headers.get(c, c)) else ""}">'
-            f'{html.escape(self.headers.get(c, c))}</th>' for c in cols)
+        head = "".join(f'<th style="{_CELL}">{html.escape(self.headers.get(c, c))}</th>' for c in cols)
         body = "".join(
-            "<tr>" + "".join(self._cell(c, r.get(c), whole) for c in cols) + "</tr>" for r in self.rows
+            "<tr>" + "".join(self._cell(c, r.get(c)) for c in cols) + "</tr>" for r in self.rows
         )
         cap = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
         return (
-            '<table class="dpbook-table" style="max-width:100%;width:auto;table-layout:auto;'
-            'word-break:break-word;font-size:0.85em;border-collapse:collapse">'
-            f"{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            '<div class="dpbook-scroll" style="overflow-x:auto;max-width:100%">'
+            '<table class="dpbook-table" style="width:auto;table-layout:auto;font-size:0.85em;'
+            'border-collapse:collapse">'
+            f"{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
         )
 
     def __str__(self) -> str:

@@ -392,3 +392,19 @@ def test_legend_overlap_in_a_draw_event(plt):
     from dputils.errors import DPValueError
     with pytest.raises(DPValueError, match="step"):
         bc.legend_overlaps(fig, step=0)
+
+
+def test_a_wide_table_may_scroll_in_its_own_box(site):
+    """A table too wide for the column scrolls sideways inside dputils.tables' box and is no finding; the same
+    table outside the box (DEFECTS' wide_table) sticks out and is one, and so is a code block that scrolls."""
+    root, server, browser = site
+    from dputils.tables import Table
+
+    wide = Table([{f"column {i}": 0.123456789 * i for i in range(40)}])._repr_html_()
+    assert "dpbook-scroll" in wide
+    (root / "wide_box.html").write_text(CLEAN.replace("{mathjax}", "").replace("is small.</p>", "is small.</p>" + wide))
+    r = bc.check_page(browser, server, "wide_box.html")
+    assert [f for f in r.findings if f.kind in ("overflow", "split")] == [], r.findings
+    width = browser.driver.execute_script(
+        "const b = document.querySelector('.dpbook-scroll'); return [b.scrollWidth, b.clientWidth];")
+    assert width[0] > width[1]  # it does scroll
