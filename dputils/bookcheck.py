@@ -990,7 +990,9 @@ def report(results: list[PageResult], per_kind: int = 8, out=None, fail_kinds: I
     for r in results:
         c = r.counts()
         total += c
-        head = ", ".join(f"{k} {c[k]}" for k in KINDS if c[k]) or "clean"
+        if not r.findings:
+            continue  # clean pages are named once, in the progress lines (main) and the summary count
+        head = ", ".join(f"{k} {c[k]}" for k in KINDS if c[k])
         print(f"{r.page}: {head}  ({r.seconds:.1f} s)", file=out)
         for k in KINDS:
             fs = [f for f in r.findings if f.kind == k]
@@ -1032,7 +1034,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in check_book(a.root, a.screenshots or None, a.only, a.width):
             results.append(r)
             c = r.counts()
-            print(f"  checked {r.page}: {sum(c.values())} finding(s)", file=sys.stderr, flush=True)
+            print(f"  checked {r.page}: {sum(c.values())} finding(s) ({r.seconds:.1f} s)", file=sys.stderr, flush=True)
     except BrowserMissing as e:
         print(f"bookcheck: {e}", file=sys.stderr)
         return 2
