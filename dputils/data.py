@@ -12,8 +12,12 @@
 * :func:`read_idx` / :func:`write_idx`: the IDX format of (Fashion-)MNIST, gzip-compressed or plain.
 * :func:`fashion_mnist`: Fashion-MNIST from a local folder of IDX files (Debian's ``dataset-fashion-mnist`` puts
   them in ``/usr/share/datasets/fashion-mnist``); nothing is downloaded.
-* :func:`fashion_mnist_data`: a random subsample of Fashion-MNIST (flattened) when the files are there, otherwise
-  :func:`gaussian_blobs`, with a ``source`` string saying which data were used.
+* :func:`sklearn_digits`: scikit-learn's handwritten digits (1797 8x8 images, 10 classes), shipped inside the
+  scikit-learn wheel (no download), when scikit-learn is importable.
+* :func:`fashion_mnist_data`: training and test data for the small classification runs, from the best data at hand:
+  Fashion-MNIST (flattened) when the files are there, else scikit-learn's digits, else :func:`gaussian_blobs`,
+  with a ``source`` string saying which data were used. :func:`classification_kind` says which of the three a
+  run would get, and :func:`fit_split` / :func:`classification_plan` choose sizes that fit those data.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import gzip
 import math
 import os
 import pickle
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +35,9 @@ from .errors import DPValueError, check_positive, check_positive_int
 
 __all__ = ["gaussian_blobs", "train_test_split", "load_cifar10", "write_cifar10_like", "synthetic_images", "image_data",
            "CIFAR10_TRAIN_FILES", "read_idx", "write_idx", "fashion_mnist", "fashion_mnist_available",
-           "fashion_mnist_root", "fashion_mnist_data", "FASHION_MNIST_DIR", "FASHION_MNIST_FILES"]
+           "fashion_mnist_root", "fashion_mnist_data", "FASHION_MNIST_DIR", "FASHION_MNIST_FILES", "sklearn_digits",
+           "digits_available", "classification_kind", "classification_label", "fit_split", "classification_plan",
+           "DataPlan", "DATA_KINDS", "DIGITS_SIZE"]
 
 CIFAR10_TRAIN_FILES = tuple(f"data_batch_{i}" for i in range(1, 6))
 
@@ -250,17 +257,141 @@ def fashion_mnist(split: str = "train", root: str | Path | None = None) -> tuple
     return (images.astype(np.float32) / np.float32(255.0)), labels.astype(np.int64)
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# The data of the small classification runs: Fashion-MNIST, else scikit-learn's digits, else Gaussian blobs
+
+DATA_KINDS = ("fashion-mnist", "sklearn-digits", "synthetic-blobs")  # best first
+DIGITS_SIZE = 1797  # images in scikit-learn's handwritten digits (one pool; no fixed train/test split)
+_DIMS = {"fashion-mnist": (784, 10), "sklearn-digits": (64, 10)}
+_LABELS = {"fashion-mnist": "Fashion-MNIST", "sklearn-digits": "scikit-learn's handwritten digits (8x8)",
+           "synthetic-blobs": "synthetic Gaussian blobs"}
+
+
+def sklearn_digits() -> tuple[np.ndarray, np.ndarray] | None:
+    """scikit-learn's handwritten digits, or None when scikit-learn cannot be imported.
+
+    The set ships inside the scikit-learn wheel (``sklearn.datasets.load_digits``; nothing is downloaded):
+    1797 images of 8x8 pixels with integer grey levels 0..16, labels 0..9. Returns ``(X, y)``: X float32 of
+    shape (1797, 64) with the pixels scaled to [0, 1] (level / 16, row-major), y int64."""
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError:
+        return None
+    d = load_digits()
+    X = np.asarray(d.data, dtype=np.float64)
+    y = np.asarray(d.target, dtype=np.int64)
+    if X.shape != (DIGITS_SIZE, 64) or y.shape != (DIGITS_SIZE,) or X.min() < 0 or X.max() > 16:
+        raise DPValueError(f"sklearn.datasets.load_digits returned data of shape {X.shape}, levels "
+                           f"{X.min()}..{X.max()}; expected ({DIGITS_SIZE}, 64) in 0..16")
+    return (X / 16.0).astype(np.float32), y
+
+
+def digits_available() -> bool:
+    """Whether scikit-learn (and so its digits) can be imported."""
+    try:
+        import sklearn.datasets  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _sklearn_version() -> str:
+    import sklearn
+
+    return str(getattr(sklearn, "__version__", "?"))
+
+
+def classification_kind(root: str | Path | None = None) -> str:
+    """Which data :func:`fashion_mnist_data` would use now: ``"fashion-mnist"`` when the four IDX files are in
+    :func:`fashion_mnist_root` (``root``, ``$DPBOOK_FASHION_MNIST`` or Debian's folder), else
+    ``"sklearn-digits"`` when scikit-learn is importable, else ``"synthetic-blobs"``."""
+    if fashion_mnist_available(root):
+        return "fashion-mnist"
+    if digits_available():
+        return "sklearn-digits"
+    return "synthetic-blobs"
+
+
+def classification_label(kind: str) -> str:
+    """A reader's name for a data kind of :data:`DATA_KINDS` (for tables and warnings)."""
+    if kind not in _LABELS:
+        raise DPValueError(f"kind must be one of {', '.join(DATA_KINDS)}, got {kind!r}")
+    return _LABELS[kind]
+
+
+def fit_split(n_train: int, n_test: int, kind: str, multiple: int = 1) -> tuple[int, int]:
+    """Training and test sizes that the data of ``kind`` can supply, equal to the requested ones when they fit.
+
+    Fashion-MNIST has separate pools of 60000 training and 10000 test images and blobs are unlimited: the sizes
+    are returned unchanged (the loader refuses sizes beyond the pools). scikit-learn's digits are one pool of
+    N = 1797 images split at random, so ``n_train + n_test <= N`` is needed; when the request is larger both are
+    scaled by ``f = N / (n_train + n_test)``: ``n_train' = multiple * floor(f n_train / multiple)`` (kept a
+    multiple of ``multiple``, e.g. the batch size, and at least ``multiple``) and the rest of the pool,
+    ``n_test' = N - n_train'``, is the test set."""
+    n_train = check_positive_int("n_train", n_train)
+    n_test = check_positive_int("n_test", n_test)
+    multiple = check_positive_int("multiple", multiple)
+    if kind not in DATA_KINDS:
+        raise DPValueError(f"kind must be one of {', '.join(DATA_KINDS)}, got {kind!r}")
+    if kind != "sklearn-digits" or n_train + n_test <= DIGITS_SIZE:
+        return n_train, n_test
+    if multiple >= DIGITS_SIZE:
+        raise DPValueError(f"multiple must be < the {DIGITS_SIZE} digits images, got {multiple}")
+    f = DIGITS_SIZE / (n_train + n_test)
+    new_train = max(multiple, multiple * math.floor(f * n_train / multiple))
+    return new_train, DIGITS_SIZE - new_train
+
+
+@dataclass(frozen=True)
+class DataPlan:
+    """What a small classification run will train on (:func:`classification_plan`)."""
+
+    kind: str  # one of DATA_KINDS
+    n_train: int
+    n_test: int
+    dim: int  # input features
+    n_classes: int
+    requested: tuple[int, int]  # (n_train, n_test) asked for
+
+    @property
+    def resized(self) -> bool:
+        """Whether the sizes differ from the requested ones (the data could not supply them)."""
+        return (self.n_train, self.n_test) != self.requested
+
+    @property
+    def label(self) -> str:
+        """E.g. ``"scikit-learn's handwritten digits (8x8), 1700 training / 97 test images"``."""
+        unit = "points" if self.kind == "synthetic-blobs" else "images"
+        return f"{classification_label(self.kind)}, {self.n_train} training / {self.n_test} test {unit}"
+
+
+def classification_plan(n_train: int, n_test: int, root: str | Path | None = None, multiple: int = 1,
+                        fallback_dim: int = 20, fallback_classes: int = 2) -> DataPlan:
+    """The data :func:`fashion_mnist_data` will use (:func:`classification_kind`) with sizes that fit them
+    (:func:`fit_split`) and their input dimension and number of classes (784 and 10 for Fashion-MNIST, 64 and
+    10 for the digits, ``fallback_dim`` and ``fallback_classes`` for the blobs)."""
+    kind = classification_kind(root)
+    a, b = fit_split(n_train, n_test, kind, multiple)
+    dim, k = _DIMS.get(kind, (check_positive_int("fallback_dim", fallback_dim),
+                              check_positive_int("fallback_classes", fallback_classes)))
+    return DataPlan(kind=kind, n_train=a, n_test=b, dim=dim, n_classes=k, requested=(int(n_train), int(n_test)))
+
+
 def fashion_mnist_data(n_train: int, n_test: int, root: str | Path | None = None, seed: int = 0,
                        fallback_dim: int = 20, fallback_classes: int = 2, fallback_separation: float = 2.0):
-    """Training and test data for a small classification run, saying which data they are.
+    """Training and test data for a small classification run from the best data at hand, saying which.
 
-    With the Fashion-MNIST files present (:func:`fashion_mnist_available`): ``n_train`` images drawn at random
-    without replacement (``seed``) from the 60000 training images and ``n_test`` from the 10000 test images,
-    flattened to 784 features in [0, 1]; ``source`` is ``"fashion-mnist:<folder>"``. Otherwise
-    :func:`gaussian_blobs` (``fallback_dim`` features, ``fallback_classes`` classes, split by
-    :func:`train_test_split`) with ``source = "synthetic-blobs"``; the caller must report the fallback.
+    1. With the Fashion-MNIST files present (:func:`fashion_mnist_available`): ``n_train`` images drawn at random
+       without replacement (``seed``) from the 60000 training images and ``n_test`` from the 10000 test images,
+       flattened to 784 features in [0, 1]; ``source`` is ``"fashion-mnist:<folder>"``.
+    2. Otherwise, when scikit-learn is importable: its handwritten digits
+       (:func:`sklearn_digits`, 64 features in [0, 1], 10 classes), a random permutation (``seed``) of the 1797
+       images split into ``n_train`` training and the next ``n_test`` test images (disjoint; ``n_train + n_test
+       <= 1797``, see :func:`fit_split`); ``source`` is ``"sklearn-digits:scikit-learn <version>"``.
+    3. Otherwise :func:`gaussian_blobs` (``fallback_dim`` features, ``fallback_classes`` classes, split by
+       :func:`train_test_split`) with ``source = "synthetic-blobs"``.
 
-    Returns ``(X_train, y_train, X_test, y_test, source)``."""
+    The caller must report a fallback. Returns ``(X_train, y_train, X_test, y_test, source)``."""
     n_train = check_positive_int("n_train", n_train)
     n_test = check_positive_int("n_test", n_test)
     folder = fashion_mnist_root(root)
@@ -274,6 +405,15 @@ def fashion_mnist_data(n_train: int, n_test: int, root: str | Path | None = None
             idx = np.sort(rng.choice(len(X), size=n, replace=False))
             out += [X[idx].reshape(n, -1), y[idx]]
         return (*out, f"fashion-mnist:{folder}")
+    digits = sklearn_digits()
+    if digits is not None:
+        X, y = digits
+        if n_train + n_test > len(X):
+            raise DPValueError(f"n_train + n_test must be <= the {len(X)} images of scikit-learn's digits, got "
+                               f"{n_train} + {n_test} (dputils.data.fit_split chooses sizes that fit)")
+        perm = np.random.default_rng(seed).permutation(len(X))
+        a, b = np.sort(perm[:n_train]), np.sort(perm[n_train:n_train + n_test])
+        return X[a], y[a], X[b], y[b], f"sklearn-digits:scikit-learn {_sklearn_version()}"
     X, y = gaussian_blobs(n_train + n_test, dim=fallback_dim, n_classes=fallback_classes,
                           separation=fallback_separation, seed=seed)
     return (*train_test_split(X, y, n_train, seed=seed), "synthetic-blobs")

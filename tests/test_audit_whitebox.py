@@ -6,6 +6,7 @@ epsilon on correct runs; the Gaussian auditor flags a run whose noise is 4x too 
 
 from __future__ import annotations
 
+import importlib.util
 import math
 
 import numpy as np
@@ -16,6 +17,7 @@ from dputils.audit.whitebox import WhiteboxRun, audit_whitebox, run_whitebox_aud
 from dputils.errors import DPValueError
 
 torch.set_num_threads(1)
+HAS_SKLEARN = importlib.util.find_spec("sklearn") is not None
 
 # 400 canaries on a 738-parameter MLP, q = 50/500 = 0.1, T = 20 epochs * 10 rounds = 200 steps
 SMALL = dict(epochs=20, batch_size=50, n_train=500, dim=20, n_classes=2, hidden=32, progress=False, seed=0)
@@ -148,25 +150,131 @@ def test_image_model_on_a_cifar_folder_with_microbatches(tmp_path):
         run_whitebox_audit(300, microbatch=-2, progress=False)
 
 
-def test_mlp_on_fashion_mnist_files_and_the_fallback(tmp_path, monkeypatch):
-    """dataset="fashion-mnist" trains on the IDX files of the folder (784 inputs, 10 classes) and says so;
-    without the files it falls back to blobs with a warning and says that too."""
+def _hide_sklearn(monkeypatch):
+    """Make ``import sklearn`` fail, as on a machine without scikit-learn."""
+    import builtins
+    import sys
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "sklearn" or name.startswith("sklearn."):
+            raise ImportError(f"No module named {name!r} (hidden by the test)")
+        return real_import(name, *args, **kwargs)
+
+    for mod in [m for m in sys.modules if m == "sklearn" or m.startswith("sklearn.")]:
+        monkeypatch.delitem(sys.modules, mod)
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+
+
+def _fake_fashion_mnist(folder, n_train=60, n_test=4):
     from dputils import data
 
     rng = np.random.default_rng(0)
-    folder = tmp_path / "fm"
-    for split, n in (("train", 60), ("test", 4)):
+    for split, n in (("train", n_train), ("test", n_test)):
         img, lab = data.FASHION_MNIST_FILES[split]
         data.write_idx(folder / (img + ".gz"), rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8))
         data.write_idx(folder / (lab + ".gz"), rng.integers(0, 10, size=n, dtype=np.uint8))
+    return folder
+
+
+def test_mlp_on_fashion_mnist_files_and_the_fallbacks(tmp_path, monkeypatch):
+    """dataset="fashion-mnist" trains on the IDX files of the folder (784 inputs, 10 classes) and says so;
+    without the files on scikit-learn's digits (64 inputs) with a warning, and without scikit-learn on blobs
+    with a warning; the run's data field says which."""
+    folder = _fake_fashion_mnist(tmp_path / "fm")
     monkeypatch.setenv("DPBOOK_FASHION_MNIST", str(folder))
     kw = dict(sigma=1.0, epochs=1, batch_size=10, n_train=50, hidden=4, progress=False, dataset="fashion-mnist")
     run = run_whitebox_audit(100, **kw)
     assert run.data.startswith("fashion-mnist:") and str(folder) in run.data
     assert run.n_params == 784 * 4 + 4 + 4 * 10 + 10
     monkeypatch.setenv("DPBOOK_FASHION_MNIST", str(tmp_path / "nowhere"))
-    with pytest.warns(UserWarning, match="Fashion-MNIST not found"):
+    if HAS_SKLEARN:
+        with pytest.warns(UserWarning, match="Fashion-MNIST not found.*handwritten digits"):
+            digits = run_whitebox_audit(100, **kw)
+        assert digits.data.startswith("sklearn-digits:scikit-learn ")
+        assert digits.n_params == 64 * 4 + 4 + 4 * 10 + 10
+        with pytest.raises(DPValueError, match="n_train"):  # 1797 digits: 1 test image, at most 1796 to train
+            run_whitebox_audit(100, **{**kw, "n_train": 1797})
+    _hide_sklearn(monkeypatch)
+    with pytest.warns(UserWarning, match="Fashion-MNIST not found.*scikit-learn not importable"):
         fallback = run_whitebox_audit(100, **kw)
-    assert fallback.data.startswith("gaussian-blobs (Fashion-MNIST not found")
+    assert fallback.data == "gaussian-blobs (no Fashion-MNIST files, no scikit-learn)"
+    assert fallback.n_params == 20 * 4 + 4 + 4 * 10 + 10  # the blobs keep dim = 20, n_classes = 10
     with pytest.raises(DPValueError, match="dataset"):
         run_whitebox_audit(100, dataset="mnist", progress=False)
+
+
+@pytest.mark.parametrize("dim,n_classes,hidden", [(20, 10, 32), (64, 10, 32), (784, 10, 32), (20, 2, 0), (5, 3, 7)])
+def test_mlp_parameter_count_is_torchs(dim, n_classes, hidden):
+    from dputils.audit.whitebox import mlp_parameter_count
+    from dputils.training import make_mlp
+
+    net = make_mlp(dim, n_classes, hidden)
+    assert mlp_parameter_count(dim, n_classes, hidden) == sum(p.numel() for p in net.parameters())
+
+
+def test_fit_whitebox_sizes_on_each_data_path(tmp_path, monkeypatch):
+    """The book's full profile (m 2000, n_train 2400, batch 200, hidden 32, blobs 20 inputs / 10 classes; 10
+    parameters per canary: D >= 20000): unchanged on Fashion-MNIST (D = 25450); on the digits 12 steps per epoch
+    of 149 (T and q = 1/12 kept) and hidden ceil(19990 / 75) = 267 (D = 65 * 267 + 268 * 10 = 20035); on blobs
+    hidden ceil(19990 / 31) = 645 (1002 parameters before, 21 * 645 + 646 * 10 = 20005 now).
+    Values worked out by hand from the rules in the docstring."""
+    from dputils.audit.whitebox import fit_whitebox_sizes
+
+    book = dict(n_train=2400, batch_size=200, hidden=32, dim=20, n_classes=10, dataset="fashion-mnist")
+    monkeypatch.setenv("DPBOOK_FASHION_MNIST", str(_fake_fashion_mnist(tmp_path / "fm")))
+    fm = fit_whitebox_sizes(2000, **book)
+    assert (fm.data, fm.m, fm.n_train, fm.batch_size, fm.hidden, fm.dim, fm.n_params) == (
+        "fashion-mnist", 2000, 2400, 200, 32, 784, 25450) and fm.changes == ()
+    assert fm.kwargs() == dict(n_train=2400, batch_size=200, hidden=32, dim=784, n_classes=10)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("DPBOOK_FASHION_MNIST", str(empty))
+    if HAS_SKLEARN:
+        dg = fit_whitebox_sizes(2000, **book)
+        assert (dg.data, dg.m, dg.n_train, dg.batch_size, dg.hidden, dg.dim, dg.n_params) == (
+            "sklearn-digits", 2000, 1788, 149, 267, 64, 20035)
+        assert len(dg.changes) == 2 and "12 steps per epoch" in dg.changes[0] and "2410 parameters" in dg.changes[1]
+        # the smoke profile: 500 images fit; D >= 4000 needs hidden ceil(3990 / 75) = 54 (D = 4060)
+        small = fit_whitebox_sizes(400, **{**book, "n_train": 500, "batch_size": 50, "n_classes": 2})
+        assert (small.n_train, small.batch_size, small.hidden, small.n_params) == (500, 50, 54, 4060)
+        exact = fit_whitebox_sizes(2000, **book, params_per_canary=1)  # only distinct: 2410 >= 2000 already
+        assert (exact.hidden, exact.n_params) == (32, 2410)
+    bl = fit_whitebox_sizes(2000, **{**book, "dataset": "blobs"})
+    assert (bl.data, bl.m, bl.n_train, bl.batch_size, bl.hidden, bl.n_params) == (
+        "gaussian-blobs", 2000, 2400, 200, 645, 20005)
+    assert "1002 parameters" in bl.changes[0]
+    bl1 = fit_whitebox_sizes(2000, **{**book, "dataset": "blobs"}, params_per_canary=1)
+    assert (bl1.hidden, bl1.n_params) == (65, 2025)  # ceil(1990 / 31) = 65: the user's 1002 were too few
+    lr = fit_whitebox_sizes(2000, **{**book, "dataset": "blobs", "hidden": 0})
+    assert (lr.m, lr.hidden, lr.n_params) == (21, 0, 210)  # logistic regression: m = floor(210 / 10)
+    _hide_sklearn(monkeypatch)
+    nb = fit_whitebox_sizes(2000, **book)
+    assert (nb.data, nb.hidden, nb.dim, nb.n_params) == ("synthetic-blobs", 645, 20, 20005)
+    img = fit_whitebox_sizes(5000, **{**book, "model": "cnn"})
+    assert (img.data, img.m, img.n_train, img.changes) == ("images", 5000, 2400, ())
+    with pytest.raises(DPValueError, match="dataset"):
+        fit_whitebox_sizes(100, n_train=10, batch_size=5, hidden=1, dataset="mnist")
+    with pytest.raises(DPValueError, match="m"):
+        fit_whitebox_sizes(2000, n_train=10, batch_size=5, hidden=0, dim=1, n_classes=10, dataset="blobs")
+    with pytest.raises(DPValueError, match="params_per_canary"):
+        fit_whitebox_sizes(100, n_train=10, batch_size=5, hidden=1, params_per_canary=0.5)
+
+
+def test_fitted_sizes_run(tmp_path, monkeypatch):
+    """A run at sizes chosen by fit_whitebox_sizes on the blobs that were too small for m (the user's failure:
+    m 2000 on 1002 parameters) starts, has m distinct canaries and T = epochs * n_train / batch_size."""
+    from dputils.audit.whitebox import fit_whitebox_sizes
+
+    monkeypatch.setenv("DPBOOK_FASHION_MNIST", str(tmp_path / "none"))
+    _hide_sklearn(monkeypatch)
+    kw = dict(n_train=240, batch_size=20, hidden=32, dim=20, n_classes=10, dataset="fashion-mnist")
+    with pytest.raises(DPValueError, match="m must be <= the number of model parameters"):
+        with pytest.warns(UserWarning):
+            run_whitebox_audit(2000, epochs=1, progress=False, **kw)
+    fit = fit_whitebox_sizes(2000, **kw)
+    with pytest.warns(UserWarning, match="Gaussian blobs"):
+        run = run_whitebox_audit(fit.m, epochs=1, progress=False, **fit.kwargs(), dataset="fashion-mnist")
+    assert run.n_params == fit.n_params == 20005 and len(run.in_sums) + len(run.out_sums) == 2000
+    assert len(set(run.in_coords) | set(run.out_coords)) == 2000 and run.T == 12

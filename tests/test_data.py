@@ -157,9 +157,6 @@ def test_fashion_mnist_data_says_which_data(tmp_path):
     assert np.array_equal(again[0], Xtr) and np.array_equal(again[3], yte)  # deterministic in seed
     with pytest.raises(DPValueError, match="n_train"):
         data.fashion_mnist_data(31, 6, root=tmp_path / "fm")
-    # no files: the synthetic blobs, and the source says so
-    Xtr, ytr, Xte, yte, source = data.fashion_mnist_data(50, 10, root=tmp_path / "none", fallback_dim=5)
-    assert source == "synthetic-blobs" and Xtr.shape == (50, 5) and Xte.shape == (10, 5)
     assert not data.fashion_mnist_available(tmp_path / "none")
 
 
@@ -169,3 +166,111 @@ def test_fashion_mnist_root_env(tmp_path, monkeypatch):
     assert data.fashion_mnist_root(tmp_path / "x") == tmp_path / "x"
     monkeypatch.delenv("DPBOOK_FASHION_MNIST")
     assert str(data.fashion_mnist_root()) == data.FASHION_MNIST_DIR
+
+
+# --- the fallback chain: Fashion-MNIST -> scikit-learn's digits -> blobs ---------------------------------------
+
+@pytest.fixture
+def no_sklearn(monkeypatch):
+    """Make ``import sklearn`` (and its submodules) fail, as on a machine without scikit-learn."""
+    import builtins
+    import sys
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "sklearn" or name.startswith("sklearn."):
+            raise ImportError(f"No module named {name!r} (hidden by the test)")
+        return real_import(name, *args, **kwargs)
+
+    for mod in [m for m in sys.modules if m == "sklearn" or m.startswith("sklearn.")]:
+        monkeypatch.delitem(sys.modules, mod)
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+
+
+def _digits_csv():
+    """The digits as scikit-learn ships them (``sklearn/datasets/data/digits.csv.gz``: 64 grey levels 0..16 and
+    the label per row), read here with numpy, not through ``load_digits``."""
+    import gzip as _gzip
+    from pathlib import Path as _Path
+
+    sklearn = pytest.importorskip("sklearn")
+    raw = np.loadtxt(_gzip.open(_Path(sklearn.__file__).parent / "datasets" / "data" / "digits.csv.gz"),
+                     delimiter=",")
+    return raw[:, :64], raw[:, 64].astype(np.int64)
+
+
+def test_sklearn_digits_match_the_shipped_file():
+    levels, labels = _digits_csv()
+    X, y = data.sklearn_digits()
+    assert X.shape == (1797, 64) == levels.shape and X.dtype == np.float32 and y.dtype == np.int64
+    assert np.array_equal(X, (levels / 16).astype(np.float32)) and np.array_equal(y, labels)
+    assert X.min() == 0.0 and X.max() == 1.0 and np.bincount(y).min() >= 170  # 10 classes of about 180
+
+
+def test_digits_path_when_fashion_mnist_is_missing(tmp_path, monkeypatch):
+    """No Fashion-MNIST files in $DPBOOK_FASHION_MNIST (an empty folder) and scikit-learn importable: the
+    digits, split at random into disjoint training and test sets, and the source says so."""
+    pytest.importorskip("sklearn")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("DPBOOK_FASHION_MNIST", str(empty))
+    assert data.classification_kind() == "sklearn-digits"
+    Xtr, ytr, Xte, yte, source = data.fashion_mnist_data(1000, 797, seed=3)
+    assert source.startswith("sklearn-digits:scikit-learn ")
+    assert Xtr.shape == (1000, 64) and Xte.shape == (797, 64) and Xtr.dtype == np.float32
+    # together they are the whole set, each image exactly once (compared as (pixels, label) rows)
+    levels, labels = _digits_csv()
+    ours = np.c_[np.r_[Xtr, Xte] * 16, np.r_[ytr, yte]]
+    theirs = np.c_[levels, labels]
+    assert np.array_equal(ours[np.lexsort(ours.T[::-1])], theirs[np.lexsort(theirs.T[::-1])])
+    again = data.fashion_mnist_data(1000, 797, seed=3)
+    other = data.fashion_mnist_data(1000, 797, seed=4)
+    assert np.array_equal(again[0], Xtr) and not np.array_equal(other[0], Xtr)  # the seed picks the split
+    with pytest.raises(DPValueError, match="n_train"):
+        data.fashion_mnist_data(1500, 400)
+    plan = data.classification_plan(2500, 1000, multiple=100)
+    assert (plan.kind, plan.n_train, plan.n_test, plan.dim, plan.n_classes) == ("sklearn-digits", 1200, 597, 64, 10)
+    assert plan.resized and "digits" in plan.label and "1200 training / 597 test" in plan.label
+
+
+def test_blobs_path_without_fashion_mnist_and_sklearn(tmp_path, monkeypatch, no_sklearn):
+    monkeypatch.setenv("DPBOOK_FASHION_MNIST", str(tmp_path / "none"))
+    assert not data.digits_available() and data.sklearn_digits() is None
+    assert data.classification_kind() == "synthetic-blobs"
+    Xtr, ytr, Xte, yte, source = data.fashion_mnist_data(50, 10, fallback_dim=5)
+    assert source == "synthetic-blobs" and Xtr.shape == (50, 5) and Xte.shape == (10, 5)
+    Xb, yb = data.gaussian_blobs(60, dim=5, n_classes=2, seed=0)
+    a, b, c, d = data.train_test_split(Xb, yb, 50, seed=0)
+    assert np.array_equal(Xtr, a) and np.array_equal(yte, d)
+    plan = data.classification_plan(2500, 1000, multiple=100, fallback_dim=7, fallback_classes=3)
+    assert (plan.kind, plan.n_train, plan.n_test, plan.dim, plan.n_classes) == ("synthetic-blobs", 2500, 1000, 7, 3)
+    assert not plan.resized
+
+
+def test_fashion_mnist_path_wins_over_digits(tmp_path, monkeypatch):
+    _write_fashion_like(tmp_path / "fm", n_train=30, n_test=10, seed=1)
+    monkeypatch.setenv("DPBOOK_FASHION_MNIST", str(tmp_path / "fm"))
+    assert data.classification_kind() == "fashion-mnist"
+    plan = data.classification_plan(25, 8, multiple=5)
+    assert (plan.kind, plan.n_train, plan.n_test, plan.dim, plan.n_classes) == ("fashion-mnist", 25, 8, 784, 10)
+    assert data.fashion_mnist_data(25, 8)[4] == f"fashion-mnist:{tmp_path / 'fm'}"
+
+
+def test_fit_split():
+    # Fashion-MNIST (separate pools) and blobs (unlimited): as asked
+    assert data.fit_split(2500, 1000, "fashion-mnist", 100) == (2500, 1000)
+    assert data.fit_split(10 ** 6, 5, "synthetic-blobs") == (10 ** 6, 5)
+    # digits: as asked when they fit the 1797 images ...
+    assert data.fit_split(1000, 500, "sklearn-digits", 100) == (1000, 500)
+    assert data.fit_split(1000, 797, "sklearn-digits") == (1000, 797)
+    # ... else scaled by 1797/3500: 2500 -> 1283.6 -> 1200 (multiple of 100), the other 597 for the test
+    assert data.fit_split(2500, 1000, "sklearn-digits", 100) == (1200, 597)
+    assert data.fit_split(2500, 1000, "sklearn-digits") == (1283, 514)
+    assert data.fit_split(100, 5000, "sklearn-digits", 50) == (50, 1747)  # at least one multiple
+    with pytest.raises(DPValueError, match="kind"):
+        data.fit_split(10, 10, "mnist")
+    with pytest.raises(DPValueError, match="multiple"):
+        data.fit_split(3000, 10, "sklearn-digits", 1797)
+    with pytest.raises(DPValueError, match="kind"):
+        data.classification_label("cifar")

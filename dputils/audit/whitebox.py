@@ -34,7 +34,8 @@ import numpy as np
 from ..errors import (DPValueError, check_choice, check_delta, check_nonnegative_int, check_positive,
                       check_positive_int, check_probability)
 
-__all__ = ["WhiteboxRun", "run_whitebox_audit", "audit_whitebox"]
+__all__ = ["WhiteboxRun", "run_whitebox_audit", "audit_whitebox", "WhiteboxSizes", "fit_whitebox_sizes",
+           "mlp_parameter_count"]
 
 
 class ScoreSums:
@@ -78,7 +79,8 @@ class WhiteboxRun(ScoreSums):
     noise_multiplier_scale: float = 1.0  # actual noise std / (C sigma); 1 for a correct run
     history: list[dict[str, float]] = field(default_factory=list)
     model: str = "mlp"  # the trained network (dputils.training.models)
-    data: str = "gaussian-blobs"  # what it was trained on: gaussian-blobs, cifar10:FOLDER or synthetic-images
+    data: str = "gaussian-blobs"  # what it was trained on: gaussian-blobs, fashion-mnist:FOLDER,
+    # sklearn-digits:VERSION, cifar10:FOLDER or synthetic-images
 
     @property
     def expected_shift(self) -> float:
@@ -99,6 +101,113 @@ def check_canary_run(m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_i
     return (m, check_positive("sigma", sigma), check_positive("clip", clip), epochs, batch_size, n_train,
             check_positive("lr", lr), check_delta(delta),
             check_probability("p_in", p_in, allow_zero=False, allow_one=False))
+
+
+def mlp_parameter_count(dim: int, n_classes: int, hidden: int) -> int:
+    """Parameters of :func:`dputils.training.make_mlp`: ``(dim + 1) hidden + (hidden + 1) n_classes`` with a
+    hidden layer, ``(dim + 1) n_classes`` for logistic regression (``hidden = 0``)."""
+    dim = check_positive_int("dim", dim)
+    n_classes = check_positive_int("n_classes", n_classes)
+    hidden = check_nonnegative_int("hidden", hidden)
+    return (dim + 1) * hidden + (hidden + 1) * n_classes if hidden else (dim + 1) * n_classes
+
+
+@dataclass(frozen=True)
+class WhiteboxSizes:
+    """Sizes of a white-box run that fit its data (:func:`fit_whitebox_sizes`)."""
+
+    data: str  # fashion-mnist, sklearn-digits, synthetic-blobs (the fallback), gaussian-blobs, or images
+    m: int
+    n_train: int
+    batch_size: int
+    hidden: int
+    dim: int
+    n_classes: int
+    n_params: int | None  # of the MLP (None for the image models)
+    changes: tuple[str, ...] = ()  # one sentence per size changed from the request, with the reason
+
+    def kwargs(self) -> dict:
+        """The keyword arguments of :func:`run_whitebox_audit` these sizes set (``m`` is positional)."""
+        return dict(n_train=self.n_train, batch_size=self.batch_size, hidden=self.hidden, dim=self.dim,
+                    n_classes=self.n_classes)
+
+
+def fit_whitebox_sizes(m: int, *, n_train: int, batch_size: int, hidden: int, dim: int = 20, n_classes: int = 10,
+                       model: str = "mlp", dataset: str = "blobs", params_per_canary: float = 10.0) -> WhiteboxSizes:
+    """Sizes for :func:`run_whitebox_audit` that fit the data the run will get; the requested ones when they fit
+    (always so on Fashion-MNIST at the book's profiles).
+
+    The data: ``dataset="fashion-mnist"`` gets Fashion-MNIST, else scikit-learn's digits, else blobs
+    (:func:`dputils.data.classification_kind`), with their input dimension and classes (784/10, 64/10; the blobs
+    keep ``dim``/``n_classes``); ``dataset="blobs"`` gets blobs. Two rules, applied in this order:
+
+    1. *Training points.* The digits hold N = 1796 training images (one of the 1797 is drawn as the unused test
+       point). When ``n_train > N`` the number of steps per epoch ``k = max(1, round(n_train / batch_size))`` is
+       kept and ``batch_size' = floor(N / k)``, ``n_train' = k batch_size'``: T is unchanged and ``q' = 1 / k``
+       (equal to q when ``n_train`` was a multiple of ``batch_size``), so the PLD epsilon is the same.
+    2. *Room for the canaries.* Distinct Dirac canaries need ``m <= D``, D the MLP's parameters
+       (:func:`mlp_parameter_count`), and the scores stay close to Model 1 only when the canaries are a small
+       fraction of the coordinates: ``D >= r m`` with ``r = params_per_canary`` (default 10; the book's
+       Fashion-MNIST run has D / m = 25450 / 2000 = 12.7). Each example's clipped gradient (norm <= C) is spread
+       over D coordinates, so the background gradients that training adds at a canary's coordinate shrink as D
+       grows. Measured at the book's profile on the digits (m 2000, T 1200, q 1/12, sigma 2): with D = 2410 the
+       OUT scores' sd was 3.09 against sigma C = 2 and the run with the noise divided by 4 was *not* flagged
+       (Gaussian bound 4.7 < the claimed 7.42); with D = 20035 the sd was 2.17 and it was flagged (15.9).
+       When ``D < r m`` the hidden layer is widened to the smallest ``h`` with
+       ``(dim + 1) h + (h + 1) n_classes >= ceil(r m)``, i.e. ``h = ceil((ceil(r m) - n_classes) / (dim + 1 +
+       n_classes))``, so the audit keeps its m canaries; logistic regression (``hidden = 0``) has no layer to
+       widen and keeps its architecture with ``m' = floor(D / r)`` canaries.
+
+    The image models (``"cnn"``, ``"wrn16-4"``) are returned unchanged (their data are CIFAR-10 or synthetic
+    images of any size). ``changes`` says, per changed size, what and why."""
+    from .. import data
+    from ..training.models import MODELS
+
+    m = check_positive_int("m", m)
+    n_train = check_positive_int("n_train", n_train)
+    batch_size = check_positive_int("batch_size", batch_size)
+    hidden = check_nonnegative_int("hidden", hidden)
+    dim = check_positive_int("dim", dim)
+    n_classes = check_positive_int("n_classes", n_classes)
+    check_choice("model", model, MODELS)
+    check_choice("dataset", dataset, ("blobs", "fashion-mnist"))
+    if model != "mlp":
+        return WhiteboxSizes("images", m, n_train, batch_size, hidden, dim, n_classes, None)
+    kind = data.classification_kind() if dataset == "fashion-mnist" else "gaussian-blobs"
+    if kind in ("fashion-mnist", "sklearn-digits"):
+        dim, n_classes = (784, 10) if kind == "fashion-mnist" else (64, 10)
+    changes = []
+    n_max = {"fashion-mnist": 60000, "sklearn-digits": data.DIGITS_SIZE - 1}.get(kind)
+    if n_max is not None and n_train > n_max:
+        k = max(1, round(n_train / batch_size))
+        b = n_max // k
+        if b < 1:
+            raise DPValueError(f"batch_size {batch_size} with n_train {n_train} gives {k} steps per epoch, more "
+                               f"than the {n_max} training points of {kind}")
+        changes.append(f"n_train {n_train} -> {k * b} and batch_size {batch_size} -> {b} ({kind} has {n_max} "
+                       f"training points; {k} steps per epoch kept, q = {b / (k * b):.4g})")
+        n_train, batch_size = k * b, b
+    r = check_positive("params_per_canary", params_per_canary)
+    if r < 1:
+        raise DPValueError(f"params_per_canary must be >= 1 (distinct Dirac canaries), got {params_per_canary}")
+    D = mlp_parameter_count(dim, n_classes, hidden)
+    need = math.ceil(r * m)
+    if D < need:
+        if hidden:
+            h = -(-(need - n_classes) // (dim + 1 + n_classes))  # ceil
+            D_new = mlp_parameter_count(dim, n_classes, h)
+            changes.append(f"hidden {hidden} -> {h} ({D} parameters on {dim} inputs are fewer than {r:g} per "
+                           f"canary for m = {m} Dirac canaries; now {D_new})")
+            hidden, D = h, D_new
+        else:
+            m_new = math.floor(D / r)
+            if m_new < 4:
+                raise DPValueError(f"m: logistic regression on {dim} inputs has {D} parameters, room for "
+                                   f"{m_new} canaries at {r:g} parameters each, fewer than the 4 an audit needs")
+            changes.append(f"m {m} -> {m_new} (logistic regression on {dim} inputs has {D} parameters, "
+                           f"{r:g} per canary)")
+            m = m_new
+    return WhiteboxSizes(kind, m, n_train, batch_size, hidden, dim, n_classes, D, tuple(changes))
 
 
 def run_whitebox_audit(
@@ -127,9 +236,11 @@ def run_whitebox_audit(
 ) -> WhiteboxRun:
     """Train with DP-SGD (Poisson, individual clipping) with ``m`` Dirac gradient canaries and return their
     scores (see the module docstring). The data for ``model="mlp"`` are :func:`dputils.data.gaussian_blobs`
-    (``dataset="blobs"``) or ``n_train`` random Fashion-MNIST training images, flattened to 784 inputs
-    (``dataset="fashion-mnist"``, :func:`dputils.data.fashion_mnist_data`; blobs with a warning when the files
-    are missing);
+    (``dataset="blobs"``) or, for ``dataset="fashion-mnist"``, the best data at hand
+    (:func:`dputils.data.fashion_mnist_data`): ``n_train`` random Fashion-MNIST training images, flattened to 784
+    inputs; without the files, with a warning, ``n_train`` random images of scikit-learn's handwritten digits (64
+    inputs, ``n_train <= 1796``); without scikit-learn, with a warning, blobs. :func:`fit_whitebox_sizes`
+    chooses ``n_train``, ``batch_size``, ``hidden`` and ``m`` that fit the data a run will get;
     for the image models (``"cnn"``, ``"wrn16-4"``, the paper's WideResNet-16-4) the first ``n_train`` CIFAR-10
     training images of ``data_dir`` when it holds a CIFAR-10 python folder, else CIFAR-shaped synthetic images
     (:func:`dputils.data.image_data`; the run's ``data`` field says which).
@@ -150,8 +261,9 @@ def run_whitebox_audit(
         data_dir: CIFAR-10 python folder for the image models (``~`` is expanded); None or missing: synthetic.
         microbatch: per-sample gradients in chunks of this many examples (0: the whole batch at once); needed
             for WRN-16-4 at the paper's batch of 4096 (:class:`dputils.training.DPSGDConfig`).
-        dataset: ``"blobs"`` or ``"fashion-mnist"`` (the MLP's data; ``dim`` and ``n_classes`` are then 784 and
-            10). The run's ``data`` field says what was used, including a fallback.
+        dataset: ``"blobs"`` or ``"fashion-mnist"`` (the MLP's data; ``dim`` and ``n_classes`` are then those of
+            the data found: 784 and 10, or 64 and 10 for the digits). The run's ``data`` field says what was used,
+            including a fallback.
     """
     import torch
 
@@ -173,16 +285,22 @@ def run_whitebox_audit(
     q = batch_size / n_train
     T = epochs * max(1, round(n_train / batch_size))
     check_choice("dataset", dataset, ("blobs", "fashion-mnist"))
-    if model == "mlp" and dataset == "fashion-mnist" and data.fashion_mnist_available():
+    kind = data.classification_kind() if model == "mlp" and dataset == "fashion-mnist" else None
+    if kind in ("fashion-mnist", "sklearn-digits"):
         X, y, _, _, source = data.fashion_mnist_data(n_train, 1, seed=seed)
         dim, n_classes = X.shape[1], 10
+        if kind == "sklearn-digits":
+            warnings.warn(f"Fashion-MNIST not found in {data.fashion_mnist_root()}: training on scikit-learn's "
+                          f"handwritten digits ({data.DIGITS_SIZE} 8x8 images; Debian: apt-get install "
+                          "dataset-fashion-mnist)", stacklevel=2)
     elif model == "mlp":
         X, y = data.gaussian_blobs(n_train, dim=dim, n_classes=n_classes, seed=seed)
         source = "gaussian-blobs"
         if dataset == "fashion-mnist":
-            source += f" (Fashion-MNIST not found in {data.fashion_mnist_root()})"
-            warnings.warn(f"Fashion-MNIST not found in {data.fashion_mnist_root()}: training on Gaussian blobs "
-                          "(Debian: apt-get install dataset-fashion-mnist)", stacklevel=2)
+            source += " (no Fashion-MNIST files, no scikit-learn)"
+            warnings.warn(f"Fashion-MNIST not found in {data.fashion_mnist_root()} and scikit-learn not importable: "
+                          "training on Gaussian blobs (Debian: apt-get install dataset-fashion-mnist; or pip "
+                          "install scikit-learn for its handwritten digits)", stacklevel=2)
     else:
         folder = None if not data_dir else Path(data_dir).expanduser()
         X, y, source = data.image_data(folder, n_train, seed=seed)
