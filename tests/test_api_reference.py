@@ -315,7 +315,7 @@ def test_accountant_kinds_on_the_page():
     from dputils.mechanisms import GaussianMechanism, SubsampledGaussianMechanism
 
     page = (BOOK / "api_accountants.md").read_text()
-    row = {m.group(1): m.group(2) for m in re.finditer(r"^\| \{py:class\}`~[\w.]+` \| `([\w-]+)`[^|]*\| (.*) \|$",
+    row = {m.group(1): m.group(2) for m in re.finditer(r"^\| `([\w-]+)`[^|]*\{py:class\}`~[\w.]+`\) \| (.*) \|$",
                                                        page, flags=re.M)}
     gauss, sub = GaussianMechanism(2.0), SubsampledGaussianMechanism(1.0, 0.01)
     kinds = {
