@@ -11,12 +11,16 @@ Two pieces, registered by :func:`setup` (``_config.yml``: ``sphinx: local_extens
 * an ``autodoc-process-docstring`` hook, :func:`escape_docstring`, for docstrings written in plain-text
   maths rather than reStructuredText: ``|x|`` is escaped (our docstrings use no substitutions), a ``*`` that
   starts no emphasis is escaped, a backquote with no partner is escaped, a trailing ``word_`` is not a link,
-  MyST roles ``{cite}`key``` become ``:cite:`key```, and an indented block laid out in columns (an
-  algorithm, an aligned formula) after a line ending in ``:`` is shown as a literal block. Inline literals
-  (````x````), roles (``:math:`x```), interpreted text, literal blocks, directives and doctests are left as
-  they are.
+  MyST roles ``{cite}`key``` become ``:cite:`key```, a word with TeX-like scripts (``e^{eps - l_j}``) is
+  shown as an inline literal, an inline literal with a space before its end is repaired, an indented block
+  laid out in columns (an algorithm, an aligned formula) after a line ending in ``:`` is shown as a literal
+  block, and a ``.. math::`` written over several source lines is displayed over those lines (MathJax does
+  not break a wide formula). Inline literals (````x````), roles (``:math:`x```), interpreted text, literal
+  blocks, other directives and doctests are left as they are.
 
-Nothing is written to the source tree: the pages are rendered from the directive at every build.
+Nothing is written to the source tree: the pages are rendered from the directive at every build
+(``autosummary_generate`` is off; no stub files). ``static/dpapi.css`` fits wide literal blocks, long
+inline literals and the summary tables into the content column.
 """
 
 from __future__ import annotations
