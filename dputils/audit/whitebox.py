@@ -246,7 +246,7 @@ def run_whitebox_audit(
     (:func:`dputils.data.image_data`; the run's ``data`` field says which).
 
     Args:
-        m: number of canaries (distinct coordinates, so ``m <= `` number of model parameters).
+        m: number of canaries (distinct coordinates, so at most the number of model parameters).
         sigma: noise multiplier claimed to the accountant; clip: clipping norm C.
         epochs, batch_size, n_train: ``q = batch_size / n_train`` and ``T = epochs * round(n_train / batch_size)``.
         dim, n_classes, hidden: the data (blobs in R^dim) and the model (:func:`dputils.training.make_mlp`).

@@ -123,6 +123,10 @@ class DPSGDConfig:
 
 @dataclass
 class RoundInfo:
+    """What a training hook sees after each round: the epoch, the round t (from 0 over all epochs), the round's
+    sample indices (sub-batches of shape (m, s), or (k,) under Poisson sampling) and, where the hook asks for
+    them, the clipped sum U, the released noisy sum Ubar and the flat parameters w before the update."""
+
     epoch: int
     round: int  # t, counted from 0 over all epochs
     indices: torch.Tensor  # the round's sample indices, grouped as sub-batches (m, s) or (k,) for poisson
@@ -133,6 +137,10 @@ class RoundInfo:
 
 @dataclass
 class TrainResult:
+    """The result of :func:`train`: the trained model, the evaluation history (one dict per evaluation), the
+    ratio ||noise|| / ||U|| of each round, the number of rounds, the configuration and the clipped-sum path
+    that ran (``"ghost"`` or ``"vmap"``); ``final`` is the last evaluation."""
+
     model: nn.Module
     history: list[dict[str, float]] = field(default_factory=list)
     noise_to_signal: list[float] = field(default_factory=list)  # ||noise|| / ||U|| per round
@@ -210,6 +218,7 @@ def clip_rows(G: torch.Tensor, clip: float) -> torch.Tensor:
 
 @torch.no_grad()
 def evaluate(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
+    """The mean cross-entropy loss and the accuracy of ``model`` on ``(X, y)``, as floats."""
     out = model(X)
     return {"loss": float(nn.functional.cross_entropy(out, y)), "accuracy": float((out.argmax(1) == y).float().mean())}
 

@@ -264,6 +264,9 @@ class FTRLStep:
 
 @dataclass
 class FTRLResult:
+    """The result of :func:`train_ftrl`: the trained model, the evaluation history, the number of steps, the
+    configuration, the wall time and the clipped-sum path that ran (``"ghost"`` or ``"vmap"``)."""
+
     model: nn.Module
     history: list[dict[str, float]] = field(default_factory=list)
     steps: int = 0
