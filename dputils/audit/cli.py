@@ -7,9 +7,11 @@ prints one JSON object with ``epsilon_lower`` (the 1 - alpha empirical lower bou
 fitted parameters and the seconds it took. Scores are read from ``.npy`` files or from text files
 (one number per line, or whitespace/comma separated). Higher scores must mean "more likely IN".
 ``--claimed-epsilon`` adds ``violation`` (true when the lower bound exceeds the claim). The output is
-strict JSON: a bound that cannot be given (or is infinite) is null. Bad input (a missing file, a
-directory, complex, 2-D or non-numeric ``.npy`` scores, constant scores for the Gaussian auditor, a
-bootstrap too large for this machine) exits 2 with one line naming the option; numerical failure exits 3.
+strict JSON: a bound that cannot be given (or is infinite) is null. Bad input (a missing file, an empty
+path, a directory, a FIFO or a device, complex, 2-D or non-numeric ``.npy`` scores, constant scores for the
+Gaussian auditor, a score file or a bootstrap too large for this machine's memory, a threshold audit over
+the work limit) exits 2 with one line naming the option; numerical failure exits 3. Sizes are estimated
+before anything is read or run (:mod:`dputils.resources`).
 
 The lead wires :func:`add_arguments` and :func:`run` into ``python -m dputils``; until then
 ``python -m dputils.audit ...`` runs the same command.
