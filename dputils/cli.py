@@ -87,6 +87,22 @@ def _float(s: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
 
 
+def _count(s: str) -> int | float:
+    """A count as written: ``9007199254740993`` stays that integer (``float`` would round it to ...992);
+    other numbers (``1e3``, ``2.5``, ``-inf``) are read as floats for the range checks to report."""
+    try:
+        return int(s.strip().replace("_", "")) if s.strip().lstrip("+-").replace("_", "").isdigit() else float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+
+
+#: The largest ``--steps``: 2^53, the last integer every accountant's floating-point arithmetic holds exactly.
+MAX_STEPS = 2**53
+#: The coarsest ``--discretization`` (privacy-loss grid width) accepted: wider grids give vacuous bounds and,
+#: past about 709, overflow ``exp``.
+MAX_DISCRETIZATION = 1.0
+
+
 # ---------------------------------------------------------------------------------------------- strict JSON
 def jsonable(obj: Any) -> Any:
     """``obj`` with numpy scalars/arrays, tuples and paths made plain, and every non-finite float (an
@@ -125,7 +141,7 @@ _COMMON_HELP = {
     "sigma": "noise multiplier (std / sensitivity), > 0; gaussian and subsampled-gaussian",
     "q": "Poisson sampling probability in (0, 1]; subsampled-gaussian only",
     "scale": "Laplace scale, > 0; laplace only",
-    "steps": "number of compositions, an integer >= 1 (default 1)",
+    "steps": f"number of compositions, an integer in [1, 2^53 = {MAX_STEPS}] (default 1)",
     "direction": "neighbouring direction: both (default: the worse of add and remove), add or remove",
 }
 
@@ -137,7 +153,7 @@ def _add_common_accounting(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sigma", type=_float, default=None, help=_COMMON_HELP["sigma"])
     p.add_argument("--q", type=_float, default=None, help=_COMMON_HELP["q"])
     p.add_argument("--scale", type=_float, default=None, help=_COMMON_HELP["scale"])
-    p.add_argument("--steps", type=_float, default=None, help=_COMMON_HELP["steps"])
+    p.add_argument("--steps", type=_count, default=None, help=_COMMON_HELP["steps"])
     p.add_argument("--direction", default=None, choices=["both", "add", "remove"], help=_COMMON_HELP["direction"])
 
 
@@ -169,6 +185,14 @@ def _validate_common(args: argparse.Namespace, spec) -> None:
     if args.scale is not None:
         check_positive("scale", args.scale)
     args.steps = 1 if args.steps is None else check_positive_int("steps", args.steps)
+    if args.steps > MAX_STEPS:
+        raise DPValueError(f"steps must be at most 2^53 = {MAX_STEPS} (exact in floating point), got {args.steps}")
+    h = getattr(args, "discretization", None)
+    if h is not None:
+        check_positive("discretization", h)
+        if not h <= MAX_DISCRETIZATION:
+            raise DPValueError(f"discretization must be in (0, {MAX_DISCRETIZATION:g}] (the privacy-loss grid "
+                               f"width; default 1e-4), got {h!r}")
     if args.direction is None:
         args.direction = "both"
     if spec.uses_mechanism and args.mechanism is None:

@@ -21,6 +21,14 @@ are moved into place with ``os.replace`` only when the whole notebook succeeded.
 last good copy and results untouched and keeps its own executed copy in staging for inspection; the
 report gives the notebook, the code cell, the source line (``notebooks/NAME.md:LINE``) and the exception.
 ``results.load`` inside a staged notebook falls back to the published results (``DPBOOK_RESULTS_PUBLISHED``).
+Publishing is all or nothing (:func:`publish_atomically`): every file is first put beside its destination
+under a hidden name and the old files are backed up, then the renames run, the notebook last; a failure
+at any step leaves the old notebook and its results in place. A pool worker whose run was killed
+(``kill -9``) notices within a second, publishes nothing and exits with its kernel; staging folders of
+killed runs (their process gone) are removed when the next run starts.
+
+Each profile's values for a notebook are checked against the notebook's ``parameters`` cell before
+anything runs (names declared, values of the declared types: :func:`dputils.sweep.check_parameters`).
 
 The executed copy shows the parameters once: the ``parameters`` cell is rewritten with this run's values
 (values set by the profile say ``[default ...]``) and papermill's ``injected-parameters`` cell, which
@@ -41,6 +49,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -104,10 +113,22 @@ def load_profile(profile: str, root: Path | None = None) -> dict[str, dict[str, 
         p = root / "params" / f"{name}.yml"
         if not p.is_file():
             return {}
-        data = yaml.safe_load(p.read_text()) or {}
+        try:
+            data = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            at = f" at line {mark.line + 1}" if mark is not None else ""
+            raise ValueError(f"{p}: not valid YAML{at} ({getattr(exc, 'problem', None) or 'parse error'})") from None
+        except (UnicodeDecodeError, RecursionError):
+            raise ValueError(f"{p}: not a readable YAML text file") from None
         if not isinstance(data, dict):
             raise ValueError(f"{p}: expected a mapping of notebook -> parameters")
-        return {k: (v or {}) for k, v in data.items()}
+        out = {}
+        for k, v in data.items():
+            if v is not None and not isinstance(v, dict):
+                raise ValueError(f"{p}: {k} must map parameter names to values, got {type(v).__name__}")
+            out[k] = v or {}
+        return out
 
     params = read(profile)
     if profile == "paper":
@@ -436,9 +457,154 @@ def _move_into_place(src: Path, dst: Path) -> None:
         os.unlink(src)
 
 
+def publish_atomically(moves: Sequence[tuple[Path | None, Path]], tag: str | None = None) -> None:
+    """Put each ``src`` at its ``dst`` (``src`` None: remove ``dst``), all or nothing.
+
+    1. prepare: each ``src`` is moved (a rename; across file systems a copy) to ``.NAME.TAG.new`` beside its
+       ``dst``; 2. back up: each existing ``dst`` is hard-linked (else copied) to ``.NAME.TAG.old``; 3. commit:
+       ``os.replace`` of each ``.new`` onto its ``dst`` (a rename within one folder), in the order given (the
+       notebook last); 4. the backups are removed. A failure in 1 or 2 changes no ``dst``; a failure in 3
+       restores the destinations already replaced from their backups. The error is raised again (OSError).
+    """
+    tag = tag or f"{os.getpid()}.{time.time_ns()}"
+    prepared: list[tuple[Path | None, Path | None, Path]] = []  # (src, tmp, dst)
+    backups: dict[Path, Path] = {}
+    done: list[tuple[Path | None, Path]] = []
+    try:
+        for src, dst in moves:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if src is None:
+                prepared.append((None, None, dst))
+                continue
+            tmp = dst.with_name(f".{dst.name}.{tag}.new")
+            _move_into_place(src, tmp)
+            prepared.append((src, tmp, dst))
+        for _, _, dst in prepared:
+            if dst.exists():
+                bak = dst.with_name(f".{dst.name}.{tag}.old")
+                try:
+                    os.link(dst, bak)
+                except OSError:
+                    shutil.copy2(dst, bak)
+                backups[dst] = bak
+        for src, tmp, dst in prepared:
+            if tmp is None:
+                if dst.exists():
+                    os.unlink(dst)
+            else:
+                os.replace(tmp, dst)
+            done.append((src, dst))
+    except BaseException:
+        for src, dst in reversed(done):  # undo the commits: the new file back to staging, the old one back
+            try:
+                if src is not None:
+                    os.replace(dst, src)
+                if dst in backups:
+                    os.replace(backups.pop(dst), dst)
+            except OSError:
+                pass
+        for src, tmp, _ in prepared:  # the staged files go back where they were, for inspection
+            if tmp is not None and src is not None and tmp.exists():
+                try:
+                    os.replace(tmp, src)
+                except OSError:
+                    pass
+        raise
+    finally:
+        for bak in backups.values():
+            try:
+                os.unlink(bak)
+            except OSError:
+                pass
+
+
+#: The pid of the process that started this pool worker (set by :func:`_watch_owner`); None outside pools.
+_OWNER: int | None = None
+
+
+def owner_gone() -> bool:
+    """True in a pool worker whose starting run has died (the worker was re-parented)."""
+    return _OWNER is not None and os.getppid() != _OWNER
+
+
+def _kill_descendants() -> None:
+    """SIGKILL this process's children and their children (the notebook kernels), read from /proc."""
+    import signal
+
+    me = os.getpid()
+    parents: dict[int, int] = {}
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            stat_text = (d / "stat").read_text()
+            parents[int(d.name)] = int(stat_text.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    mine, frontier = set(), {me}
+    while frontier:
+        kids = {pid for pid, pp in parents.items() if pp in frontier and pid not in mine}
+        mine |= kids
+        frontier = kids
+    for pid in mine:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _watch_owner(owner: int, interval: float = 0.5) -> None:
+    """Pool initializer: remember the run's pid and start a daemon thread that, once that process is gone
+    (``kill -9``), kills this worker's kernels and ends the worker without publishing anything."""
+    global _OWNER
+    _OWNER = owner
+
+    def watch() -> None:
+        while not owner_gone():
+            time.sleep(interval)
+        _kill_descendants()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="dputils-owner-watch", daemon=True).start()
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (on this machine)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+_RUN_ID = re.compile(r"^\d{8}-\d{6}-(\d+)$")
+FINISHED_MARK = ".finished"
+
+
+def clean_stale_staging(staging_root: Path) -> list[Path]:
+    """Remove the staging folders (``_build/staging/<date>-<time>-<pid>``) of runs that were killed: their
+    process is gone and they never marked themselves finished. Folders of live runs, and of finished runs
+    (they keep failed notebooks' copies for inspection), stay. Returns the folders removed."""
+    removed = []
+    for d in sorted(staging_root.glob("*")):
+        m = _RUN_ID.match(d.name)
+        if not m or not d.is_dir() or (d / FINISHED_MARK).exists():
+            continue
+        pid = int(m.group(1))
+        if pid == os.getpid() or pid_alive(pid):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed
+
+
 def run_staged(source: Path, methods_dir: Path, results_dir: Path, parameters: dict[str, Any],
-               timeout: int, staging: Path, root: Path, profile: str | None = None) -> dict[str, Any]:
-    """Execute into ``staging/NAME/`` and publish the copy and its results only if the notebook passed."""
+               timeout: int, staging: Path, root: Path, profile: str | None = None,
+               replace_results: bool = False) -> dict[str, Any]:
+    """Execute into ``staging/NAME/`` and publish the copy and its results (:func:`publish_atomically`) only if
+    the notebook passed, and only while the run that started this worker is alive. ``replace_results``: the
+    results folder belongs to this notebook alone (a sweep point), so result files the new run did not write
+    are removed in the same publish."""
     name = source.stem
     stage = staging / name
     if stage.exists():
@@ -451,13 +617,21 @@ def run_staged(source: Path, methods_dir: Path, results_dir: Path, parameters: d
     if not report["ok"]:
         report["output"] = str(staged_nb)
         return report
+    if owner_gone():
+        report.update(ok=False, error=f"not published: the run that started it (pid {_OWNER}) is gone",
+                      output=str(staged_nb))
+        return report
+    new = sorted(stage_results.glob("*.json"))
+    moves: list[tuple[Path | None, Path]] = [(f, results_dir / f.name) for f in new]
+    if replace_results:
+        names = {f.name for f in new}
+        moves += [(None, f) for f in sorted(results_dir.glob("*.json")) if f.name not in names]
+    moves.append((staged_nb, methods_dir / f"{name}.ipynb"))
     try:
-        for f in sorted(stage_results.glob("*.json")):
-            _move_into_place(f, results_dir / f.name)
-        _move_into_place(staged_nb, methods_dir / f"{name}.ipynb")
+        publish_atomically(moves)
         shutil.rmtree(stage, ignore_errors=True)
     except OSError as exc:
-        report.update(ok=False, error=f"publishing failed: {exc}", output=str(staged_nb))
+        report.update(ok=False, error=f"publishing failed (nothing replaced): {exc}", output=str(staged_nb))
         return report
     report["output"] = str(methods_dir / f"{name}.ipynb")
     return report
@@ -518,10 +692,13 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
         sources = [p for p in sources if p.stem in only]
     if not sources:
         raise ValueError(f"no notebooks to run ({root / 'notebooks'} has no *.md)")
+    params = check_profile(params, sources, profile)
     m_dir, r_dir = output_dirs(profile, root, output)
     m_dir, r_dir = out_dir or m_dir, results_dir or r_dir
     run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
     staging = root / "_build" / "staging" / run_id
+    for d in clean_stale_staging(staging.parent):
+        _say(f"removed the staging folder of a killed run: {_rel(d, root)}")
     n, workers = len(sources), max(1, min(jobs, len(sources)))
     _say(f"running {_plural(n, 'notebook')} (profile {profile}, {_plural(workers, 'job')}): "
          f"notebooks -> {_rel(m_dir, root)}, results -> {_rel(r_dir, root)}")
@@ -532,7 +709,7 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
     pending = sorted(sources, key=lambda p: p.stat().st_size, reverse=True) if workers > 1 else list(sources)
     started: dict[Future, tuple[str, float, int]] = {}
     last_beat = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=_watch_owner, initargs=(os.getpid(),)) as pool:
         while pending or started:
             while pending and len(started) < workers:
                 src = pending.pop(0)
@@ -565,10 +742,31 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
         staging.rmdir()  # empty when everything passed
         staging.parent.rmdir()
     except OSError:
-        pass
+        if staging.is_dir():  # failed notebooks' copies stay for inspection; not a killed run's leftovers
+            (staging / FINISHED_MARK).touch()
     failed = [r for r in reports if not r["ok"]]
     _say(f"{len(reports) - len(failed)} passed, {len(failed)} failed in {time.perf_counter() - t_all:.1f} s")
     return reports
+
+
+def check_profile(params: dict[str, dict[str, Any]], sources: Sequence[Path], profile: str) -> dict[str, dict[str, Any]]:
+    """The profile's values for each notebook in ``sources``, checked against the notebook's ``parameters``
+    cell with :func:`dputils.sweep.check_parameters` (the sweep's check): a name the notebook does not declare,
+    or a value not of the declared type (``steps: 'abc'``, ``.nan``), is refused before anything runs."""
+    from .sweep import check_parameters, declared_parameters
+
+    out = dict(params)
+    for src in sources:
+        values = params.get(src.stem)
+        if not values:
+            continue
+        where = f"params/{profile}.yml: {src.stem}"
+        try:
+            declared = declared_parameters(src)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        out[src.stem] = check_parameters(values, declared, src, where)
+    return out
 
 
 def run_notebooks(profile: str = "full", only: list[str] | None = None, jobs: int = 2, timeout: int = 3600,
@@ -624,15 +822,9 @@ def build_book(root: Path | None = None) -> int:
 # --------------------------------------------------------------------------- command line
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that exits 2 with one line (no usage dump) on errors."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"error: {message}\n")
-        raise SystemExit(2)
-
-
 def _parser(command: str) -> argparse.ArgumentParser:
+    from .cli import _Parser  # one line on errors, no abbreviations, an option given twice refused
+
     p = _Parser(prog=f"python -m dputils {command}",
                 description="execute the notebooks" + (", then build the book" if command == "book" else ""))
     p.add_argument("--profile", default="full", choices=PROFILES, help="parameter profile (default full)")
@@ -664,6 +856,9 @@ def cli_main(command: str, argv: Sequence[str]) -> int:
         args = _parser(command).parse_args(list(argv))
     except SystemExit as exc:
         return int(exc.code or 0)
+    except ValueError as exc:  # an option given twice (--profile smoke --profile full)
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
     try:
         if args.jobs < 1:
             raise ValueError(f"jobs must be >= 1, got {args.jobs}")

@@ -15,23 +15,29 @@ The grid file is YAML with exactly one of two keys::
 Every parameter must be declared in the notebook's ``parameters`` cell (as papermill's ``inspect_notebook``
 reads it) and have the declared type (``int``, ``float`` (an integer is accepted and made a float),
 ``bool``, ``str``, ``list``, ``dict``); a bad grid file is refused with one line before anything runs.
-``--profile P`` starts each point from ``params/P.yml``'s values for the notebook; the point's own values
-override them.
+``--profile P`` starts each point from ``params/P.yml``'s values for the notebook (checked the same way); the
+point's own values override them. Limits, checked before anything is expanded or run: a grid file whose YAML
+aliases would expand to more than :data:`MAX_GRID_ITEMS` values, and a sweep of more than :data:`MAX_POINTS`
+points, are refused (exit 2, naming the limit).
 
 Each point runs through :func:`dputils.run.run_staged` (staged, atomic, the failing cell and line reported)
 into ``sweeps/NAME/<point-id>/``: the executed ``NOTEBOOK.ipynb``, ``results/*.json`` (what the notebook
-saved with :func:`dputils.results.save`) and ``point.json`` (parameters, code version, status, seconds).
+saved with :func:`dputils.results.save`) and ``point.json`` (parameters, code version, status, seconds, the
+names of the result files). A rerun replaces a point's notebook and results only when it succeeds: a failed
+rerun keeps the last good ones (its ``point.json`` says failed and keeps the good run's record as ``last_ok``).
 The point id is a readable slug of the swept values plus a short hash of all parameters the run received.
 At the end ``sweeps/NAME/results.csv`` and ``results.parquet`` hold one row per point: ``point``, the swept
 parameters, ``status``, ``error``, ``seconds``, then the notebook's recorded results (nested keys joined
 with dots; lists as JSON text; ``targets`` as counts per status).
 
 Points run as tasks on a Dask cluster: without ``--scheduler`` a LocalCluster of ``--workers`` processes
-(default: one per CPU core) with one thread each is started and stopped; with ``--scheduler ADDRESS`` the
-points go to that cluster, whose workers must be able to import ``dputils`` and reach the same file system.
-A worker that dies has its points rerun elsewhere (Dask reschedules them). ``--resume`` skips points whose
-``point.json`` says they passed with the same parameters and the same code version (a hash of the
-``dputils`` sources and the notebook). Exit status: 0 every point passed, 1 a point failed, 2 bad input.
+(default and at most: one per CPU core, and no more than there are points; a larger ``--workers`` is capped
+and the cap said) with one thread each is started and stopped; with ``--scheduler ADDRESS`` the points go to
+that cluster, whose workers must be able to import ``dputils`` and reach the same file system. Connecting,
+handshake included, must finish within :data:`SCHEDULER_TIMEOUT_S` seconds. A worker that dies has its points
+rerun elsewhere (Dask reschedules them). ``--resume`` skips points whose ``point.json`` says they passed with
+the same parameters and the same code version (a hash of the ``dputils`` sources and the notebook) and whose
+result files are all there and readable. Exit status: 0 every point passed, 1 a point failed, 2 bad input.
 """
 
 from __future__ import annotations
@@ -59,6 +65,12 @@ from .errors import DPValueError
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 POINT_FILE = "point.json"
+#: Most values (scalars, lists and mappings, counted after YAML aliases are expanded) a grid file may hold.
+MAX_GRID_ITEMS = 1_000_000
+#: Most points one sweep may have (each is one notebook run).
+MAX_POINTS = 100_000
+#: Seconds to connect to a ``--scheduler``, the Dask handshake included.
+SCHEDULER_TIMEOUT_S = 20.0
 
 
 # --------------------------------------------------------------------------- the notebook and its parameters
@@ -143,6 +155,23 @@ def _type_ok(name: str, value: Any, type_name: str, where: str) -> Any:
     return value  # an annotation we do not know: papermill passes the value as is
 
 
+def check_parameters(values: Any, declared: dict[str, dict[str, Any]], source: Path, where: str) -> dict[str, Any]:
+    """``values`` (a mapping of parameter: value) checked against the notebook's declared parameters: every
+    name declared, every value of the declared type (see :func:`_type_ok`); the checked values. Used for grid
+    points and for profiles (``python -m dputils run`` checks ``params/PROFILE.yml`` with it)."""
+    if not isinstance(values, dict):
+        raise DPValueError(f"{where}: expected a mapping of parameter: value, got {type(values).__name__}")
+    out: dict[str, Any] = {}
+    for k, v in values.items():
+        if not isinstance(k, str) or not _IDENT.match(k):
+            raise DPValueError(f"{where}: parameter name {k!r} is not an identifier")
+        if k not in declared:
+            known = ", ".join(sorted(declared))
+            raise DPValueError(f"{where}: unknown parameter {k!r}; {source.name} declares {known}")
+        out[k] = _type_ok(k, v, declared[k].get("inferred_type_name", "None"), where)
+    return out
+
+
 # --------------------------------------------------------------------------- the grid file
 
 
@@ -176,13 +205,21 @@ def load_grid(path: str | Path) -> list[dict[str, Any]]:
     if not p.is_file():
         raise DPValueError(f"grid: {p} is not a file")
     try:
-        data = yaml.safe_load(p.read_text())
+        text = p.read_text()
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        items = _expanded_items(node, where)
+        if items > MAX_GRID_ITEMS:
+            raise DPValueError(f"{where}: its YAML aliases expand to {items:,} values, over the limit of "
+                               f"{MAX_GRID_ITEMS:,}; write the grid without nested aliases")
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
         raise DPValueError(f"{where}: not valid YAML{at} ({getattr(exc, 'problem', None) or 'parse error'})") from None
     except UnicodeDecodeError:
         raise DPValueError(f"{where}: not a text file") from None
+    except RecursionError:
+        raise DPValueError(f"{where}: nested too deeply") from None
     if not isinstance(data, dict):
         raise DPValueError(f"{where}: expected a mapping with 'grid:' or 'points:', got {type(data).__name__}")
     unknown = sorted(set(map(str, data)) - {"grid", "points"})
@@ -201,16 +238,59 @@ def load_grid(path: str | Path) -> list[dict[str, Any]]:
                 raise DPValueError(f"{where}: grid.{k} must be a list of values, got {type(v).__name__} {v!r}")
             if not v:
                 raise DPValueError(f"{where}: grid.{k} is an empty list, so the grid has no points")
+        _check_points(math.prod(len(grid[k]) for k in names), where)
         return [dict(zip(names, combo)) for combo in itertools.product(*(grid[k] for k in names))]
     pts = data["points"]
     if not isinstance(pts, list) or not pts:
         raise DPValueError(f"{where}: 'points:' is empty; it must be a non-empty list of parameter mappings")
+    _check_points(len(pts), where)
     out = []
     for i, pt in enumerate(pts):
         if not isinstance(pt, dict) or not pt:
             raise DPValueError(f"{where}: points[{i}] must be a non-empty mapping of parameter: value")
         out.append(dict(pt))
     return out
+
+
+def _expanded_items(root: Any, where: str) -> int:
+    """Values in the composed YAML document ``root`` once every alias is expanded (each scalar, list and
+    mapping counts 1), counted on the node graph without expanding it: an alias is the same node object, so
+    a node's size is computed once (iterative depth-first; a recursive alias is refused)."""
+    if root is None:
+        return 0
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, finish = stack.pop()
+        key = id(node)
+        if isinstance(node, yaml.ScalarNode):
+            sizes[key] = 1
+            continue
+        kids = [c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode) else list(node.value)
+        if finish:
+            sizes[key] = 1 + sum(sizes[id(c)] for c in kids)
+            open_.discard(key)
+            continue
+        if key in sizes:
+            continue
+        open_.add(key)
+        stack.append((node, True))
+        for c in kids:
+            if id(c) in open_:
+                raise DPValueError(f"{where}: a YAML alias refers to itself (a recursive structure)")
+            if id(c) not in sizes:
+                stack.append((c, False))
+    return sizes[id(root)]
+
+
+def _check_points(n: int, where: str) -> None:
+    """Refuse a sweep of more than :data:`MAX_POINTS` points before listing them."""
+    if n > MAX_POINTS:
+        raise DPValueError(f"{where}: {n:,} points, over the limit of {MAX_POINTS:,} points per sweep (each point "
+                           f"is one notebook run: {n / 86400:,.0f} days at 1 s each on one core); split the grid")
+    if n > 10_000:
+        _say(f"{where}: planning {n:,} points (about {n * 1e-4:.0f} s before the first run)")
 
 
 def _canonical(obj: Any) -> str:
@@ -261,19 +341,14 @@ def plan_sweep(notebook: str | Path, grid: str | Path, profile: str | None = Non
     if profile is not None:
         if root is None:
             raise DPValueError("profile: no repository root with params/ found")
-        base = dict(load_profile(profile, root).get(source.stem, {}))
+        base = check_parameters(load_profile(profile, root).get(source.stem, {}), declared, source,
+                                f"params/{profile}.yml: {source.stem}")
     where = f"grid {Path(grid).name}"
     points: list[Point] = []
     swept_names: list[str] = []
     for i, pt in enumerate(raw):
-        swept = {}
-        for k, v in pt.items():
-            if not isinstance(k, str) or not _IDENT.match(k):
-                raise DPValueError(f"{where}: parameter name {k!r} is not an identifier")
-            if k not in declared:
-                known = ", ".join(sorted(declared))
-                raise DPValueError(f"{where}: unknown parameter {k!r}; {source.name} declares {known}")
-            swept[k] = _type_ok(k, v, declared[k].get("inferred_type_name", "None"), where)
+        swept = check_parameters(pt, declared, source, where)
+        for k in swept:
             if k not in swept_names:
                 swept_names.append(k)
         params = {**base, **swept}
@@ -307,26 +382,36 @@ def _write_json(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
+def _read_meta(pdir: Path) -> dict[str, Any] | None:
+    """The point's ``point.json`` as a dict, or None (missing or unreadable)."""
+    try:
+        meta = json.loads((pdir / POINT_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
 def run_point(source: str, out_dir: str, pid: str, parameters: dict[str, Any], swept: dict[str, Any],
               timeout: int, root: str | None, version: str, profile: str | None = None) -> dict[str, Any]:
     """Run one point into ``out_dir/pid/`` (staged: see :func:`dputils.run.run_staged`); never raises.
 
     Returns the report of :func:`dputils.run.execute_one` plus ``point``; writes ``point.json`` last, so a point
     with a ``point.json`` saying ``ok`` has all its files. Each attempt stages in its own folder, so a rerun of
-    a point whose worker died never shares files with the dead attempt's kernel.
+    a point whose worker died never shares files with the dead attempt's kernel. The point's notebook and
+    ``results/`` are replaced (as one set: stale result files removed) only when the run succeeds; a failed
+    run leaves the last good ones in place and records them in ``point.json`` as ``last_ok``.
     """
     from .run import run_staged
 
     src, base = Path(source), Path(out_dir)
     pdir = base / pid
     t0 = time.perf_counter()
+    previous = _read_meta(pdir)
     try:
-        (pdir / POINT_FILE).unlink(missing_ok=True)
-        shutil.rmtree(pdir / "results", ignore_errors=True)
         pdir.mkdir(parents=True, exist_ok=True)
-        staging = base / ".staging" / f"{pid}.{os.getpid()}.{time.time_ns()}"
+        staging = base / ".staging" / f"{pid}.{_host()}.{os.getpid()}.{time.time_ns()}"
         rep = run_staged(src, pdir, pdir / "results", parameters, timeout, staging,
-                         Path(root) if root else src.parent, profile)
+                         Path(root) if root else src.parent, profile, replace_results=True)
         try:
             staging.rmdir()
         except OSError:
@@ -338,6 +423,10 @@ def run_point(source: str, out_dir: str, pid: str, parameters: dict[str, Any], s
     meta = {"point": pid, "notebook": str(src), "parameters": parameters, "swept": swept, "code_version": version,
             "profile": profile, "ok": bool(rep["ok"]), "seconds": rep.get("seconds"),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    if rep["ok"]:
+        meta["results"] = sorted(f.name for f in (pdir / "results").glob("*.json"))
+    else:
+        _keep_last_ok(meta, previous)
     for k in ("error", "md_line", "code_cell", "cell", "line", "source", "output"):
         if k in rep:
             meta[k] = rep[k]
@@ -348,26 +437,80 @@ def run_point(source: str, out_dir: str, pid: str, parameters: dict[str, Any], s
     return rep
 
 
+def _keep_last_ok(meta: dict[str, Any], previous: dict[str, Any] | None) -> None:
+    """Record in a failed point's ``meta`` the last good run whose files are still in place (``last_ok``)."""
+    if previous is None:
+        return
+    last = previous if previous.get("ok") is True else previous.get("last_ok")
+    if isinstance(last, dict):
+        meta["last_ok"] = {k: last.get(k) for k in ("finished", "code_version", "seconds", "results")}
+
+
+def _host() -> str:
+    import socket
+
+    return re.sub(r"[^A-Za-z0-9-]+", "-", socket.gethostname()) or "host"
+
+
+def clean_stale_staging(out_dir: Path) -> list[Path]:
+    """Remove ``out_dir/.staging/`` folders of attempts on this host whose worker process is gone (killed);
+    returns them. Folders of other hosts, and of live processes, are left alone."""
+    from .run import pid_alive
+
+    removed = []
+    host = _host()
+    for d in sorted((out_dir / ".staging").glob("*")):
+        parts = d.name.rsplit(".", 3)
+        if len(parts) != 4 or parts[1] != host or not parts[2].isdigit() or not d.is_dir():
+            continue
+        if not pid_alive(int(parts[2])):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    return removed
+
+
 def _record_lost(plan: Plan, pt: Point, rep: dict[str, Any]) -> None:
     """``point.json`` for a point whose task itself failed (its worker died too often): the table says why."""
     meta = {"point": pt.id, "notebook": str(plan.source), "parameters": pt.parameters, "swept": pt.swept,
             "code_version": plan.code_version, "profile": plan.profile, "ok": False, "error": rep["error"]}
+    _keep_last_ok(meta, _read_meta(plan.out_dir / pt.id))
     try:
         _write_json(plan.out_dir / pt.id / POINT_FILE, meta)
     except OSError:
         pass
 
 
+def results_problem(pdir: Path, meta: dict[str, Any]) -> str | None:
+    """Why the results of a point whose ``point.json`` says ok cannot be used (None when they can): the
+    ``results/`` folder or a file ``point.json`` lists is gone, or a result file is not valid JSON."""
+    rdir = pdir / "results"
+    listed = meta.get("results")
+    if not rdir.is_dir():
+        if listed == []:
+            return None
+        return f"{rdir} is missing (point.json says the point passed)"
+    if isinstance(listed, list):
+        missing = [n for n in listed if not (rdir / str(n)).is_file()]
+        if missing:
+            return f"{rdir / missing[0]} is missing (point.json lists it)"
+    for f in sorted(rdir.glob("*.json")):
+        try:
+            json.loads(f.read_text())
+        except (OSError, ValueError) as exc:
+            return f"{f}: not valid JSON ({_one_line(exc)})"
+    return None
+
+
 def point_done(plan: Plan, pt: Point) -> bool:
-    """True when ``pt`` passed before with the same parameters and code version (what ``--resume`` skips)."""
-    f = plan.out_dir / pt.id / POINT_FILE
-    try:
-        meta = json.loads(f.read_text())
-    except (OSError, ValueError):
+    """True when ``pt`` passed before with the same parameters and code version, and its executed notebook and
+    result files are all there and readable (what ``--resume`` skips)."""
+    pdir = plan.out_dir / pt.id
+    meta = _read_meta(pdir)
+    if meta is None:
         return False
     return (meta.get("ok") is True and meta.get("code_version") == plan.code_version
             and _canonical(meta.get("parameters")) == _canonical(pt.parameters)
-            and (plan.out_dir / pt.id / f"{plan.source.stem}.ipynb").is_file())
+            and (pdir / f"{plan.source.stem}.ipynb").is_file() and results_problem(pdir, meta) is None)
 
 
 # --------------------------------------------------------------------------- the table
@@ -388,7 +531,12 @@ def point_results(pdir: Path) -> dict[str, Any]:
     files = sorted((pdir / "results").glob("*.json"))
     flat: dict[str, Any] = {}
     for f in files:
-        data = json.loads(f.read_text())
+        try:
+            data = json.loads(f.read_text())
+        except (OSError, ValueError) as exc:
+            raise DPValueError(f"{f}: not valid JSON ({_one_line(exc)})") from None
+        if not isinstance(data, dict):
+            raise DPValueError(f"{f}: expected a JSON object, got {type(data).__name__}")
         data.pop("_meta", None)
         targets = data.pop("targets", None)
         if isinstance(targets, list):
@@ -414,12 +562,22 @@ def collect(plan: Plan) -> list[dict[str, Any]]:
         for k in plan.swept_names:
             v = pt.swept.get(k)
             row[k] = json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v
-        row["status"] = "ok" if meta.get("ok") else "failed"
-        row["error"] = None if meta.get("ok") else meta.get("error")
+        ok = meta.get("ok") is True
+        results: dict[str, Any] = {}
+        error = None if ok else meta.get("error")
+        if ok:
+            error = results_problem(pdir, meta)
+            if error is None:
+                try:
+                    results = point_results(pdir)
+                except DPValueError as exc:
+                    error = str(exc)
+            ok = error is None
+        row["status"] = "ok" if ok else "failed"
+        row["error"] = error
         row["seconds"] = meta.get("seconds")
-        if meta.get("ok"):
-            for k, v in point_results(pdir).items():
-                row[k if k not in row else f"result.{k}"] = v
+        for k, v in results.items():
+            row[k if k not in row else f"result.{k}"] = v
         rows.append(row)
     return rows
 
@@ -519,6 +677,16 @@ def local_cluster(workers: int | None = None):
                         dashboard_address=None)
 
 
+def local_workers(requested: int | None, points: int) -> int:
+    """Processes of the local cluster: ``requested`` (default one per core) capped by the cores and the points
+    (each point is one notebook run on one core); a cap below ``requested`` is said on stderr."""
+    cores = os.cpu_count() or 1
+    n = max(1, min(requested or cores, cores, points))
+    if requested is not None and n < requested:
+        _say(f"--workers {requested} capped to {n} ({cores} core(s), {points} point(s) to run)")
+    return n
+
+
 def run_sweep(plan: Plan, client: Any = None, *, serial: bool = False, resume: bool = False, timeout: int = 3600,
               workers: int | None = None) -> dict[str, Any]:
     """Run the plan's points (skipping done ones with ``resume``) and write the table.
@@ -530,6 +698,7 @@ def run_sweep(plan: Plan, client: Any = None, *, serial: bool = False, resume: b
     todo = [pt for pt in plan.points if not (resume and point_done(plan, pt))]
     skipped = len(plan.points) - len(todo)
     plan.out_dir.mkdir(parents=True, exist_ok=True)
+    clean_stale_staging(plan.out_dir)
     args = {pt.id: (str(plan.source), str(plan.out_dir), pt.id, pt.parameters, pt.swept, timeout,
                     str(plan.root) if plan.root else None, plan.code_version, plan.profile) for pt in todo}
     from tqdm.std import tqdm
@@ -554,7 +723,8 @@ def run_sweep(plan: Plan, client: Any = None, *, serial: bool = False, resume: b
             from distributed import Client, as_completed
 
             if client is None:
-                own_cluster = local_cluster(min(workers or os.cpu_count() or 1, len(todo)))
+                n = local_workers(workers, len(todo))
+                own_cluster = local_cluster(n)
                 client = Client(own_cluster)
             futures, ids = [], {}
             by_id = {pt.id: pt for pt in todo}
@@ -591,17 +761,8 @@ def run_sweep(plan: Plan, client: Any = None, *, serial: bool = False, resume: b
 # --------------------------------------------------------------------------- command line
 
 
-class _Parser(argparse.ArgumentParser):
-    def __init__(self, *a: Any, **kw: Any) -> None:
-        kw.setdefault("allow_abbrev", False)
-        super().__init__(*a, **kw)
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"error: {message}\n")
-        raise SystemExit(2)
-
-
 def _parser() -> argparse.ArgumentParser:
+    from .cli import _Parser  # one line on errors, no abbreviations, an option given twice refused
     from .run import PROFILES
 
     p = _Parser(prog="python -m dputils sweep",
@@ -621,12 +782,48 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def connect_scheduler(address: str, timeout: float | None = None):
+    """A ``distributed.Client`` of the scheduler at ``address``, or DPValueError naming ``--scheduler``.
+
+    The whole connection (TCP connect, Dask handshake, client registration) must finish within ``timeout``
+    seconds (default :data:`SCHEDULER_TIMEOUT_S`): ``Client(timeout=...)`` bounds only part of it, so it is
+    built in a daemon thread and abandoned when the deadline passes (a port that accepts but never answers).
+    Any failure to connect (refused, no answer, a ``tls://`` address without TLS settings) is bad input.
+    """
+    import threading
+
+    from distributed import Client
+
+    limit = SCHEDULER_TIMEOUT_S if timeout is None else timeout
+    box: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            box["client"] = Client(address, timeout=f"{limit}s")
+        except BaseException as exc:  # reported in the caller's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=connect, name="dputils-scheduler-connect", daemon=True)
+    t.start()
+    t.join(limit + 2.0)
+    if t.is_alive():
+        raise DPValueError(f"--scheduler: no answer from {address} within {limit:g} s (is it a Dask scheduler?)")
+    exc = box.get("error")
+    if exc is not None:
+        hint = "; tls:// needs dask's distributed.comm.tls settings" if str(address).startswith("tls://") else ""
+        raise DPValueError(f"--scheduler: cannot reach {address} ({type(exc).__name__}: {_one_line(exc)}){hint}")
+    return box["client"]
+
+
 def cli_main(argv: Sequence[str]) -> int:
     """``python -m dputils sweep ...``: 0 every point passed, 1 a point failed, 2 bad input."""
     try:
         args = _parser().parse_args(list(argv))
     except SystemExit as exc:
         return int(exc.code or 0)
+    except DPValueError as exc:  # an option given twice
+        sys.stderr.write(f"error: {_one_line(exc)}\n")
+        return 2
     try:
         if args.workers is not None and args.workers < 1:
             raise DPValueError(f"workers must be >= 1, got {args.workers}")
@@ -642,14 +839,12 @@ def cli_main(argv: Sequence[str]) -> int:
     client = None
     if args.scheduler is not None:
         try:
-            from distributed import Client
-
-            client = Client(args.scheduler, timeout="20s")
+            client = connect_scheduler(args.scheduler)
         except ImportError:
             sys.stderr.write("error: dask.distributed is not installed (pip install -e '.[sweep]')\n")
             return 2
-        except (OSError, TimeoutError, ValueError) as exc:
-            sys.stderr.write(f"error: --scheduler: cannot reach {args.scheduler} ({_one_line(exc)})\n")
+        except DPValueError as exc:
+            sys.stderr.write(f"error: {_one_line(exc)}\n")
             return 2
     try:
         out = run_sweep(plan, client, resume=args.resume, timeout=args.timeout, workers=args.workers)

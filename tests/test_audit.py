@@ -383,3 +383,30 @@ def test_simulate_helpers_small():
     cov = simulate.coverage(200, 500, 0.1, 1.5, 3, {"exact": ceiling}, methods=("gauss-bonferroni",), n_bootstrap=100)
     assert 0 <= cov["exceed"]["gauss-bonferroni>exact"] <= 1 and cov["exceed_upper95"]["gauss-bonferroni>exact"] > 0
     assert simulate.mc_upper(0, 100) == pytest.approx(1 - 0.05 ** (1 / 100), rel=1e-9)  # exact CP bound at k = 0
+
+
+# --- up-front work estimate of the threshold audits (steinke, fdp): their sweep is quadratic in the scores ---
+def test_threshold_audit_work_is_estimated_and_refused_up_front(monkeypatch):
+    import time
+
+    from dputils.audit.onerun import threshold_audit, threshold_work
+
+    # the estimate: the swept half squared (split), all scores squared (none), linear for the Bonferroni grid
+    assert threshold_work("steinke", "split", 3_000_000) == 1.5e6 ** 2 + 50 * 1.5e6
+    assert threshold_work("fdp", "none", 1000) == 1e6
+    assert threshold_work("steinke", "bonferroni-grid", 10**6) == 10 * 50 * 5e5
+    rng = np.random.default_rng(0)
+    i, o = rng.normal(1, 1, 1_500_000), rng.normal(0, 1, 1_500_000)  # 3e6 scores: hours before, refused now
+    for method in ("steinke", "fdp"):
+        t0 = time.perf_counter()
+        with pytest.raises(DPValueError, match=r"scores: would need about 2.25e\+12 operations .*over the limit of "
+                                               r"1e\+12.*selection bonferroni-grid"):
+            threshold_audit(i, o, method=method)
+        assert time.perf_counter() - t0 < 5
+    # the limit is the one of dputils.resources (DPUTILS_MAX_WORK): a small audit passes under a small limit,
+    # a larger one is refused by the same rule
+    monkeypatch.setenv("DPUTILS_MAX_WORK", "1e6")
+    assert threshold_audit(i[:500], o[:500], method="steinke").epsilon_lower > 0  # 500^2 + 50 * 500 operations
+    with pytest.raises(DPValueError, match="over the limit of 1e\\+06"):
+        threshold_audit(i[:1000], o[:1000], method="steinke")  # 1000^2 + 50 * 1000
+    assert threshold_audit(i[:1000], o[:1000], method="steinke", selection="bonferroni-grid").epsilon_lower > 0

@@ -57,9 +57,21 @@ def test_canary_score_auditor_in_three_lines(scores):
 def test_bad_input_is_named():
     with pytest.raises(DPValueError, match="method"):
         run_method("lira", [1.0, 2.0, 3.0], [0.0, 0.5, 0.1])
-    with pytest.raises(DPValueError):
-        CanaryScoreAuditor([1.0, 1.0], [1.0, 1.0])  # constant scores
+    with pytest.raises(DPValueError, match="use method steinke or fdp"):
+        CanaryScoreAuditor([1.0, 1.0], [1.0, 1.0]).epsilon_lower_bound("gauss")  # constant scores
     with pytest.raises(DPValueError, match="unknown option"):
         CanaryScoreAuditor([1.0, 2.0, 3.0], [0.0, 0.5, 0.1]).audit("gauss", n_boot=10)
     with pytest.raises(DPValueError):
         CanaryScoreAuditor([1.0, np.nan], [0.0, 0.5])
+
+
+def test_constant_scores_go_to_the_threshold_methods_the_refusal_advises():
+    """The Gaussian methods refuse constant scores and advise steinke or fdp: the auditor must then take them
+    (it refused them for every method), with the numbers of the threshold audit called directly."""
+    const, o = np.full(50, 3.0), np.random.default_rng(0).normal(0.0, 1.0, 50)
+    auditor = CanaryScoreAuditor(const, o)
+    with pytest.raises(DPValueError, match="in_scores are constant.*use method steinke or fdp"):
+        auditor.epsilon_lower_bound("gauss")
+    for m in ("steinke", "fdp"):
+        eps = auditor.epsilon_lower_bound(m)
+        assert eps == threshold_audit(const, o, 1e-5, 0.05, method=m, seed=0).epsilon_lower and eps >= 0

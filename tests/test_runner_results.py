@@ -243,3 +243,144 @@ def test_run_bad_input_exits_2_with_one_line(args, fragment, tmp_path, monkeypat
     err = capsys.readouterr().err
     assert fragment in err and err.startswith("error: ")
     assert len(err.strip().splitlines()) == 1, err
+
+
+# --------------------------------------------------------------------------- issue 24: work lost, hostile input
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--profile", "smoke", "--profile", "full"], "--profile given more than once"),  # full last: the book
+    (["--prof", "smoke"], "unrecognized arguments: --prof"),  # no abbreviations
+])
+def test_repeated_or_abbreviated_options_refused(args, fragment, tmp_path, capsys):
+    root = _make_root(tmp_path / "repo")  # a throw-away root: if the refusal regressed, nothing real would run
+    assert cli_main("run", ["--root", str(root), *args]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and err.startswith("error: ") and len(err.strip().splitlines()) == 1, err
+    assert not (root / "book").exists() and not (root / "_build").exists()
+
+
+def test_publish_failing_halfway_leaves_the_old_pair(tmp_path, monkeypatch):
+    """The results and the notebook are published together: a failure at the notebook (the last rename) or in
+    preparing leaves the old notebook beside its old results, and no temporary files behind."""
+    from dputils import run
+
+    m_dir, r_dir, stage = tmp_path / "methods", tmp_path / "results", tmp_path / "stage"
+    for d in (m_dir, r_dir, stage):
+        d.mkdir()
+    (m_dir / "demo.ipynb").write_text("old notebook")
+    (r_dir / "demo.json").write_text("old results")
+    (r_dir / "other.json").write_text("another notebook's results")
+
+    def staged():
+        (stage / "demo.json").write_text("new results")
+        (stage / "extra.json").write_text("new extra")
+        (stage / "demo.ipynb").write_text("new notebook")
+        return [(stage / "demo.json", r_dir / "demo.json"), (stage / "extra.json", r_dir / "extra.json"),
+                (stage / "demo.ipynb", m_dir / "demo.ipynb")]
+
+    real_replace = os.replace
+
+    def failing_replace(src, dst):
+        if Path(dst) == m_dir / "demo.ipynb":
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(run.os, "replace", failing_replace)
+    with pytest.raises(OSError, match="No space left"):
+        run.publish_atomically(staged())
+
+    def listing():
+        return sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+
+    assert (m_dir / "demo.ipynb").read_text() == "old notebook" and (r_dir / "demo.json").read_text() == "old results"
+    assert listing() == ["methods/demo.ipynb", "results/demo.json", "results/other.json", "stage/demo.ipynb",
+                         "stage/demo.json", "stage/extra.json"]  # staged files back in staging, nothing else
+    monkeypatch.setattr(run.os, "replace", real_replace)
+    run.publish_atomically(staged() + [(None, r_dir / "other.json")])
+    assert (m_dir / "demo.ipynb").read_text() == "new notebook" and (r_dir / "demo.json").read_text() == "new results"
+    assert listing() == ["methods/demo.ipynb", "results/demo.json", "results/extra.json"]
+
+
+def _proc_table():
+    out = {}
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            text = (d / "stat").read_text()
+            state, ppid = text.rsplit(")", 1)[1].split()[:2]
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError):
+            continue
+        out[int(d.name)] = (int(ppid), state, cmd)
+    return out
+
+
+def _descendants(pid, table):
+    mine, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, (pp, _, _) in table.items() if pp in frontier and p not in mine}
+        mine |= frontier
+    return mine
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+def test_killed_run_leaves_no_worker_that_publishes(tmp_path):
+    """kill -9 of `python -m dputils run`: its pool worker and kernel end within seconds and publish nothing;
+    the next run removes the killed run's staging folder (its owner is gone), not a live run's."""
+    import signal
+    import time
+
+    from dputils import run
+
+    root = tmp_path / "repo"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "params").mkdir()
+    for prof in ("full", "paper"):
+        (root / "params" / f"{prof}.yml").write_text("")
+    (root / "params" / "smoke.yml").write_text("slow:\n  wait: 8.0\n")
+    params = nbformat.v4.new_code_cell("wait: float = 0.0  # seconds before saving")
+    params.metadata["tags"] = ["parameters"]
+    _write_md(root / "notebooks" / "slow.md", [params, nbformat.v4.new_code_cell("import time\ntime.sleep(wait)"),
+                                               nbformat.v4.new_code_cell("from dputils import results\n"
+                                                                         "results.save('slow', value=1)")])
+    env = {k: v for k, v in os.environ.items() if k not in ("DPBOOK_RESULTS_DIR", "MPLBACKEND")}
+    main = subprocess.Popen([sys.executable, "-m", "dputils", "run", "--root", str(root), "--profile", "smoke"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    family: set[int] = set()
+    try:
+        t0 = time.time()
+        while time.time() - t0 < 90:  # until the notebook's kernel runs under the pool worker
+            table = _proc_table()
+            family = _descendants(main.pid, table)
+            if any("ipykernel" in table[p][2] for p in family if p in table):
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the notebook's kernel never started")
+        time.sleep(1.0)
+        os.kill(main.pid, signal.SIGKILL)
+        main.wait()
+        t_kill = time.time()
+        while time.time() - t_kill < 10:
+            table = _proc_table()
+            alive = [p for p in family if p in table and table[p][1] != "Z"]
+            if not alive:
+                break
+            time.sleep(0.2)
+        assert not alive, f"still running after the run was killed: {[table[p][2][:80] for p in alive]}"
+        time.sleep(max(0.0, t_kill + 12 - time.time()))  # past the time the notebook would have finished
+        assert not (root / "_build" / "smoke" / "results" / "slow.json").exists()
+        assert not (root / "_build" / "smoke" / "methods" / "slow.ipynb").exists()
+    finally:
+        for p in family | {main.pid}:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+    staging = root / "_build" / "staging"
+    killed = [d for d in staging.iterdir() if d.name.endswith(f"-{main.pid}")]
+    assert len(killed) == 1
+    live = staging / f"20990101-000000-{os.getpid()}"
+    live.mkdir()
+    assert run.clean_stale_staging(staging) == killed
+    assert live.is_dir() and not killed[0].exists()

@@ -202,6 +202,13 @@ BAD_GRIDS = [
     ("grid: {x: [1.0]}\npoints: [{x: 2.0}]\n", "exactly one of"),
     ("sigma: [1.0]\n", "unknown key(s) sigma"),
     ("points:\n  - {x: 1.0}\n  - {x: 1}\n", "are the same point"),
+    # issue 24: limits checked before anything is expanded (a 10^7-value alias bomb; a recursive alias)
+    ("grid:\n  x: &a [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]\n"
+     + "".join(f"  y{k}: &a{k} [{', '.join([f'*a{k - 1}' if k > 1 else '*a'] * 10)}]\n" for k in range(1, 7))
+     + "  label: [*a6]\n", "aliases expand to"),
+    ("grid:\n  x: &a [1.0, *a]\n", "a YAML alias refers to itself"),
+    ("grid:\n  x: [" + ", ".join(["1.0"] * 400) + "]\n  n: [" + ", ".join(map(str, range(300))) + "]\n",
+     "120,000 points, over the limit of 100,000 points per sweep"),
 ]
 
 
@@ -313,3 +320,127 @@ def test_read_table_takes_long_cells(tmp_path):
     import csv
 
     assert csv.field_size_limit() == 131072  # restored
+
+
+# --------------------------------------------------------------------------- issue 24: hostile input, work lost
+
+
+def test_a_port_that_accepts_and_never_answers_is_given_up(tmp_path, capsys, monkeypatch):
+    """The whole connection is bounded, not only the TCP connect: a local server that accepts and never answers."""
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    held = []
+    threading.Thread(target=lambda: held.append(srv.accept()), daemon=True).start()
+    monkeypatch.setattr(sweep, "SCHEDULER_TIMEOUT_S", 2.0)
+    g = _grid(tmp_path, "grid:\n  x: [1.0]\n")
+    port = srv.getsockname()[1]
+    t0 = time.perf_counter()
+    try:
+        rc = main(["sweep", str(NB), "--grid", str(g), "--output", str(tmp_path / "out"),
+                   "--scheduler", f"tcp://127.0.0.1:{port}"])
+    finally:
+        srv.close()
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1, err
+    assert f"--scheduler: no answer from tcp://127.0.0.1:{port} within 2 s" in err
+    assert time.perf_counter() - t0 < 15 and held  # it did connect, and gave up on the handshake
+
+
+def test_tls_scheduler_without_settings_is_one_line(tmp_path, capsys):
+    g = _grid(tmp_path, "grid:\n  x: [1.0]\n")
+    rc = main(["sweep", str(NB), "--grid", str(g), "--output", str(tmp_path / "out"), "--scheduler",
+               "tls://127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "--scheduler: cannot reach tls://127.0.0.1:1" in err and "distributed.comm.tls" in err
+
+
+def test_workers_are_capped_by_cores_and_points(tmp_path, monkeypatch, capsys):
+    g = _grid(tmp_path, "grid:\n  x: [1.0, 2.0, 3.0]\n")
+    plan = sweep.plan_sweep(NB, g, output=tmp_path / "out")
+    asked = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_cluster(n):
+        asked.append(n)
+        raise Stop
+
+    monkeypatch.setattr(sweep, "local_cluster", fake_cluster)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    with pytest.raises(Stop):
+        sweep.run_sweep(plan, workers=1000)
+    assert asked == [2]  # 2 cores, 3 points: not 1000 processes, nor one per point
+    assert "--workers 1000 capped to 2 (2 core(s), 3 point(s) to run)" in capsys.readouterr().err
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    with pytest.raises(Stop):
+        sweep.run_sweep(plan, workers=1000)
+    assert asked[-1] == 3
+
+
+def test_a_failed_rerun_keeps_the_last_good_results(tmp_path):
+    """A rerun of a point (a code change that fails) must not delete its last good notebook and results; a
+    point whose results are gone or corrupt is not 'ok', names the file, and --resume reruns it."""
+    nb = tmp_path / "tiny.md"
+    nb.write_text(NB.read_text())
+    g = _grid(tmp_path, "grid:\n  x: [1.5]\n")
+    out = sweep.run_sweep(sweep.plan_sweep(nb, g, output=tmp_path / "out"), serial=True, timeout=120)
+    assert not out["failed"]
+    plan = sweep.plan_sweep(nb, g, output=tmp_path / "out")
+    (pt,) = plan.points
+    pdir = plan.out_dir / pt.id
+    good_res = (pdir / "results" / "sweep_tiny.json").read_bytes()
+    good_nb = (pdir / "tiny.ipynb").read_bytes()
+    assert json.loads((pdir / "point.json").read_text())["results"] == ["sweep_tiny.json"]
+
+    # the code changes and the point now fails: the table says failed, the good files stay
+    nb.write_text(NB.read_text().replace("product = x * n", "product = x * n\nraise RuntimeError('broken')"))
+    plan = sweep.plan_sweep(nb, g, output=tmp_path / "out")
+    out = sweep.run_sweep(plan, serial=True, timeout=120)
+    assert len(out["failed"]) == 1 and "broken" in out["failed"][0]["error"]
+    assert (pdir / "results" / "sweep_tiny.json").read_bytes() == good_res and (pdir / "tiny.ipynb").read_bytes() == good_nb
+    meta = json.loads((pdir / "point.json").read_text())
+    assert meta["ok"] is False and meta["last_ok"]["results"] == ["sweep_tiny.json"]
+
+    # fixed again: --resume reruns it (failed), and it passes
+    nb.write_text(NB.read_text())
+    plan = sweep.plan_sweep(nb, g, output=tmp_path / "out")
+    out = sweep.run_sweep(plan, serial=True, resume=True, timeout=120)
+    assert out["skipped"] == 0 and not out["failed"] and sweep.point_done(plan, pt)
+
+    # a corrupt result file: named in the table, not done, rerun by --resume
+    (pdir / "results" / "sweep_tiny.json").write_text("{not json")
+    assert not sweep.point_done(plan, pt)
+    (row,) = sweep.collect(plan)
+    assert row["status"] == "failed" and "sweep_tiny.json: not valid JSON" in row["error"] and str(pdir) in row["error"]
+    out = sweep.run_sweep(plan, serial=True, resume=True, timeout=120)
+    assert out["skipped"] == 0 and not out["failed"]
+    assert json.loads((pdir / "results" / "sweep_tiny.json").read_text())["product"] == 3.0
+
+    # the results folder gone: not "ok" with empty columns, and not skipped by --resume
+    import shutil
+
+    shutil.rmtree(pdir / "results")
+    (row,) = sweep.collect(plan)
+    assert row["status"] == "failed" and "results is missing" in row["error"] and "product" not in row
+    assert not sweep.point_done(plan, pt)
+
+
+def test_stale_staging_of_killed_attempts_is_removed(tmp_path):
+    import subprocess
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    st = tmp_path / ".staging"
+    host = sweep._host()
+    gone = st / f"x-1.0-abc.{host}.{dead.pid}.123"
+    alive = st / f"x-1.0-abc.{host}.{os.getpid()}.456"
+    other = st / f"x-1.0-abc.otherhost.{dead.pid}.789"
+    for d in (gone, alive, other):
+        (d / "tiny").mkdir(parents=True)
+    assert sweep.clean_stale_staging(tmp_path) == [gone]
+    assert alive.is_dir() and other.is_dir() and not gone.exists()

@@ -7,9 +7,11 @@ prints one JSON object with ``epsilon_lower`` (the 1 - alpha empirical lower bou
 fitted parameters and the seconds it took. Scores are read from ``.npy`` files or from text files
 (one number per line, or whitespace/comma separated). Higher scores must mean "more likely IN".
 ``--claimed-epsilon`` adds ``violation`` (true when the lower bound exceeds the claim). The output is
-strict JSON: a bound that cannot be given (or is infinite) is null. Bad input (a missing file, a
-directory, complex, 2-D or non-numeric ``.npy`` scores, constant scores for the Gaussian auditor, a
-bootstrap too large for this machine) exits 2 with one line naming the option; numerical failure exits 3.
+strict JSON: a bound that cannot be given (or is infinite) is null. Bad input (a missing file, an empty
+path, a directory, a FIFO or a device, complex, 2-D or non-numeric ``.npy`` scores, constant scores for the
+Gaussian auditor, a score file or a bootstrap too large for this machine's memory, a threshold audit over
+the work limit) exits 2 with one line naming the option; numerical failure exits 3. Sizes are estimated
+before anything is read or run (:mod:`dputils.resources`).
 
 The lead wires :func:`add_arguments` and :func:`run` into ``python -m dputils``; until then
 ``python -m dputils.audit ...`` runs the same command.
@@ -18,6 +20,8 @@ The lead wires :func:`add_arguments` and :func:`run` into ``python -m dputils``;
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 import time
 from pathlib import Path
@@ -27,22 +31,58 @@ import numpy as np
 
 from ..errors import (DPValueError, check_delta, check_nonnegative, check_nonnegative_int, check_positive_int,
                       check_probability)
+from ..resources import check_memory
 from .gauss import check_bootstrap_size
 from .methods import DEFAULT_METHODS as METHODS  # the methods offered here; the table: audit.methods.METHODS
 from .methods import run_method
 
 
+#: Worst-case peak bytes of ``numpy.loadtxt`` per byte of a text score file (measured: short numbers on
+#: one line, ``"1 1 1 ..."``, take 16 bytes per byte; one number per line about 4; long numbers less).
+TEXT_BYTES_PER_BYTE = 16.0
+
+
+def _not_a_file(path: str, p: Path) -> str | None:
+    """Why ``path`` is not a regular file of scores (None when it is one), without opening it: a FIFO
+    or a device would block or never end on reading."""
+    if path == "":
+        return "the path is empty; give the file of scores"
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        return f"no such file {path!r}"
+    except OSError as exc:
+        return f"cannot read {path!r} ({exc.strerror or exc})"
+    mode = st.st_mode
+    if stat.S_ISREG(mode):
+        return None
+    kind = ("a directory" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode)
+            else "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    return f"{path!r} is {kind}, not a file of scores"
+
+
 def _load_scores(path: str, name: str) -> np.ndarray:
+    """The scores in ``path`` (``.npy`` or text), refused up front when reading them would not fit in memory
+    (``.npy``: the array and its float copy, from the header; text: :data:`TEXT_BYTES_PER_BYTE` per byte)."""
     p = Path(path)
-    if p.is_dir():
-        raise DPValueError(f"{name}: {path!r} is a directory, not a file of scores")
-    if not p.is_file():
-        raise DPValueError(f"{name}: no such file {path!r}")
+    why = _not_a_file(path, p)
+    if why is not None:
+        raise DPValueError(f"{name}: {why}")
+    size = p.stat().st_size
     try:
         if p.suffix == ".npy":
-            a = np.load(p, allow_pickle=False)
+            head = np.load(p, allow_pickle=False, mmap_mode="r")
+            if isinstance(head, np.ndarray):
+                check_memory(name, float(size) + 8.0 * head.size, f"reading {path!r} ({head.size:,} scores)",
+                             hint="audit fewer canaries")
+            a = np.array(head)
         else:
+            check_memory(name, TEXT_BYTES_PER_BYTE * size, f"reading the text file {path!r} ({size:,} bytes)",
+                         hint="save the scores as .npy (numpy.save) or audit fewer canaries")
             a = np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, ndmin=1)
+    except DPValueError:
+        raise
     except Exception as exc:  # unreadable file: a bad input, not a bug
         msg = " ".join(str(exc).split())
         raise DPValueError(f"{name}: cannot read {path!r} ({msg})") from None

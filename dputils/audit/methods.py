@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import DPValueError, check_choice
-from .gauss import AuditResult, check_not_constant, check_scores, gauss_audit
+from .gauss import AuditResult, check_scores, gauss_audit
 from .onerun import threshold_audit
 
 __all__ = ["AuditMethod", "METHODS", "DEFAULT_METHODS", "run_method", "CanaryScoreAuditor"]
@@ -94,13 +94,14 @@ def run_method(method: str, in_scores, out_scores, delta: float = 1e-5, alpha: f
 class CanaryScoreAuditor:
     """Audit a run from the scores of its IN (inserted) and OUT (held-out) canaries.
 
-    The scores are validated once (finite, 1-D, at least two of each, not all equal). Every query names a
-    method of :data:`METHODS`, the confidence ``1 - alpha`` and the ``delta`` at which epsilon is bounded.
+    The scores are validated once (finite, 1-D, at least two of each). Every query names a method of
+    :data:`METHODS`, the confidence ``1 - alpha`` and the ``delta`` at which epsilon is bounded. Constant
+    scores are refused by the Gaussian methods only (they fit a standard deviation per group); the threshold
+    methods (``steinke``, ``fdp``) take them.
     """
 
     def __init__(self, in_scores, out_scores) -> None:
         self.in_scores, self.out_scores = check_scores(in_scores, out_scores)
-        check_not_constant(self.in_scores, self.out_scores)
 
     def audit(self, method: str = "gauss", alpha: float = 0.05, delta: float = 1e-5, **options: Any) -> AuditResult:
         """The whole :class:`AuditResult` of ``method`` (``options``: see :func:`run_method`)."""

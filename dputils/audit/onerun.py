@@ -33,6 +33,11 @@ Multiple testing. Choosing the threshold after looking at the scores is a search
   that half), the other half is audited at level alpha with that fraction (m = size of the test half);
 * ``"none"`` (NOT valid at level alpha): every distinct threshold, each at level alpha, the maximum
   reported. This is what the authors' code ran for the paper's baseline numbers.
+
+Cost. Sweeping every threshold (``"split"``, ``"none"``) is quadratic in the number of scores (up to m
+thresholds of up to m binomial terms each); :func:`threshold_work` estimates it up front and
+:func:`threshold_audit` refuses past ``DPUTILS_MAX_WORK`` (3e6 scores: 2.25e12 operations, refused;
+``"bonferroni-grid"`` is linear and takes them).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_positive_int, check_probability
+from ..resources import check_work
 from .gauss import AuditResult, check_scores, check_seed
 
 __all__ = [
@@ -211,6 +217,35 @@ def _sweep(method, m, ks, vs, delta, alpha):
     return best, best_k, n
 
 
+#: Bisection steps of one bound (:func:`_bisect_sup`: doubling up to 1e3, then 30-40 halvings).
+_BISECTION_STEPS = 50
+
+
+def threshold_work(method: str, selection: str, m: int, n_thresholds: int = 10, max_fraction: float = 0.5) -> float:
+    """Up-front estimate of the elementary operations (binomial terms or f-DP recursion steps) of
+    :func:`threshold_audit` on ``m`` scores.
+
+    ``"none"`` and ``"split"`` sweep every distinct threshold of ``m`` (``"split"``: ``m // 2``) scores, and a
+    test with ``k`` guesses costs up to ``k`` terms: ``m_sweep^2`` in all (quadratic; the pruning of
+    :func:`_sweep` skips most bisections, so each test is counted once). ``"bonferroni-grid"`` runs
+    ``n_thresholds`` bisections of at most ``max_fraction * m`` terms per step.
+    """
+    if selection == "bonferroni-grid":
+        return float(n_thresholds) * _BISECTION_STEPS * max(1.0, max_fraction * m)
+    m_sweep = m if selection == "none" else m // 2
+    return float(m_sweep) ** 2 + float(_BISECTION_STEPS) * (m - m_sweep)
+
+
+def check_threshold_work(method: str, selection: str, m: int, n_thresholds: int = 10,
+                         max_fraction: float = 0.5) -> None:
+    """Refuse (DPValueError naming the scores) a threshold audit past the work limit, before running it."""
+    units = threshold_work(method, selection, m, n_thresholds, max_fraction)
+    hint = ("use selection bonferroni-grid (--selection bonferroni-grid; linear in the scores) or fewer canaries"
+            if selection != "bonferroni-grid" else "audit fewer canaries")
+    check_work("scores", units, f"operations (the {method} audit with selection {selection} over {m:,} scores"
+               f"{' is quadratic in the scores' if selection != 'bonferroni-grid' else ''})", hint=hint)
+
+
 def threshold_audit(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0.05, *, method: str = "steinke",
                     selection: str = "split", n_thresholds: int = 10, min_fraction: float = 0.002,
                     max_fraction: float = 0.5, seed: int | None = 0) -> AuditResult:
@@ -234,6 +269,7 @@ def threshold_audit(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0
     i, o = check_scores(in_scores, out_scores, min_size=1)
     seed = check_seed(seed)
     m = i.size + o.size
+    check_threshold_work(method, selection, m, n_thresholds, max_fraction)
     details: dict[str, Any] = {"selection": selection, "valid": selection != "none"}
     if selection == "none":
         ks, vs = _counts_by_threshold(i, o)
