@@ -534,6 +534,13 @@ class SubsampledLaplacePair(PrivacyLossPair):
         lm = t if self.q == 1.0 else np.log1p(self.q * np.expm1(t))
         return lm if self.direction == "remove" else -lm
 
+    @property
+    def loss_support(self) -> tuple[float, float]:
+        r"""The loss is :math:`\pm\log(1 + q(e^t - 1))` with :math:`t \in [-\Delta/b, \Delta/b]`, increasing in t."""
+        e0 = self.sensitivity / self.scale
+        lo, hi = math.log1p(self.q * math.expm1(-e0)), math.log1p(self.q * math.expm1(e0))
+        return (lo, hi) if self.direction == "remove" else (-hi, -lo)
+
     def log_sf_p(self, eps):  # pragma: no cover - not needed by the Edgeworth accountant
         raise NotImplementedError
 
