@@ -1027,7 +1027,11 @@ class PLDAccountant(Accountant):
 
     Args:
         direction: ``"both"`` (default; the worse of add and remove), ``"add"`` or ``"remove"``.
-        discretization: grid width ``h`` of the loss axis (default 1e-4, as dp_accounting).
+        discretization: grid width ``h`` of the loss axis. Default ``None``: 1e-4 (as dp_accounting), made
+            coarser (by factors of 4, up to 1) for a direction whose loss range needs more grid points or
+            memory than the limits allow; every grid gives a certified bracket, a coarser one is only wider
+            (``details["discretization"]`` says which grid answered). A number given here is used as is and
+            such a composition is refused, naming the coarsest grid that fits.
         tail: single-step loss range: P-mass outside it is at most ``tail`` (and handled exactly).
         window_tail: Chernoff bound on the composed mass outside the FFT window, per side.
     """
@@ -1036,10 +1040,12 @@ class PLDAccountant(Accountant):
     #: use the spectral composition where it applies (False: always the FFT power; for tests and comparison)
     _spectral = True
 
-    def __init__(self, direction: str = "both", discretization: float = 1e-4, tail: float = 1e-20,
+    def __init__(self, direction: str = "both", discretization: float | None = None, tail: float = 1e-20,
                  window_tail: float = 1e-20) -> None:
         super().__init__(direction)
-        self.h = check_positive("discretization", discretization)
+        self.auto_h = discretization is None
+        self.h = 1e-4 if discretization is None else check_positive("discretization", discretization)
+        self._h_used: dict[str, float] = {}
         for tname, tval in (("tail", tail), ("window_tail", window_tail)):  # tail masses in (0, 1e-3]
             if not 0 < check_positive(tname, tval) <= 1e-3:
                 raise DPValueError(f"{tname} must be in (0, 0.001], got {float(tval)!r}")
@@ -1057,6 +1063,7 @@ class PLDAccountant(Accountant):
 
     def _invalidate(self) -> None:
         self._cache.clear()
+        self._h_used.clear()
 
     def _direction(self, direction: str) -> _DirectionPLD:
         if direction not in self._cache:
@@ -1065,12 +1072,23 @@ class PLDAccountant(Accountant):
             if other in self._cache and all(getattr(m, "symmetric", False) for m, _ in self.ledger):
                 # symmetric mechanisms: both directions have the same privacy-loss distribution
                 self._cache[direction] = self._cache[other]
+                self._h_used[direction] = self._h_used.get(other, self.h)
                 return self._cache[direction]
             merged: dict[Mechanism, int] = {}
             for mech, count in self.ledger:
                 merged[mech] = merged.get(mech, 0) + count
-            parts = [(discretize(m.pair(direction), self.h, self.tail), c) for m, c in merged.items()]
-            self._cache[direction] = _DirectionPLD(parts, self.window_tail, self._spectral)
+            h = self.h
+            while True:
+                try:
+                    parts = [(discretize(m.pair(direction), h, self.tail), c) for m, c in merged.items()]
+                    self._cache[direction] = _DirectionPLD(parts, self.window_tail, self._spectral)
+                    break
+                except DPValueError as exc:
+                    # only the grid-size and memory refusals name "discretization"; coarser grids fit them
+                    if not self.auto_h or not str(exc).startswith("discretization") or h * 4 > 1.0:
+                        raise
+                    h *= 4
+            self._h_used[direction] = h
         return self._cache[direction]
 
     def window_points(self) -> int:
@@ -1093,8 +1111,9 @@ class PLDAccountant(Accountant):
             lows[d] = min(float(lower_fn(dp)), ups[d])
         worst = max(ups, key=ups.get)
         up, lo = ups[worst], max(lows.values())
+        h = max(self._h_used.get(d, self.h) for d in self.directions)
         return AccountingResult(up, lo, up, "upper-bound", self.name, quantity,
-                                {"direction": worst, "discretization": self.h})
+                                {"direction": worst, "discretization": h})
 
     def get_delta(self, epsilon: float) -> AccountingResult:
         eps = self._checked_epsilon(epsilon)
