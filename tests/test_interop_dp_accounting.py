@@ -204,3 +204,36 @@ def test_pure_dp_epsilon_of_laplace_compositions():
     assert acc.get_epsilon(0) == pytest.approx(1.5, rel=1e-12)
     acc.compose(dpa.PoissonSampledDpEvent(0.1, dpa.LaplaceDpEvent(0.5)))
     assert acc.get_epsilon(0) == pytest.approx(1.5 + math.log1p(0.1 * math.expm1(2.0)), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["pld", "rdp", "spa", "edgeworth"])
+def test_default_calibration_search_works_with_every_adapter(name):
+    # dp_accounting's default search starts at noise 0: non-private, epsilon infinity (issue 24)
+    def make(s):
+        return dpsgd(s, q=0.01, steps=1000)
+
+    sigma = _quiet(calibrate_dp_mechanism, lambda: make_accountant(name), make, 1.5, 1e-5)
+    theirs = calibrate_dp_mechanism(dpa.pld.PLDAccountant, make, 1.5, 1e-5)
+    assert _quiet(make_accountant(name).compose(make(sigma)).get_epsilon, 1e-5) <= 1.5
+    assert sigma >= theirs * (1 - 1e-3)  # a certified calibration never asks for less noise than the truth
+    if name != "rdp":
+        assert sigma <= theirs * (1 + 1e-2)
+
+
+@pytest.mark.parametrize("name", ["spa", "edgeworth"])
+def test_spa_and_edgeworth_report_useful_certified_numbers(name):
+    # plain Gaussian: closed form (Edgeworth used to answer delta 1.0 and epsilon infinity)
+    g = make_accountant(name).compose(dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(math.sqrt(3)), 3))
+    exact = curves.gdp_delta(1.0, 1.0)
+    assert exact <= _quiet(g.get_delta, 1.0) <= exact + 1e-3
+    # subsampled Gaussian: dp_accounting's PLD test pins 0.15594 (spa's Theorem-5 end was 0.485)
+    s = make_accountant(name).compose(dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.2, dpa.GaussianDpEvent(0.5)), 3))
+    res = _quiet(s.get_delta_bracket, 1.0)
+    assert res.lower <= 0.15594 + 1e-5 and abs(res.upper - 0.15594) <= 1e-3
+    # Laplace at tiny delta (SPA raised NumericalError): exact epsilon(delta) = 1 + 2 log(1 - delta) for b = 1
+    lap = make_accountant(name).compose(dpa.LaplaceDpEvent(1.0))
+    for delta in (1e-14, 1e-10):
+        assert 1 + 2 * math.log1p(-delta) <= _quiet(lap.get_epsilon, delta) <= 1.0 + 1e-9
+    one = make_accountant(name).compose(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(0.1)))
+    theirs = dpa.pld.PLDAccountant().compose(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(0.1))).get_epsilon(1e-5)
+    assert _quiet(one.get_epsilon, 1e-5) == pytest.approx(theirs, rel=1e-3)

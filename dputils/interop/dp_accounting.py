@@ -30,11 +30,19 @@ the accountant reports the worse of the add and remove directions, as dp_account
 
 What ``get_epsilon`` returns: dp_accounting expects one number, and a privacy claim needs an upper bound, so
 it returns the **certified upper end** of the dputils answer (``report="upper"``, the default): the PLD's
-upper bound, the upper end of the saddle-point accountant's Theorem-5 bracket, the upper end of the
-Edgeworth interval (which can be infinite where the expansion certifies nothing), the RDP bound.
+upper bound, the RDP bound, the upper end of the saddle-point accountant's Theorem-5 bracket or of the
+Edgeworth interval. Where the saddle-point or Edgeworth bracket is vacuous, wide (over 10% of its upper
+end) or its computation fails, the PLD accountant is run on the same events and the two certified brackets
+are intersected (``details["fallback"] == "pld"``; see :mod:`dputils.interop._certified`); where that is
+impossible (Poisson-sampled Laplace) ``NumericalError`` is raised naming ``report="estimate"``.
 ``report="estimate"`` returns the point estimate instead (an approximation for ``spa`` and ``edgeworth``).
 The whole answer, with its certified lower and upper bounds, is ``get_epsilon_bracket(delta)`` /
 ``get_delta_bracket(epsilon)`` (an :class:`~dputils.accountants.base.AccountingResult`).
+
+Queries: ``target_delta`` in [0, 1] (0: the pure-DP epsilon, the largest privacy loss; 1: epsilon 0) and
+``target_epsilon`` in [0, inf]. Invalid parameters (a negative noise multiplier, a sampling probability
+outside [0, 1], a composition count that is not an integer) raise ``DPValueError``, a ``ValueError``;
+``UnsupportedEventError`` is kept for events the accountant cannot account.
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ from dp_accounting import dp_event
 from dp_accounting.privacy_accountant import NeighboringRelation, PrivacyAccountant
 
 from ..accountants.base import Accountant, AccountingResult
+from ._certified import certified_answer
 from ..errors import DPValueError, check_choice, check_epsilon, check_finite, check_nonnegative_int
 
 __all__ = ["ACCOUNTANTS", "DputilsPrivacyAccountant", "make_accountant"]
@@ -257,7 +266,8 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
                                     {"reason": "delta = 1: every mechanism is (0, 1)-DP"})
         if target_delta == 0:
             return self._pure_epsilon()
-        return self.inner.get_epsilon(target_delta)
+        return certified_answer(self.inner, "epsilon", target_delta) if self.report == "upper" \
+            else self.inner.get_epsilon(target_delta)
 
     def get_delta_bracket(self, target_epsilon: float) -> AccountingResult:
         """The dputils answer for delta(target_epsilon): value, certified lower/upper, kind, details.
@@ -274,7 +284,8 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
                                     {"reason": "an event without noise was composed"})
         if self._empty():
             return AccountingResult(0.0, 0.0, 0.0, "exact", self.name, "delta", {"reason": "nothing composed"})
-        return self.inner.get_delta(target_epsilon)
+        return certified_answer(self.inner, "delta", target_epsilon) if self.report == "upper" \
+            else self.inner.get_delta(target_epsilon)
 
     def _pick(self, res: AccountingResult) -> float:
         if self.report == "estimate" or res.upper is None:
