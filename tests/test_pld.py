@@ -155,3 +155,17 @@ def test_small_noise_answers_on_a_coarser_grid():
     assert res.lower <= truth <= res.upper and res.upper - res.lower <= 1e-4 * truth
     with pytest.raises(DPValueError, match="discretization"):  # an explicit grid is used as given
         PLDAccountant(discretization=1e-4).compose(SubsampledGaussianMechanism(0.02, 0.01), 1).get_epsilon(1e-5)
+
+
+def test_resolution_refusal_retries_on_a_coarser_default_grid():
+    # issue 24 (dp_accounting's epsilon/delta consistency test): one step at q 0.01, sigma 0.1, delta 1e-9
+    # was refused (floating-point error bound 8.9e-10 over half of delta); the default grid now retries coarser
+    from dputils.mechanisms import SubsampledGaussianMechanism
+
+    acc = PLDAccountant().compose(SubsampledGaussianMechanism(0.1, 0.01), 1)
+    res = acc.get_epsilon(1e-9)
+    truth = _subsampled_gaussian_eps_mpmath(0.1, 0.01, 1e-9)
+    assert res.details["discretization"] > 1e-4 and res.lower <= truth <= res.upper
+    assert acc.get_delta(res.upper).upper <= 1e-9
+    with pytest.raises(NumericalError, match="coarser"):
+        PLDAccountant(discretization=1e-4).compose(SubsampledGaussianMechanism(0.1, 0.01), 1).get_epsilon(1e-9)

@@ -1046,6 +1046,7 @@ class PLDAccountant(Accountant):
         self.auto_h = discretization is None
         self.h = 1e-4 if discretization is None else check_positive("discretization", discretization)
         self._h_used: dict[str, float] = {}
+        self._h_floor = self.h  # the default grid's current width (raised when a query needs a coarser one)
         for tname, tval in (("tail", tail), ("window_tail", window_tail)):  # tail masses in (0, 1e-3]
             if not 0 < check_positive(tname, tval) <= 1e-3:
                 raise DPValueError(f"{tname} must be in (0, 0.001], got {float(tval)!r}")
@@ -1064,6 +1065,7 @@ class PLDAccountant(Accountant):
     def _invalidate(self) -> None:
         self._cache.clear()
         self._h_used.clear()
+        self._h_floor = self.h
 
     def _direction(self, direction: str) -> _DirectionPLD:
         if direction not in self._cache:
@@ -1077,7 +1079,7 @@ class PLDAccountant(Accountant):
             merged: dict[Mechanism, int] = {}
             for mech, count in self.ledger:
                 merged[mech] = merged.get(mech, 0) + count
-            h = self.h
+            h = max(self.h, self._h_floor)
             while True:
                 try:
                     parts = [(discretize(m.pair(direction), h, self.tail), c) for m, c in merged.items()]
@@ -1102,8 +1104,21 @@ class PLDAccountant(Accountant):
     def _worst(self, quantity: str, upper_fn, lower_fn) -> AccountingResult:
         """Upper bound of the worse direction and the largest lower bound, over ``self.directions``.
 
-        delta_both(eps) = max over directions, so both its bounds are maxima; eps(delta) likewise.
+        delta_both(eps) = max over directions, so both its bounds are maxima; eps(delta) likewise. With the
+        default grid, a query refused because the floating-point error bound of the composition exceeds
+        half of delta is retried on grids 4, 16, ... times coarser (fewer points, less rounding), up to 1.
         """
+        while True:
+            try:
+                return self._worst_once(quantity, upper_fn, lower_fn)
+            except NumericalError as exc:
+                if not (self.auto_h and "coarser discretization" in str(exc) and self._h_floor * 4 <= 1.0):
+                    raise
+                self._h_floor = max(self._h_used.values(), default=self._h_floor) * 4
+                self._cache.clear()
+                self._h_used.clear()
+
+    def _worst_once(self, quantity: str, upper_fn, lower_fn) -> AccountingResult:
         ups, lows = {}, {}
         for d in self.directions:
             dp = self._direction(d)
