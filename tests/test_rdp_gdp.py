@@ -162,3 +162,29 @@ def test_one_step_small_sigma_rdp_epsilon_is_not_the_chord():
     ref = dp_accounting.rdp.RdpAccountant().compose(
         dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(0.1))).get_epsilon(0.5)
     assert eps <= ref
+
+
+def _gdp_eps_mpmath(mu, delta):
+    """Exact epsilon with delta_mu(eps) = delta, delta_mu(e) = Phi(mu/2 - e/mu) - e^e Phi(-mu/2 - e/mu),
+    by 200 bisection steps at 60 digits."""
+    with mp.workdps(60):
+        mu, delta = mp.mpf(mu), mp.mpf(delta)
+
+        def d(e):
+            return mp.ncdf(mu / 2 - e / mu) - mp.exp(e) * mp.ncdf(-mu / 2 - e / mu) - delta
+
+        lo, hi = mp.mpf(0), mp.mpf(mu * mu + 100)
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if d(mid) > 0 else (lo, mid)
+        return float(lo)
+
+
+@pytest.mark.parametrize("mu", [math.sqrt(38) / 0.16026585133152987, 15.0, 3.0])
+@pytest.mark.parametrize("delta", [1 - 1e-12, 1 - 1e-9, 1e-5])
+def test_gdp_exact_bracket_holds_near_delta_one(mu, delta):
+    # issue 24: at delta 1 - 1e-12 the "exact" bracket missed the mpmath epsilon by ~5e-5
+    at_zero = mp.ncdf(mu / 2) - mp.ncdf(-mu / 2)  # delta_mu(0)
+    truth = 0.0 if at_zero <= delta else _gdp_eps_mpmath(mu, delta)
+    res = GDPAccountant().compose(GaussianMechanism(1.0 / mu)).get_epsilon(delta)
+    assert res.lower <= truth <= res.upper

@@ -1130,13 +1130,33 @@ class PLDAccountant(Accountant):
         return AccountingResult(up, lo, up, "upper-bound", self.name, quantity,
                                 {"direction": worst, "discretization": h})
 
+    def _summation_rtol(self) -> float:
+        r"""Relative error bound of the running sums over the window (``np.cumsum`` / ``lfilter`` of n
+        non-negative terms, summed from the small tail upwards): :math:`\gamma_n \le 2 n u` with
+        :math:`u = 2^{-53}`, n the largest window. About 1e-9 at 3 million points: invisible for small deltas,
+        but near delta = 1 it is the whole answer (38 Gaussians of sigma 0.16 at delta 1 - 1e-12 gave
+        epsilon [0, 0] where the exact value is 468.05), so it is counted: delta bounds are widened by it and
+        epsilon is solved at delta / (1 +- it)."""
+        for d in self.directions:
+            self._direction(d)
+        return 2.0 * max(self.window_points(), 1) * 2.0 ** -53
+
     def get_delta(self, epsilon: float) -> AccountingResult:
         eps = self._checked_epsilon(epsilon)
-        return self._worst("delta", lambda dp: dp.delta_upper(eps), lambda dp: dp.delta_lower(eps))
+        res = self._worst("delta", lambda dp: dp.delta_upper(eps), lambda dp: dp.delta_lower(eps))
+        t = self._summation_rtol()  # of the grid that answered (_worst may have coarsened it)
+        up = min(1.0, res.upper * (1 + t))
+        lo = min(max(0.0, res.lower * (1 - t)), up)
+        return AccountingResult(up, lo, up, res.kind, res.accountant, res.quantity, res.details)
 
     def get_epsilon(self, delta: float) -> AccountingResult:
         delta = self._checked_delta(delta)
-        return self._worst("epsilon", lambda dp: dp.epsilon_upper(delta), lambda dp: dp.epsilon_lower(delta))
+        t = self._summation_rtol()
+        d_up = delta / (1 + t)
+        d_lo = delta / (1 - t)
+        res = self._worst("epsilon", lambda dp: dp.epsilon_upper(d_up),
+                          lambda dp: dp.epsilon_lower(d_lo) if d_lo < 1 else 0.0)
+        return res
 
 
 def _build(args: argparse.Namespace) -> PLDAccountant:
