@@ -237,3 +237,19 @@ def test_spa_and_edgeworth_report_useful_certified_numbers(name):
     one = make_accountant(name).compose(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(0.1)))
     theirs = dpa.pld.PLDAccountant().compose(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(0.1))).get_epsilon(1e-5)
     assert _quiet(one.get_epsilon, 1e-5) == pytest.approx(theirs, rel=1e-3)
+
+
+@pytest.mark.parametrize("name", ["pld", "rdp", "spa", "edgeworth"])
+@pytest.mark.parametrize("sigma", [1e-300, 1e-100, 1e-20])
+def test_tiny_noise_gives_the_projects_errors(name, sigma):
+    # issue 24 fuzz: sigma 1e-300 gave bare ArithmeticError / OverflowError / ZeroDivisionError
+    from dputils.errors import NumericalError
+
+    acc = make_accountant(name)
+    try:
+        acc.compose(dpa.GaussianDpEvent(sigma))
+        value = _quiet(acc.get_epsilon, 1e-5)
+    except (DPValueError, NumericalError) as exc:
+        assert str(exc)
+    else:
+        assert value > 1e30  # an answer, then a huge one (exact: mu^2 / 2 and more)

@@ -33,7 +33,15 @@ WITH_FALLBACK = ("spa", "edgeworth")
 
 
 def _query(acc: Accountant, quantity: str, target: float) -> AccountingResult:
-    return acc.get_epsilon(target) if quantity == "epsilon" else acc.get_delta(target)
+    """The accountant's answer; a bare arithmetic failure inside it (overflow, division by zero, a root
+    finder's NaN: extreme inputs such as sigma 1e-100) becomes ``NumericalError`` naming the accountant."""
+    try:
+        return acc.get_epsilon(target) if quantity == "epsilon" else acc.get_delta(target)
+    except (DPValueError, NumericalError):
+        raise
+    except (ArithmeticError, ValueError) as exc:
+        raise NumericalError(f"{acc.name}: {quantity} could not be computed for this composition "
+                             f"({type(exc).__name__}: {exc})") from exc
 
 
 def _useless(res: AccountingResult | None, quantity: str) -> bool:

@@ -55,7 +55,7 @@ from dp_accounting import dp_event
 from dp_accounting.privacy_accountant import NeighboringRelation, PrivacyAccountant
 
 from ..accountants.base import Accountant, AccountingResult
-from ._certified import certified_answer
+from ._certified import _query, certified_answer
 from ..errors import DPValueError, check_choice, check_epsilon, check_finite, check_nonnegative_int
 
 __all__ = ["ACCOUNTANTS", "DputilsPrivacyAccountant", "make_accountant"]
@@ -267,7 +267,7 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
         if target_delta == 0:
             return self._pure_epsilon()
         return certified_answer(self.inner, "epsilon", target_delta) if self.report == "upper" \
-            else self.inner.get_epsilon(target_delta)
+            else _query(self.inner, "epsilon", target_delta)
 
     def get_delta_bracket(self, target_epsilon: float) -> AccountingResult:
         """The dputils answer for delta(target_epsilon): value, certified lower/upper, kind, details.
@@ -285,7 +285,7 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
         if self._empty():
             return AccountingResult(0.0, 0.0, 0.0, "exact", self.name, "delta", {"reason": "nothing composed"})
         return certified_answer(self.inner, "delta", target_epsilon) if self.report == "upper" \
-            else self.inner.get_delta(target_epsilon)
+            else _query(self.inner, "delta", target_epsilon)
 
     def _pick(self, res: AccountingResult) -> float:
         if self.report == "estimate" or res.upper is None:

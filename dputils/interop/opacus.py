@@ -37,7 +37,7 @@ from opacus.accountants import IAccountant, register_accountant
 from ..accountants.base import Accountant, AccountingResult
 from ..errors import (DPValueError, check_choice, check_delta, check_nonnegative, check_positive_int,
                       check_probability)
-from ._certified import certified_answer
+from ._certified import _query, certified_answer
 
 __all__ = ["DputilsOpacusAccountant", "PLDOpacusAccountant", "SPAOpacusAccountant", "EdgeworthOpacusAccountant",
            "MECHANISMS"]
@@ -139,7 +139,7 @@ class DputilsOpacusAccountant(IAccountant):
             return AccountingResult(0.0, 0.0, 0.0, "exact", self.NAME, "epsilon", {"reason": "no steps"})
         if self.report == "upper":
             return certified_answer(acc, "epsilon", delta)
-        return acc.get_epsilon(delta)
+        return _query(acc, "epsilon", delta)
 
     def load_state_dict(self, state_dict: Any) -> None:
         """Load ``state_dict()`` output: a mapping with ``history`` (checked entry by entry) and ``mechanism``
