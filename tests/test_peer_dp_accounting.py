@@ -87,7 +87,10 @@ INTERNALS: dict[str, tuple[tuple[str, ...], str]] = {
     "test_compute_rdp_multi_zcdp": (ALL, _RDP_ARR + " (and " + _ZCDP + ")"),
     "test_zcdp_matches_gaussian": (ALL, _RDP_ARR + " (and " + _ZCDP + ")"),
     "test_compute_rdp_poisson_sampled_gaussian": (ALL, _RDP_ARR + "; our log A is checked against mpmath below"),
-    "test_laplace_*": (ALL, _RDP_ARR + "; the epsilon part is test_rdp_orders_one_and_infinity in test_rdp_gdp"),
+    "test_laplace_small_eps": (ALL, _RDP_ARR + "; the epsilon part is test_rdp_orders_one_and_infinity in test_rdp_gdp"),
+    "test_laplace_medium_eps": (ALL, _RDP_ARR + "; the epsilon part is test_rdp_orders_one_and_infinity in test_rdp_gdp"),
+    "test_laplace_large_eps": (ALL, _RDP_ARR + "; the epsilon part is test_rdp_orders_one_and_infinity in test_rdp_gdp"),
+    "test_laplace_repetition": (ALL, _RDP_ARR + "; the epsilon part is test_rdp_orders_one_and_infinity in test_rdp_gdp"),
     "test_log_a_frac_early_termination": (ALL, _RDP_ARR + " and the peer's logged warning"),
     "test_repeat_and_select_gaussian_poisson*": (ALL, _ORDERS + " (and " + _RAS + ")"),
 }
