@@ -94,7 +94,9 @@ def calibrate(value: Callable[[float], float], target: float, *, monotone: str =
     check_choice("failures", failures, ("miss", "raise"))
     rel_tol = check_rel_tol(rel_tol)
     max_evaluations = check_positive_int("max_evaluations", max_evaluations)
-    lo_lim, hi_lim = (float(limits[0]), float(limits[1]))
+    if isinstance(limits, (str, bytes)) or not hasattr(limits, "__len__") or len(limits) != 2:
+        raise DPValueError(f"limits must be a pair (lo, hi) with 0 < lo < hi < inf, got {limits!r}")
+    lo_lim, hi_lim = check_finite("limits[0]", limits[0]), check_finite("limits[1]", limits[1])
     if not 0 < lo_lim < hi_lim or not math.isfinite(hi_lim):
         raise DPValueError(f"limits must satisfy 0 < lo < hi < inf, got {limits!r}")
     start = check_positive("start", start)

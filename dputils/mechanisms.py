@@ -140,7 +140,8 @@ class PrivacyLossPair(ABC):
                     return hi_ if step_sign > 0 else lo_
                 a = b
                 step *= 2.0
-            raise ArithmeticError("could not bracket the privacy-loss quantile")
+            raise NumericalError("could not bracket the privacy-loss quantile (the loss leaves the floating-point "
+                                 "range: noise too small?)")
 
         centre = float(np.clip(0.0, lo_s, hi_s)) if math.isfinite(lo_s) or math.isfinite(hi_s) else 0.0
         hi = hi_s if math.isfinite(hi_s) else find(lambda e: float(self.log_sf_p(e)), centre, +1)
@@ -413,6 +414,18 @@ class Mechanism(ABC):
         return hash((type(self).__name__, tuple(sorted(self.params.items()))))
 
 
+#: The largest signal-to-noise ratio sensitivity/sigma a Gaussian mechanism may have: above it mu^2 / 2, the
+#: scale of every privacy loss and epsilon, leaves double precision (1e300), so no accountant can answer.
+MAX_MU = 1e150
+
+
+def _check_mu(sigma: float, sensitivity: float) -> None:
+    if sensitivity / sigma > MAX_MU:
+        raise DPValueError(f"sigma must be at least sensitivity / {MAX_MU:g} (got sigma {sigma!r}, sensitivity "
+                           f"{sensitivity!r}): the privacy loss would exceed the floating-point range; the "
+                           "mechanism is effectively non-private")
+
+
 class GaussianMechanism(Mechanism):
     """Gaussian noise N(0, sigma^2) added to a query of L2 sensitivity ``sensitivity``."""
 
@@ -422,6 +435,7 @@ class GaussianMechanism(Mechanism):
     def __init__(self, sigma: float, sensitivity: float = 1.0):
         self.sigma = check_positive("sigma", sigma)
         self.sensitivity = check_positive("sensitivity", sensitivity)
+        _check_mu(self.sigma, self.sensitivity)
 
     @property
     def params(self) -> dict[str, float]:
@@ -450,6 +464,7 @@ class SubsampledGaussianMechanism(Mechanism):
         self.sigma = check_positive("sigma", sigma)
         self.q = check_probability("q", q)
         self.sensitivity = check_positive("sensitivity", sensitivity)
+        _check_mu(self.sigma, self.sensitivity)
         self.symmetric = self.q == 1.0
 
     @property
@@ -533,6 +548,13 @@ class SubsampledLaplacePair(PrivacyLossPair):
         t = (np.abs(x) - np.abs(x - self.sensitivity)) / self.scale
         lm = t if self.q == 1.0 else np.log1p(self.q * np.expm1(t))
         return lm if self.direction == "remove" else -lm
+
+    @property
+    def loss_support(self) -> tuple[float, float]:
+        r"""The loss is :math:`\pm\log(1 + q(e^t - 1))` with :math:`t \in [-\Delta/b, \Delta/b]`, increasing in t."""
+        e0 = self.sensitivity / self.scale
+        lo, hi = math.log1p(self.q * math.expm1(-e0)), math.log1p(self.q * math.expm1(e0))
+        return (lo, hi) if self.direction == "remove" else (-hi, -lo)
 
     def log_sf_p(self, eps):  # pragma: no cover - not needed by the Edgeworth accountant
         raise NotImplementedError

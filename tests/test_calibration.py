@@ -86,3 +86,10 @@ def test_model1_calibration_uses_the_shared_search():
     s = calibrate_sigma(2.0, 0.1, 10, 1e-5, rel_tol=1e-3)
     assert theoretical_epsilon(s, 0.1, 10, 1e-5)["epsilon"] <= 2.0
     assert theoretical_epsilon(s / (1 + 1e-3), 0.1, 10, 1e-5)["epsilon"] > 2.0
+
+
+@pytest.mark.parametrize("limits", [("a", 2), None, "ab", (1, 2, 3), (1, float("nan"))])
+def test_malformed_limits_are_named(limits):
+    # issue 24 fuzz: calibrate(limits=('a', 2)) raised a bare ValueError from float()
+    with pytest.raises(DPValueError, match="limits"):
+        calibrate(lambda x: 1 / x, 0.5, limits=limits)

@@ -79,9 +79,14 @@ def test_directions():
 
 
 def test_tiny_delta_is_refused_rather_than_answered():
-    acc = PLDAccountant().compose(SubsampledGaussianMechanism(2.0, 0.01), 1500)
+    acc = PLDAccountant(discretization=1e-4).compose(SubsampledGaussianMechanism(2.0, 0.01), 1500)
     with pytest.raises(NumericalError, match="resolution"):
         acc.get_epsilon(1e-17)
+    # the default grid answers on a coarser grid instead, never below the fine grid's answer at a larger delta
+    auto = PLDAccountant().compose(SubsampledGaussianMechanism(2.0, 0.01), 1500)
+    res = auto.get_epsilon(1e-17)
+    assert res.details["discretization"] > 1e-4
+    assert res.upper >= acc.get_epsilon(1e-12).lower
 
 
 def test_bad_input():
@@ -121,3 +126,51 @@ def test_delta_nonincreasing_in_epsilon(sigma, q, eps):
     ds = [acc.get_delta(x).value for x in e]
     assert all(b <= a + 1e-15 for a, b in zip(ds, ds[1:]))
     assert all(0 <= d <= 1 for d in ds)
+
+
+def _subsampled_gaussian_eps_mpmath(sigma, q, delta):
+    """Exact epsilon(delta) of one Poisson-subsampled Gaussian step (remove direction, the worse one for
+    epsilon above -log(1 - q)): delta(eps) = q * delta_G(log(1 + (e^eps - 1)/q)) with the Gaussian hockey
+    stick delta_G(e) = Phi(mu/2 - e/mu) - e^e Phi(-mu/2 - e/mu), mu = 1/sigma; solved with 60 digits."""
+    import mpmath as mp
+
+    with mp.workdps(60):
+        mu = 1 / mp.mpf(sigma)
+
+        def d(eps):
+            e = mp.log(1 + mp.expm1(eps) / q)
+            return q * (mp.ncdf(mu / 2 - e / mu) - mp.exp(e) * mp.ncdf(-mu / 2 - e / mu)) - delta
+
+        lo, hi = mp.mpf(1), mp.mpf(5000)  # d(lo) > 0 > d(hi); bisection (d is decreasing)
+        for _ in range(120):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if d(mid) > 0 else (lo, mid)
+        return float(lo)
+
+
+def test_small_noise_answers_on_a_coarser_grid():
+    # issue 24: sigma 0.02 needs 16.8 million single-step grid points at h 1e-4 and was refused; the default
+    # grid now coarsens until it fits and the certified bracket still holds the exact value
+    from dputils.mechanisms import SubsampledGaussianMechanism
+
+    acc = PLDAccountant().compose(SubsampledGaussianMechanism(0.02, 0.01), 1)
+    res = acc.get_epsilon(1e-5)
+    truth = _subsampled_gaussian_eps_mpmath(0.02, 0.01, 1e-5)
+    assert res.details["discretization"] > 1e-4
+    assert res.lower <= truth <= res.upper and res.upper - res.lower <= 1e-4 * truth
+    with pytest.raises(DPValueError, match="discretization"):  # an explicit grid is used as given
+        PLDAccountant(discretization=1e-4).compose(SubsampledGaussianMechanism(0.02, 0.01), 1).get_epsilon(1e-5)
+
+
+def test_resolution_refusal_retries_on_a_coarser_default_grid():
+    # issue 24 (dp_accounting's epsilon/delta consistency test): one step at q 0.01, sigma 0.1, delta 1e-9
+    # was refused (floating-point error bound 8.9e-10 over half of delta); the default grid now retries coarser
+    from dputils.mechanisms import SubsampledGaussianMechanism
+
+    acc = PLDAccountant().compose(SubsampledGaussianMechanism(0.1, 0.01), 1)
+    res = acc.get_epsilon(1e-9)
+    truth = _subsampled_gaussian_eps_mpmath(0.1, 0.01, 1e-9)
+    assert res.details["discretization"] > 1e-4 and res.lower <= truth <= res.upper
+    assert acc.get_delta(res.upper).upper <= 1e-9
+    with pytest.raises(NumericalError, match="coarser"):
+        PLDAccountant(discretization=1e-4).compose(SubsampledGaussianMechanism(0.1, 0.01), 1).get_epsilon(1e-9)

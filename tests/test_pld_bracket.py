@@ -299,3 +299,31 @@ def test_spectral_refusal_falls_back_to_the_fft_power(monkeypatch):
     monkeypatch.setattr(pld, "_BOTH_WINDOW", 0)
     with pytest.raises(NumericalError, match="spectral"):
         PLDAccountant(discretization=h).compose(mech, steps).get_epsilon(delta)
+
+
+def test_bracket_holds_near_delta_one_with_the_summation_error_counted():
+    # issue 24: 38 Gaussians of sigma 0.16026585133152987 at delta 1 - 1e-12 gave epsilon [0, 0], exact
+    # 468.05 (the running sums over ~3 million masses lose ~1.7e-12); 22 Gaussians of sigma 0.3 at epsilon
+    # 0 gave upper 0.9999999999987165 below the exact 1 - 5.5e-15. Truth: mpmath (a Gaussian composition is
+    # mu-GDP with mu = sqrt(T)/sigma).
+    import mpmath as mp
+
+    from dputils.accountants import PLDAccountant
+    from dputils.mechanisms import GaussianMechanism
+
+    sigma, steps, delta = 0.16026585133152987, 38, 0.999999999999
+    mu = math.sqrt(steps) / sigma
+    with mp.workdps(60):
+        def d(e, mu=mp.mpf(mu)):
+            return mp.ncdf(mu / 2 - e / mu) - mp.exp(e) * mp.ncdf(-mu / 2 - e / mu)
+
+        lo, hi = mp.mpf(0), mp.mpf(2000)
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if d(mid) > delta else (lo, mid)
+        truth = float(lo)
+        exact0 = float(1 - 2 * mp.ncdf(-mp.sqrt(22) / 0.3 / 2))  # delta(0) of 22 Gaussians of sigma 0.3
+    res = PLDAccountant().compose(GaussianMechanism(sigma), steps).get_epsilon(delta)
+    assert abs(truth - 468.05) < 0.01 and res.lower <= truth <= res.upper
+    dres = PLDAccountant().compose(GaussianMechanism(0.3), 22).get_delta(0.0)
+    assert dres.lower <= exact0 <= dres.upper

@@ -55,8 +55,35 @@ def test_gdp_exact_for_gaussians_and_labelled_approximation_otherwise():
 
 
 def test_rdp_rejects_bad_orders():
-    with pytest.raises(DPValueError, match="orders"):
-        RDPAccountant(orders=[1.0, 2.0])
+    for bad in ([0.5, 2.0], [], "abc", [float("nan")], [-math.inf]):
+        with pytest.raises(DPValueError, match="orders"):
+            RDPAccountant(orders=bad)
+
+
+def test_rdp_orders_one_and_infinity():
+    # dp_accounting takes them (issue 24): order 1 (KL) gives no bound, order infinity the pure-DP epsilon,
+    # 1/b per Laplace mechanism (closed form), and nothing for a Gaussian
+    acc = RDPAccountant(orders=[1.0, 2.0, math.inf]).compose(LaplaceMechanism(2.0), 3)
+    assert acc.get_epsilon(1e-10).value == pytest.approx(1.5, rel=1e-12)
+    assert acc.get_delta(1.5).value == 0.0 and acc.get_delta(1.0).value > 0
+    only_one = RDPAccountant(orders=[1.0]).compose(LaplaceMechanism(2.0))
+    assert only_one.get_epsilon(1e-5).value == math.inf and only_one.get_delta(3.0).value == 1.0
+    gauss = RDPAccountant(orders=[math.inf, 2.0], refine=False).compose(GaussianMechanism(3.0))
+    assert gauss.get_epsilon(1e-5).value == pytest.approx(curves_rdp_gauss_eps(3.0, 1e-5), rel=1e-12)
+
+
+def curves_rdp_gauss_eps(sigma, delta):
+    """The modern conversion at order 2 only (the infinite order gives nothing for a Gaussian), by hand."""
+    a, r = 2.0, 2.0 / (2 * sigma**2)
+    return r + math.log(1 - 1 / a) - (math.log(delta) + math.log(a)) / (a - 1)
+
+
+def test_rdp_round_trip_with_orders_from_two():
+    # issue 24: with orders 2..49, q 1, sigma 0.1, get_delta(get_epsilon(0.5)) returned 1.0; the order
+    # refinement now searches log delta before its cap at 1, so the round trip closes
+    acc = RDPAccountant(orders=range(2, 50)).compose(GaussianMechanism(0.1))
+    eps = acc.get_epsilon(0.5).value
+    assert acc.get_delta(eps).value == pytest.approx(0.5, rel=1e-6)
 
 
 DENSE = [float(a) for a in list(__import__("numpy").linspace(1.01, 8, 300)) + list(range(9, 257))]
@@ -103,3 +130,61 @@ def test_fractional_orders_keep_relative_precision_when_the_rdp_is_tiny(q, sigma
     f = lambda x: mp.npdf(x, 0, s) * ((1 - qq) + qq * mp.e ** ((2 * x - 1) / (2 * s**2))) ** a
     ref = mp.log(mp.quad(f, [mp.ninf, -10 * s, 0, 0.5, a, a + 10 * s, mp.inf])) / (a - 1)
     assert subsampled_gaussian_rdp(q, sigma, alpha) == pytest.approx(float(ref), rel=1e-10)
+
+
+def _log_a_mpmath(q, sigma, alpha):
+    """log E_{x ~ N(0, sigma^2)}[(1 - q + q e^{(2x - 1)/(2 sigma^2)})^alpha] with 50-digit quadrature,
+    split at 0, 1/2 and the integrand's peak region."""
+    with mp.workdps(50):
+        q, sigma, alpha = mp.mpf(q), mp.mpf(sigma), mp.mpf(alpha)
+
+        def f(x):
+            return mp.npdf(x, 0, sigma) * (1 - q + q * mp.exp((2 * x - 1) / (2 * sigma**2))) ** alpha
+
+        pts = [-mp.inf, -20 * sigma, 0, mp.mpf(1) / 2, 1, alpha + 20 * sigma, mp.inf]
+        return float(mp.log(mp.quad(f, sorted(set(pts)), maxdegree=10)))
+
+
+@pytest.mark.parametrize("q,sigma,alpha", [(1e-7, 0.1, 1.01), (1e-5, 0.1, 256.1), (1e-4, 1.0, 1.5),
+                                           (0.1, 100, 20.5), (0.01, 0.1, 1.5)])
+def test_fractional_order_log_a_matches_mpmath_at_small_sigma(q, sigma, alpha):
+    # issue 24: at q 1e-7, sigma 0.1, alpha 1.01 the quadrature overflowed (e^t before the Gaussian weight)
+    # and the chord bound 0.6776 was used where the truth is 4.0e-8
+    from dputils.accountants.rdp import _log_a_frac_checked
+
+    truth = _log_a_mpmath(q, sigma, alpha)
+    assert _log_a_frac_checked(q, sigma, alpha) == pytest.approx(truth, rel=1e-5, abs=1e-14)
+
+
+def test_one_step_small_sigma_rdp_epsilon_is_not_the_chord():
+    # the same defect seen from the accountant: q 0.01, sigma 0.1, delta 0.5 gave 90.10 (dp_accounting 12.87)
+    eps = RDPAccountant().compose(SubsampledGaussianMechanism(0.1, 0.01)).get_epsilon(0.5).value
+    ref = dp_accounting.rdp.RdpAccountant().compose(
+        dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(0.1))).get_epsilon(0.5)
+    assert eps <= ref
+
+
+def _gdp_eps_mpmath(mu, delta):
+    """Exact epsilon with delta_mu(eps) = delta, delta_mu(e) = Phi(mu/2 - e/mu) - e^e Phi(-mu/2 - e/mu),
+    by 200 bisection steps at 60 digits."""
+    with mp.workdps(60):
+        mu, delta = mp.mpf(mu), mp.mpf(delta)
+
+        def d(e):
+            return mp.ncdf(mu / 2 - e / mu) - mp.exp(e) * mp.ncdf(-mu / 2 - e / mu) - delta
+
+        lo, hi = mp.mpf(0), mp.mpf(mu * mu + 100)
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if d(mid) > 0 else (lo, mid)
+        return float(lo)
+
+
+@pytest.mark.parametrize("mu", [math.sqrt(38) / 0.16026585133152987, 15.0, 3.0])
+@pytest.mark.parametrize("delta", [1 - 1e-12, 1 - 1e-9, 1e-5])
+def test_gdp_exact_bracket_holds_near_delta_one(mu, delta):
+    # issue 24: at delta 1 - 1e-12 the "exact" bracket missed the mpmath epsilon by ~5e-5
+    at_zero = mp.ncdf(mu / 2) - mp.ncdf(-mu / 2)  # delta_mu(0)
+    truth = 0.0 if at_zero <= delta else _gdp_eps_mpmath(mu, delta)
+    res = GDPAccountant().compose(GaussianMechanism(1.0 / mu)).get_epsilon(delta)
+    assert res.lower <= truth <= res.upper

@@ -78,7 +78,8 @@ def _log_a_frac_logspace(q: float, sigma: float, alpha: float) -> float:
 
     def log_f_vec(x: np.ndarray) -> np.ndarray:
         t = (2 * x - 1) / (2 * sigma**2)
-        return alpha * np.logaddexp(log1mq, logq + t) - 0.5 * (x / sigma) ** 2 - log_norm
+        with np.errstate(under="ignore"):  # exp underflow inside logaddexp is harmless
+            return alpha * np.logaddexp(log1mq, logq + t) - 0.5 * (x / sigma) ** 2 - log_norm
 
     lo, hi = -12.0 * sigma, (alpha + 12.0) * max(sigma, 1.0)
     n = int(math.ceil((hi - lo) / (sigma / 16.0)))
@@ -87,7 +88,8 @@ def _log_a_frac_logspace(q: float, sigma: float, alpha: float) -> float:
         xs = np.linspace(lo, hi, n + 1)
         vals = log_f_vec(xs)
         peak = float(vals.max())
-        w = np.exp(vals - peak)
+        with np.errstate(under="ignore"):
+            w = np.exp(vals - peak)
         h = (hi - lo) / n
         fine = h * (w.sum() - 0.5 * (w[0] + w[-1]))
         coarse = 2 * h * (w[::2].sum() - 0.5 * (w[0] + w[-1]))
@@ -144,10 +146,25 @@ def _log_a_frac(q: float, sigma: float, alpha: float) -> float:
         return la
     log_norm = 0.5 * math.log(2 * math.pi * sigma**2)
 
+    log1mq, logq = math.log1p(-q), math.log(q)
+
     def integrand(x):
+        # w(x) [(1 + u)^alpha - 1 - alpha u] with u = q (e^t - 1), t = (2x - 1)/(2 sigma^2). Where |u| < 0.01
+        # the binomial series; elsewhere each term is formed with the Gaussian weight inside the exponential
+        # (w (1 + u)^alpha = exp(lw + alpha log(1 + u)), w u = q (e^(t + lw) - w)), so that a large t (small
+        # sigma: e^t overflows) meets the weight's e^(-x^2 / (2 sigma^2)) before it is exponentiated.
         x = np.asarray(x, dtype=float)
-        u = q * np.expm1((2 * x - 1) / (2 * sigma**2))
-        return np.exp(-0.5 * (x / sigma) ** 2 - log_norm) * _binomial_excess(u, alpha)
+        t = (2 * x - 1) / (2 * sigma**2)
+        lw = -0.5 * (x / sigma) ** 2 - log_norm
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):  # underflow to 0 is harmless here
+            w = np.exp(lw)
+            u = q * np.expm1(np.minimum(t, 700.0))
+            small = np.abs(u) < 0.01
+            series = w * _binomial_excess(np.where(small, u, 0.0), alpha)
+            log1pu = np.logaddexp(log1mq, logq + t)
+            wu = q * (np.exp(t + lw) - w)
+            direct = np.exp(lw + alpha * log1pu) - w - alpha * wu
+        return np.where(small, series, direct)
 
     lo, hi = -12.0 * sigma, (alpha + 12.0) * max(sigma, 1.0)
     n = int(math.ceil((hi - lo) / (sigma / 16.0)))
@@ -225,12 +242,12 @@ def mechanism_rdp(mech: Mechanism, alpha: float) -> float:
 
 
 def _conversion_inputs(orders, rdp, conversion: str) -> tuple[np.ndarray, np.ndarray]:
-    """Orders (> 1) and RDP values as matching 1-d float arrays; the conversion name checked."""
+    """Orders (>= 1, infinity allowed) and RDP values as matching 1-d float arrays; the conversion checked."""
     check_choice("conversion", conversion, ("modern", "classic"))
     a = np.atleast_1d(np.asarray(orders, dtype=float))
     r = np.atleast_1d(np.asarray(rdp, dtype=float))
-    if a.ndim != 1 or a.size == 0 or not np.all(a > 1):
-        raise DPValueError(f"orders must be a non-empty sequence of numbers > 1, got {orders!r}")
+    if a.ndim != 1 or a.size == 0 or not np.all(a >= 1):
+        raise DPValueError(f"orders must be a non-empty sequence of numbers >= 1, got {orders!r}")
     if r.shape != a.shape:
         raise DPValueError(f"rdp must have one value per order ({a.size}), got shape {r.shape}")
     return a, r
@@ -251,10 +268,17 @@ def rdp_to_epsilon(orders, rdp, delta: float, conversion: str = "modern") -> tup
     """
     delta = check_delta(delta)
     a, r = _conversion_inputs(orders, rdp, conversion)
-    if conversion == "modern":
-        eps = r + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1)
-    else:
-        eps = r + math.log(1.0 / delta) / (a - 1)
+    mid = (a > 1) & np.isfinite(a)
+    am = np.where(mid, a, 2.0)
+    with np.errstate(invalid="ignore"):
+        if conversion == "modern":
+            eps = r + np.log1p(-1.0 / am) - (math.log(delta) + np.log(am)) / (am - 1)
+        else:
+            eps = r + math.log(1.0 / delta) / (am - 1)
+    # order infinity: the pure-DP epsilon r_inf (the limit of both conversions); order 1 (KL): no bound
+    eps = np.where(np.isinf(a), r, np.where(a == 1, math.inf, eps))
+    if not np.any(np.isfinite(eps)) and not np.any(mid):  # only orders 1 / infinity: no bound is the answer
+        return math.inf, float(a[0])
     if not np.any(np.isfinite(eps)):
         raise NumericalError("rdp: the composed RDP overflowed at every order (noise too small for these orders); "
                              "epsilon cannot be computed")
@@ -263,30 +287,46 @@ def rdp_to_epsilon(orders, rdp, delta: float, conversion: str = "modern") -> tup
 
 
 def rdp_to_delta(orders, rdp, epsilon: float, conversion: str = "modern") -> tuple[float, float]:
+    """See :func:`_rdp_to_delta`: ``(delta, order)``."""
+    d, a, _ = _rdp_to_delta(orders, rdp, epsilon, conversion)
+    return d, a
+
+
+def _rdp_to_delta(orders, rdp, epsilon: float, conversion: str = "modern") -> tuple[float, float, float]:
     r"""Smallest delta over the orders (the inverse of :func:`rdp_to_epsilon` per order), capped at 1.
 
     ``"modern"``: :math:`\delta = \exp((\alpha-1)(r_\alpha - \varepsilon + \log(1 - 1/\alpha)))/\alpha`,
     which is Theorem 3.1 (Eq. 4) of Schuchardt & Kalinin,
     :math:`e^{(\alpha-1)(r_\alpha-\varepsilon)}(1-1/\alpha)^\alpha/(\alpha-1)`, rewritten;
-    ``"classic"``: :math:`\delta = \exp((\alpha-1)(r_\alpha - \varepsilon))`. Returns ``(delta, order)``.
+    ``"classic"``: :math:`\delta = \exp((\alpha-1)(r_\alpha - \varepsilon))`. Returns ``(delta, order, log delta
+    before the cap at 1)``; the uncapped log delta lets the order refinement see a slope where every grid
+    order gives delta >= 1.
     """
     epsilon = check_epsilon(epsilon)
     a, r = _conversion_inputs(orders, rdp, conversion)
-    if conversion == "modern":
-        logd = (a - 1) * (r - epsilon + np.log1p(-1.0 / a)) - np.log(a)
-    else:
-        logd = (a - 1) * (r - epsilon)
+    mid = (a > 1) & np.isfinite(a)
+    am = np.where(mid, a, 2.0)
+    with np.errstate(invalid="ignore"):
+        if conversion == "modern":
+            logd = (am - 1) * (r - epsilon + np.log1p(-1.0 / am)) - np.log(am)
+        else:
+            logd = (am - 1) * (r - epsilon)
+    # order infinity: delta 0 once epsilon reaches the pure-DP epsilon r_inf, else no bound; order 1: none
+    logd = np.where(np.isinf(a), np.where(r <= epsilon, -math.inf, 0.0), np.where(a == 1, 0.0, logd))
     if np.all(np.isnan(logd)):
         raise NumericalError("rdp: the composed RDP is undefined at every order; delta cannot be computed")
     i = int(np.nanargmin(logd))
-    return min(1.0, math.exp(min(float(logd[i]), 0.0))), float(a[i])
+    return min(1.0, math.exp(min(float(logd[i]), 0.0))), float(a[i]), float(logd[i])
 
 
 class RDPAccountant(Accountant):
     """Rényi-DP accountant. Upper bounds only; the conversion is ``"modern"`` or ``"classic"``.
 
     Args:
-        orders: the orders of the grid (finite, > 1).
+        orders: the orders of the grid (>= 1). Order 1 (the KL divergence) converts to no (epsilon, delta)
+            bound with delta < 1, so it is kept with the trivial RDP value infinity; order ``math.inf`` is
+            pure DP, the largest privacy loss (1/b per Laplace mechanism, infinite for a Gaussian), which
+            converts to epsilon = r_inf at every delta.
         conversion: ``"modern"`` (Balle et al. 2020, Thm 21) or ``"classic"`` (Mironov 2017, Prop. 3).
         refine: (default True) after the grid, minimise the converted epsilon (or log delta) over a continuous order
             between the best grid order's neighbours (bounded Brent search, :func:`refine_order`). Each
@@ -301,10 +341,16 @@ class RDPAccountant(Accountant):
                  refine: bool = True) -> None:
         super().__init__(direction)
         if isinstance(orders, (str, bytes)) or not hasattr(orders, "__iter__"):
-            raise DPValueError(f"orders must be a non-empty sequence of finite numbers > 1, got {orders!r}")
-        self.orders = tuple(check_finite("orders", o) for o in orders)
-        if not self.orders or min(self.orders) <= 1:
-            raise DPValueError(f"orders must be a non-empty sequence of finite numbers > 1, got {list(orders)!r}")
+            raise DPValueError(f"orders must be a non-empty sequence of numbers >= 1, got {orders!r}")
+        def order(o):
+            if isinstance(o, (int, float, np.floating, np.integer)) and not isinstance(o, bool) and o == math.inf:
+                return math.inf
+            return check_finite("orders", o)
+
+        self.orders = tuple(order(o) for o in orders)
+        if not self.orders or min(self.orders) < 1:
+            raise DPValueError(f"orders must be a non-empty sequence of numbers >= 1 (infinity allowed), got "
+                               f"{list(orders)!r}")
         self.conversion = check_choice("conversion", conversion, ("modern", "classic"))
         if not isinstance(refine, bool):
             raise DPValueError(f"refine must be True or False, got {refine!r}")
@@ -315,8 +361,14 @@ class RDPAccountant(Accountant):
             raise DPValueError(f"rdp: unsupported mechanism {type(mechanism).__name__}")
 
     def rdp_at(self, alpha: float) -> float:
-        """The composed RDP at one order ``alpha > 1``."""
+        """The composed RDP at one order ``alpha >= 1`` (1: infinity, the trivial bound; infinity: the
+        largest privacy loss, the worse of the two directions)."""
         self._require_ledger()
+        if alpha == 1:
+            return math.inf
+        if alpha == math.inf:
+            return max(sum(c * max(float(m.pair(d).loss_support[1]), 0.0) for m, c in self.ledger)
+                       for d in ("remove", "add"))
         return float(sum(c * mechanism_rdp(m, alpha) for m, c in self.ledger))
 
     def rdp(self) -> np.ndarray:
@@ -324,22 +376,32 @@ class RDPAccountant(Accountant):
         self._require_ledger()
         return np.array([self.rdp_at(a) for a in self.orders])
 
-    def _answer(self, convert, target: float, quantity: str) -> AccountingResult:
-        value, order = convert(self.orders, self.rdp(), target, self.conversion)
+    def _answer(self, quantity: str, target: float) -> AccountingResult:
+        if quantity == "epsilon":
+            value, order = rdp_to_epsilon(self.orders, self.rdp(), target, self.conversion)
+
+            def objective(a):
+                return rdp_to_epsilon((a,), (self.rdp_at(a),), target, self.conversion)[0]
+            score = value
+        else:
+            value, order, score = _rdp_to_delta(self.orders, self.rdp(), target, self.conversion)
+
+            def objective(a):  # log delta before the cap at 1, so that the search sees a slope
+                return _rdp_to_delta((a,), (self.rdp_at(a),), target, self.conversion)[2]
         details: dict = {"order": order, "conversion": self.conversion}
-        if self.refine:
-            value, order, n = refine_order(
-                lambda a: convert((a,), (self.rdp_at(a),), target, self.conversion)[0],
-                self.orders, order, value)
+        inner = [a for a in self.orders if 1 < a < math.inf]
+        if self.refine and 1 < order < math.inf and inner:
+            score, order, n = refine_order(objective, inner, order, score)
+            value = score if quantity == "epsilon" else min(1.0, math.exp(min(score, 0.0)))
             details.update(order=order, refined=True, refine_evaluations=n)
         name = self.name if self.conversion == "modern" else "rdp-classic"
         return AccountingResult(value, None, value, "upper-bound", name, quantity, details)
 
     def get_epsilon(self, delta: float) -> AccountingResult:
-        return self._answer(rdp_to_epsilon, self._checked_delta(delta), "epsilon")
+        return self._answer("epsilon", self._checked_delta(delta))
 
     def get_delta(self, epsilon: float) -> AccountingResult:
-        return self._answer(rdp_to_delta, self._checked_epsilon(epsilon), "delta")
+        return self._answer("delta", self._checked_epsilon(epsilon))
 
 
 def refine_order(value_at, orders, best_order: float, best_value: float,

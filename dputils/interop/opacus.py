@@ -5,8 +5,11 @@ Importing this module registers three accountants with Opacus's ``register_accou
 * ``"dputils-pld"``: the PLD accountant (certified upper bound, with a certified lower bound alongside);
 * ``"dputils-spa"``: the saddle-point accountant; ``get_epsilon`` returns the upper end of its certified
   Theorem-5 bracket;
-* ``"dputils-edgeworth"``: the Edgeworth accountant; ``get_epsilon`` returns the upper end of its interval
-  (infinite where the expansion certifies nothing; ``report="estimate"`` gives the approximation).
+* ``"dputils-edgeworth"``: the Edgeworth accountant; ``get_epsilon`` returns the upper end of its interval.
+
+For the last two, where the certified bracket is vacuous (Edgeworth's error bound above delta), wide (over
+10% of its upper end) or its computation fails, the PLD accountant's certified bracket on the same steps
+narrows it (:mod:`dputils.interop._certified`; ``report="estimate"`` gives the approximation instead).
 
 so that, in three lines::
 
@@ -32,7 +35,9 @@ from typing import Any
 from opacus.accountants import IAccountant, register_accountant
 
 from ..accountants.base import Accountant, AccountingResult
-from ..errors import DPValueError, check_choice, check_delta, check_positive_int, check_probability
+from ..errors import (DPValueError, check_choice, check_delta, check_nonnegative, check_positive_int,
+                      check_probability)
+from ._certified import _query, certified_answer
 
 __all__ = ["DputilsOpacusAccountant", "PLDOpacusAccountant", "SPAOpacusAccountant", "EdgeworthOpacusAccountant",
            "MECHANISMS"]
@@ -54,7 +59,10 @@ class DputilsOpacusAccountant(IAccountant):
         self.history: list[tuple[float, float, int]] = []
         self.report = check_choice("report", report, ("upper", "estimate"))
         self.options = dict(options)
-        self._make()  # check the options now rather than at the first get_epsilon
+        try:
+            self._make()  # check the options now rather than at the first get_epsilon
+        except TypeError:
+            raise DPValueError(f"{self.MECHANISM}: unknown option(s) {sorted(options)}") from None
 
     def _make(self) -> Accountant:
         from ..accountants.edgeworth import EdgeworthAccountant
@@ -79,30 +87,75 @@ class DputilsOpacusAccountant(IAccountant):
     def __len__(self) -> int:
         return int(sum(n for _, _, n in self.history))
 
-    def _composed(self) -> Accountant:
+    @staticmethod
+    def _checked_history(history: Any) -> list[tuple[float, float, int]]:
+        """``history`` as a list of ``(noise_multiplier, sample_rate, steps)``, or ``DPValueError`` naming
+        the first bad entry (noise_multiplier finite and >= 0, sample_rate in [0, 1], steps an integer >= 1)."""
+        if isinstance(history, (str, bytes)) or not isinstance(history, (list, tuple)):
+            raise DPValueError(f"history must be a list of (noise_multiplier, sample_rate, steps) tuples, got "
+                               f"{type(history).__name__}")
+        out = []
+        for k, entry in enumerate(history):
+            if isinstance(entry, (str, bytes)) or not isinstance(entry, (list, tuple)) or len(entry) != 3:
+                raise DPValueError(f"history[{k}] must be (noise_multiplier, sample_rate, steps), got {entry!r}")
+            sigma, q, n = entry
+            sigma = check_nonnegative(f"history[{k}] noise_multiplier", sigma)
+            q = check_probability(f"history[{k}] sample_rate", q, allow_zero=True)
+            n = check_positive_int(f"history[{k}] steps", n)
+            out.append((sigma, q, n))
+        return out
+
+    def _composed(self) -> tuple[Accountant, bool]:
+        """The dputils accountant of the history, and whether a step without noise was taken (epsilon
+        infinite: noise_multiplier 0 with a sample_rate above 0)."""
         from ..mechanisms import GaussianMechanism, SubsampledGaussianMechanism
 
         acc = self._make()
-        for k, entry in enumerate(self.history):
-            try:
-                sigma, q, n = entry
-            except (TypeError, ValueError):
-                raise DPValueError(f"history[{k}] must be (noise_multiplier, sample_rate, steps), got {entry!r}")
-            n = check_positive_int(f"history[{k}] steps", n)
-            q = check_probability(f"history[{k}] sample_rate", q)
+        infinite = False
+        for sigma, q, n in self._checked_history(self.history):
             if q == 0:
                 continue
-            mech = GaussianMechanism(sigma) if q == 1 else SubsampledGaussianMechanism(sigma, q)
+            if sigma == 0:
+                infinite = True
+                continue
+            try:
+                mech = GaussianMechanism(sigma) if q == 1 else SubsampledGaussianMechanism(sigma, q)
+            except DPValueError as exc:
+                raise DPValueError(f"history: {exc}") from None
             acc.compose(mech, n)
-        return acc
+        return acc, infinite
 
     def get_epsilon_bracket(self, delta: float) -> AccountingResult:
-        """The whole dputils answer for epsilon(delta): value, certified lower and upper bounds, kind."""
+        """The whole dputils answer for epsilon(delta): value, certified lower and upper bounds, kind.
+
+        With ``report="upper"`` a vacuous, wide or failed saddle-point / Edgeworth bracket is narrowed by
+        the PLD's (:mod:`dputils.interop._certified`)."""
         delta = check_delta(delta)
-        acc = self._composed()
+        acc, infinite = self._composed()
+        if infinite:
+            return AccountingResult(math.inf, math.inf, math.inf, "exact", self.NAME, "epsilon",
+                                    {"reason": "a step with noise_multiplier 0"})
         if not acc.ledger:
             return AccountingResult(0.0, 0.0, 0.0, "exact", self.NAME, "epsilon", {"reason": "no steps"})
-        return acc.get_epsilon(delta)
+        if self.report == "upper":
+            return certified_answer(acc, "epsilon", delta)
+        return _query(acc, "epsilon", delta)
+
+    def load_state_dict(self, state_dict: Any) -> None:
+        """Load ``state_dict()`` output: a mapping with ``history`` (checked entry by entry) and ``mechanism``
+        equal to this accountant's name; anything else raises ``DPValueError`` (a ``ValueError``, as Opacus's
+        own accountants raise) and leaves the accountant unchanged."""
+        from collections.abc import Mapping
+
+        if not isinstance(state_dict, Mapping) or not state_dict:
+            raise DPValueError(f"state_dict must be a non-empty mapping with 'history' and 'mechanism', got "
+                               f"{type(state_dict).__name__}")
+        for key in ("history", "mechanism"):
+            if key not in state_dict:
+                raise DPValueError(f"state_dict has no key {key!r}; cannot load it into {self.MECHANISM}")
+        if state_dict["mechanism"] != self.MECHANISM:
+            raise DPValueError(f"state_dict is of the accountant {state_dict['mechanism']!r}, not {self.MECHANISM!r}")
+        self.history = self._checked_history(state_dict["history"])
 
     def get_epsilon(self, delta: float, **kwargs: Any) -> float:
         """epsilon(delta) of the steps so far: the certified upper end (``report="upper"``) or the estimate."""
