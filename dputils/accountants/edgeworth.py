@@ -216,8 +216,9 @@ def dgg_bound_inid_skew(n: int, K3: float, K3tilde: float, K4: float, lam3: floa
     finite fourth moments, no continuity assumption, skewed case), with free parameter ``e`` in
     (0, 1/3) (0.1 in the paper; unrelated to the privacy epsilon):
 
-    .. math:: 0.1995\frac{\tilde K_3}{\sqrt n} + \frac{0.031\tilde K_3^2 + 0.327K_4(\frac1{12} + \frac1{4(1-3e)^2})
-              + 0.054|\lambda_3|\tilde K_3 + 0.037e_{1,n}(e)\lambda_3^2}{n} + r_{1,n}(e).
+    .. math:: 0.1995\frac{\tilde K_3}{\sqrt n}
+              + \frac{1}{n}\Big(0.031\tilde K_3^2 + 0.327K_4\big(\tfrac1{12} + \tfrac1{4(1-3e)^2}\big)
+              + 0.054|\lambda_3|\tilde K_3 + 0.037e_{1,n}(e)\lambda_3^2\Big) + r_{1,n}(e).
 
     At e = 0.1 the coefficients are the rounded 0.195 and 0.038 printed in the paper's Lemma 4.3.
     The remainder :math:`r_{1,n}` (the paper's Eq. (H.1), missing from our copy) follows the authors'

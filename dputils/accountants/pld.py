@@ -273,12 +273,13 @@ class ComposedPLD:
 
     def _locate(self, eps: float) -> tuple[int, float]:
         """(k, a) with eps in (l_{k-1}, l_k] and a = e^{eps - l_k} (k clipped to [0, n])."""
-        k = math.ceil(eps / self.h - self.j0)
+        x = eps / self.h - self.j0
         n = self.masses.size
+        if not x < n:  # eps above the last window point (eps / h may be infinite: eps 1e308)
+            return n, 0.0
+        k = math.ceil(x)
         if k <= 0:
             return 0, math.exp(eps - self.j0 * self.h)
-        if k >= n:
-            return n, 0.0
         return k, math.exp(eps - (self.j0 + k) * self.h)
 
     def beyond(self, eps: float) -> float:
@@ -512,6 +513,8 @@ class SpectralPLD:
         """(D, E): sum_{window j, l_j > eps} (1 - e^{eps - l_j}) circ_j / S lies in [D - E, D + E]."""
         h, N = self.h, self.N
         j_hi = self.j0 + N - 1
+        if not eps / h < j_hi:  # eps at or above the last window point (eps / h may be infinite)
+            return 0.0, 0.0
         ja = max(self.j0, math.floor(eps / h) + 1)
         while ja * h <= eps:
             ja += 1
