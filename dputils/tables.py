@@ -9,6 +9,7 @@ and the table stays inside the page's content column (it wraps instead of scroll
 from __future__ import annotations
 
 import html
+import re
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -57,6 +58,9 @@ _CELL = "padding:0.25em 0.6em;word-break:normal;overflow-wrap:normal;hyphens:man
 _NUMBER = "white-space:nowrap;"
 #: A text cell of at most this many characters does not wrap either (a short label such as "not reproduced").
 _SHORT_TEXT = 16
+#: A run of non-space characters with a digit in it, outside any markup (``<sup>`` of a formatted number is kept
+#: inside the run).
+_DIGIT_TOKEN = re.compile(r"(?<![^\s>])(?=[^\s<]*\d)[^\s<]+(?:<sup>[^<]*</sup>[^\s<]*)?")
 
 
 class Table:
@@ -81,6 +85,10 @@ class Table:
         plain = fmt_value(v, self.digits)
         text = html.escape(plain).replace("&lt;sup&gt;", "<sup>").replace("&lt;/sup&gt;", "</sup>")
         numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if not numeric:
+            # in a text cell, a token with a digit (1.74e-4, 3e6-8e6, [1.93e-05,) is kept on one line: the browser
+            # would otherwise break it after its hyphen
+            text = _DIGIT_TOKEN.sub(lambda m: f'<span style="white-space:nowrap">{m.group(0)}</span>', text)
         style = _CELL + (_NUMBER if numeric or len(plain) <= _SHORT_TEXT else "")
         if col == "status" and isinstance(v, str):
             return f'<td style="{style}{STATUS_STYLE.get(v, "")}">{text}</td>'

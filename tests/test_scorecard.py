@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -168,3 +169,11 @@ def test_check_ledger_fails_only_when_strict_and_updates(tmp_path):
     assert check_ledger(tmp_path, ["a"], update=True) == 0
     assert read_ledger(tmp_path / LEDGER_FILE) == {"a": {"T1": "pass", "T2": "pass"}, "z": {"T9": "not run"}}
     assert check_ledger(tmp_path, ["a"], strict=True) == 0
+
+
+def test_text_cells_keep_tokens_with_digits_whole():
+    # the browser breaks after a hyphen: "1.74e-|4", "3e6-|8e6" in a text cell; such tokens are kept on one line
+    h = Table([{"what": "acc. 1.74e-4 to 1.76e-4, plain MC 3e6-8e6 (±1-2%)", "name": "trade-off"}])._repr_html_()
+    spans = re.findall(r'<span style="white-space:nowrap">([^<]*)</span>', h)
+    assert spans == ["1.74e-4", "1.76e-4,", "3e6-8e6", "(±1-2%)"]
+    assert "trade-off" in h and ">trade-off<" in h  # a word without digits may still break at its hyphen

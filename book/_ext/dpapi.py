@@ -456,6 +456,26 @@ def _add_static(app: Any) -> None:
     app.add_css_file("dpapi.css")
 
 
+#: A hyphen between two non-space characters (``0..b-1``, ``1e-10``), where a browser would break a line.
+_INNER_HYPHEN = re.compile(r"(?<=\S)-(?=\S)")
+
+
+def keep_hyphenated_tokens(app: Any, doctree: Any, docname: str) -> None:
+    """In the summary tables, write a hyphen inside a token as a non-breaking hyphen (U+2011), so a narrow
+    description column never breaks ``0..b-1`` or ``1e-10`` after its hyphen (the browser check's ``split``)."""
+    from docutils import nodes
+
+    for table in doctree.findall(nodes.table):
+        if "autosummary" not in table.get("classes", []):
+            continue
+        for text in list(table.findall(nodes.Text)):
+            if isinstance(text.parent, nodes.literal) or "-" not in text:
+                continue
+            new = _INNER_HYPHEN.sub("\u2011", str(text))
+            if new != str(text):
+                text.parent.replace(text, nodes.Text(new))
+
+
 def setup(app: Any) -> dict[str, Any]:
     if str(REPO_ROOT) not in sys.path[:1]:
         sys.path.insert(0, str(REPO_ROOT))
@@ -468,4 +488,5 @@ def setup(app: Any) -> dict[str, Any]:
     app.add_directive("dpapi-module", _directive_class())
     app.connect("builder-inited", _add_static)
     app.connect("autodoc-process-docstring", escape_docstring, priority=600)
+    app.connect("doctree-resolved", keep_hyphenated_tokens)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -66,12 +66,8 @@ def certified_answer(acc: Accountant, quantity: str, target: float) -> Accountin
         res, failure = None, exc
     if not _useless(res, quantity):
         return res
-    from ..accountants.pld import PLDAccountant
-
-    pld = PLDAccountant(direction=acc.direction)
     try:
-        for mech, count in acc.ledger:
-            pld.compose(mech, count)
+        pld = _fallback_pld(acc)
     except DPValueError as exc:
         if res is not None and res.upper is not None and (
                 (quantity == "epsilon" and math.isfinite(res.upper)) or (quantity == "delta" and res.upper < 1)):
@@ -91,6 +87,22 @@ def certified_answer(acc: Accountant, quantity: str, target: float) -> Accountin
                    discretization=ref.details.get("discretization"))
     kind = "upper-bound" if res is None else res.kind
     return AccountingResult(value, lower, upper, kind, acc.name, quantity, details)
+
+
+def _fallback_pld(acc: Accountant) -> Accountant:
+    """The PLD accountant on ``acc``'s ledger, built once per ledger and kept on ``acc`` (a calibration or a
+    sweep of queries asks the same composition many times; the PLD caches its composed distribution)."""
+    from ..accountants.pld import PLDAccountant
+
+    key = (acc.direction, tuple((id(m), c) for m, c in acc.ledger))
+    cached = getattr(acc, "_dputils_pld_fallback", None)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    pld = PLDAccountant(direction=acc.direction)
+    for mech, count in acc.ledger:
+        pld.compose(mech, count)
+    acc._dputils_pld_fallback = (key, pld)
+    return pld
 
 
 def _useless_vacuous(res: AccountingResult | None, quantity: str) -> bool:
