@@ -68,7 +68,8 @@ KINDS = ("math", "image", "caption", "output", "repr", "overflow", "network", "c
 #: The kinds that make the check fail (exit status 1, and so ``python -m dputils book --check``). The others are
 #: reported and counted but pass: the switch for the layout kinds of issue 28 once the chapters are clean.
 #: ``--fail-on`` on the command line overrides it.
-FAIL_KINDS = frozenset({"math", "image", "caption", "output", "repr", "overflow", "network", "console"})
+FAIL_KINDS = frozenset({"math", "image", "caption", "output", "repr", "overflow", "network", "console",
+                        "duplicate", "markup", "caption-code", "screenshot"})
 
 #: directories of the build output that hold no pages
 SKIP_DIRS = {"_static", "_sources", "_images", "_downloads", "reports", ".doctrees", "_panels_static"}
