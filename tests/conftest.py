@@ -6,8 +6,39 @@ import matplotlib
 
 matplotlib.use("Agg")  # in-process only; notebook kernels never inherit this (the runner drops MPLBACKEND)
 
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile("ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=60, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def _hide_sklearn(monkeypatch):
+    """Make ``import sklearn`` (and its submodules) fail from now on in this test, as on a machine without
+    scikit-learn."""
+    import builtins
+    import sys
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "sklearn" or name.startswith("sklearn."):
+            raise ImportError(f"No module named {name!r} (hidden by the test)")
+        return real_import(name, *args, **kwargs)
+
+    for mod in [m for m in sys.modules if m == "sklearn" or m.startswith("sklearn.")]:
+        monkeypatch.delitem(sys.modules, mod)
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+
+
+@pytest.fixture
+def hide_sklearn(monkeypatch):
+    """A function that hides scikit-learn for the rest of the test when called."""
+    return lambda: _hide_sklearn(monkeypatch)
+
+
+@pytest.fixture
+def no_sklearn(monkeypatch):
+    """scikit-learn hidden for the whole test."""
+    _hide_sklearn(monkeypatch)

@@ -150,23 +150,6 @@ def test_image_model_on_a_cifar_folder_with_microbatches(tmp_path):
         run_whitebox_audit(300, microbatch=-2, progress=False)
 
 
-def _hide_sklearn(monkeypatch):
-    """Make ``import sklearn`` fail, as on a machine without scikit-learn."""
-    import builtins
-    import sys
-
-    real_import = builtins.__import__
-
-    def fake_import(name, *args, **kwargs):
-        if name == "sklearn" or name.startswith("sklearn."):
-            raise ImportError(f"No module named {name!r} (hidden by the test)")
-        return real_import(name, *args, **kwargs)
-
-    for mod in [m for m in sys.modules if m == "sklearn" or m.startswith("sklearn.")]:
-        monkeypatch.delitem(sys.modules, mod)
-    monkeypatch.setattr(builtins, "__import__", fake_import)
-
-
 def _fake_fashion_mnist(folder, n_train=60, n_test=4):
     from dputils import data
 
@@ -178,7 +161,7 @@ def _fake_fashion_mnist(folder, n_train=60, n_test=4):
     return folder
 
 
-def test_mlp_on_fashion_mnist_files_and_the_fallbacks(tmp_path, monkeypatch):
+def test_mlp_on_fashion_mnist_files_and_the_fallbacks(tmp_path, monkeypatch, hide_sklearn):
     """dataset="fashion-mnist" trains on the IDX files of the folder (784 inputs, 10 classes) and says so;
     without the files on scikit-learn's digits (64 inputs) with a warning, and without scikit-learn on blobs
     with a warning; the run's data field says which."""
@@ -196,7 +179,7 @@ def test_mlp_on_fashion_mnist_files_and_the_fallbacks(tmp_path, monkeypatch):
         assert digits.n_params == 64 * 4 + 4 + 4 * 10 + 10
         with pytest.raises(DPValueError, match="n_train"):  # 1797 digits: 1 test image, at most 1796 to train
             run_whitebox_audit(100, **{**kw, "n_train": 1797})
-    _hide_sklearn(monkeypatch)
+    hide_sklearn()
     with pytest.warns(UserWarning, match="Fashion-MNIST not found.*scikit-learn not importable"):
         fallback = run_whitebox_audit(100, **kw)
     assert fallback.data == "gaussian-blobs (no Fashion-MNIST files, no scikit-learn)"
@@ -214,7 +197,7 @@ def test_mlp_parameter_count_is_torchs(dim, n_classes, hidden):
     assert mlp_parameter_count(dim, n_classes, hidden) == sum(p.numel() for p in net.parameters())
 
 
-def test_fit_whitebox_sizes_on_each_data_path(tmp_path, monkeypatch):
+def test_fit_whitebox_sizes_on_each_data_path(tmp_path, monkeypatch, hide_sklearn):
     """The book's full profile (m 2000, n_train 2400, batch 200, hidden 32, blobs 20 inputs / 10 classes; 10
     parameters per canary: D >= 20000): unchanged on Fashion-MNIST (D = 25450); on the digits 12 steps per epoch
     of 149 (T and q = 1/12 kept) and hidden ceil(19990 / 75) = 267 (D = 65 * 267 + 268 * 10 = 20035); on blobs
@@ -249,7 +232,7 @@ def test_fit_whitebox_sizes_on_each_data_path(tmp_path, monkeypatch):
     assert (bl1.hidden, bl1.n_params) == (65, 2025)  # ceil(1990 / 31) = 65: the user's 1002 were too few
     lr = fit_whitebox_sizes(2000, **{**book, "dataset": "blobs", "hidden": 0})
     assert (lr.m, lr.hidden, lr.n_params) == (21, 0, 210)  # logistic regression: m = floor(210 / 10)
-    _hide_sklearn(monkeypatch)
+    hide_sklearn()
     nb = fit_whitebox_sizes(2000, **book)
     assert (nb.data, nb.hidden, nb.dim, nb.n_params) == ("synthetic-blobs", 645, 20, 20005)
     img = fit_whitebox_sizes(5000, **{**book, "model": "cnn"})
@@ -262,13 +245,13 @@ def test_fit_whitebox_sizes_on_each_data_path(tmp_path, monkeypatch):
         fit_whitebox_sizes(100, n_train=10, batch_size=5, hidden=1, params_per_canary=0.5)
 
 
-def test_fitted_sizes_run(tmp_path, monkeypatch):
+def test_fitted_sizes_run(tmp_path, monkeypatch, hide_sklearn):
     """A run at sizes chosen by fit_whitebox_sizes on the blobs that were too small for m (the user's failure:
     m 2000 on 1002 parameters) starts, has m distinct canaries and T = epochs * n_train / batch_size."""
     from dputils.audit.whitebox import fit_whitebox_sizes
 
     monkeypatch.setenv("DPBOOK_FASHION_MNIST", str(tmp_path / "none"))
-    _hide_sklearn(monkeypatch)
+    hide_sklearn()
     kw = dict(n_train=240, batch_size=20, hidden=32, dim=20, n_classes=10, dataset="fashion-mnist")
     with pytest.raises(DPValueError, match="m must be <= the number of model parameters"):
         with pytest.warns(UserWarning):

@@ -170,24 +170,6 @@ def test_fashion_mnist_root_env(tmp_path, monkeypatch):
 
 # --- the fallback chain: Fashion-MNIST -> scikit-learn's digits -> blobs ---------------------------------------
 
-@pytest.fixture
-def no_sklearn(monkeypatch):
-    """Make ``import sklearn`` (and its submodules) fail, as on a machine without scikit-learn."""
-    import builtins
-    import sys
-
-    real_import = builtins.__import__
-
-    def fake_import(name, *args, **kwargs):
-        if name == "sklearn" or name.startswith("sklearn."):
-            raise ImportError(f"No module named {name!r} (hidden by the test)")
-        return real_import(name, *args, **kwargs)
-
-    for mod in [m for m in sys.modules if m == "sklearn" or m.startswith("sklearn.")]:
-        monkeypatch.delitem(sys.modules, mod)
-    monkeypatch.setattr(builtins, "__import__", fake_import)
-
-
 def _digits_csv():
     """The digits as scikit-learn ships them (``sklearn/datasets/data/digits.csv.gz``: 64 grey levels 0..16 and
     the label per row), read here with numpy, not through ``load_digits``."""
