@@ -97,11 +97,22 @@ def _overshoot():
     return pytest.mark.slow(settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))(test))
 
 
+def _overshoot_too_slow(self):
+    """Not run for dputils-spa and dputils-edgeworth: one Opacus calibration is ~40 accountant queries, and their
+    certified brackets are wide at the drawn settings, so each query also builds the PLD fallback over up to 1e6
+    steps (over 15 minutes for two examples in CI). The calibration itself is exercised for them by Opacus's
+    AdaClip tests, and the overshoot property by the dputils-pld run of this test."""
+    self.skipTest("slow: a calibration through spa/edgeworth runs the PLD fallback at every query (see docstring)")
+
+
 def _classes(base, label):
     out = {}
     for name in NAMES:
         short = name.split("-")[1]
-        extra = {"test_get_noise_multiplier_overshoot": _overshoot()} if base is accountants_test.AccountingTest else {}
+        extra = {}
+        if base is accountants_test.AccountingTest:
+            extra = {"test_get_noise_multiplier_overshoot": _overshoot() if name == "dputils-pld"
+                     else _overshoot_too_slow}
         cls = type(f"Test{label}_{short}", (_OnDputils, base),
                    {"ACCOUNTANT": name, "__module__": __name__, **extra})
         out[cls.__name__] = cls
