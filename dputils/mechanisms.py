@@ -390,6 +390,12 @@ class Mechanism(ABC):
     name: str = "mechanism"
     symmetric: bool = False
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        from .state import record_init
+
+        record_init(cls)  # the constructor's arguments, for saving an accountant's ledger
+
     @abstractmethod
     def pair(self, direction: str) -> PrivacyLossPair:
         """The (P, Q) pair of the given direction."""

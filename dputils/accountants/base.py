@@ -90,6 +90,12 @@ class Accountant(ABC):
 
     name: ClassVar[str] = "abstract"
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        from ..state import record_init
+
+        record_init(cls)  # the constructor's arguments, for state_dict()
+
     def __init__(self, direction: str = "both") -> None:
         self.ledger: list[tuple[Any, int]] = []
         self.direction = check_choice("direction", direction, ("both", "add", "remove"))
@@ -147,6 +153,41 @@ class Accountant(ABC):
     def _checked_delta(delta: float) -> float:
         return check_delta(delta)
 
+    # saving and loading the ledger (dputils.state) ------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The accountant as strict JSON: its class, constructor options and ledger (mechanisms and counts), with
+        a format name and version; :meth:`from_state_dict` rebuilds it (see :mod:`dputils.state`)."""
+        from .._version import __version__
+        from ..state import STATE_FORMAT, STATE_VERSION, _path, _plain, mechanism_state
+
+        opts = self.__dict__.get("_init_options", {"direction": self.direction})
+        return {"format": STATE_FORMAT, "version": STATE_VERSION, "dputils": __version__,
+                "accountant": _path(self), "options": _plain(opts, "options"),
+                "ledger": [{"mechanism": mechanism_state(m, f"ledger[{i}]"), "count": int(c)}
+                           for i, (m, c) in enumerate(self.ledger)]}
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> "Accountant":
+        """The accountant a :meth:`state_dict` describes (``Accountant.from_state_dict`` takes any class;
+        ``PLDAccountant.from_state_dict`` only a PLD accountant). Bad states raise DPValueError naming the field."""
+        from ..state import _class_at, check_state, mechanism_from_state
+
+        options, ledger = check_state(state)
+        klass = _class_at(state.get("accountant"), cls, "state.accountant")
+        try:
+            acc = klass(**options)
+        except TypeError as exc:
+            raise DPValueError(f"state.options do not fit {klass.__name__}: {exc}") from None
+        for i, entry in enumerate(ledger):
+            acc.compose(mechanism_from_state(entry["mechanism"], f"state.ledger[{i}].mechanism"), entry["count"])
+        return acc
+
     def __repr__(self) -> str:
         items = ", ".join(f"{m!r} x{c}" for m, c in self.ledger)
         return f"{type(self).__name__}(direction={self.direction!r}, ledger=[{items}])"
+
+
+# the base constructor records its arguments too (accountants that add no options of their own)
+from ..state import record_init as _record_init  # noqa: E402
+
+_record_init(Accountant)
