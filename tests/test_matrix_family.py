@@ -305,7 +305,7 @@ def test_rdp_conversion_of_a_gaussian_is_above_its_exact_profile_and_dp_accounti
     (lambda: rdp_to_epsilon([2, 3], [0.1, 0.2], 1.5), "delta"),
     (lambda: rdp_to_delta([2, 3], [0.1, 0.2], -1.0), "epsilon"),
     (lambda: rdp_to_delta([2, 3], [0.1, 0.2], math.nan), "epsilon"),
-    (lambda: rdp_to_delta([1, 3], [0.1, 0.2], 1.0), "orders"),
+    (lambda: rdp_to_delta([0.5, 3], [0.1, 0.2], 1.0), "orders"),  # order 1 is accepted (no bound), as dp_accounting
     (lambda: rdp_to_delta([], [], 1.0), "orders"),
     (lambda: rdp_to_delta([2, 3], [0.1], 1.0), "rdp"),
     (lambda: rdp_to_delta([2, 3], [0.1, 0.2], 1.0, conversion="new"), "conversion"),
