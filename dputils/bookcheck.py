@@ -35,7 +35,7 @@ lists the findings per page; the exit status is 0 when there is no finding of a 
 Each check is a function ``check_*(driver) -> list[Finding]`` on a loaded page; the text classifiers
 (:func:`tex_leftovers`, :func:`repr_leftovers`, :func:`markup_leftovers`, :func:`is_meaningful_alt`,
 :func:`external_urls`) are plain functions. Legends over plotted data cannot be seen in a PNG: for those,
-:func:`legend_overlaps` measures a matplotlib figure (the fraction of its plotted data under each legend).
+:func:`dputils.plotting.legend_overlaps` measures a matplotlib figure (the fraction of its plotted data under each legend).
 """
 
 from __future__ import annotations
@@ -776,149 +776,17 @@ def screenshot(driver, path: Path, width: int, tile: int = TILE_HEIGHT) -> tuple
 
 
 # --------------------------------------------------------------------------------------------------------
-# legends over the data: seen in matplotlib, not in the HTML image
-
-@dataclasses.dataclass(frozen=True)
-class LegendOverlap:
-    """How much of the plotted data one legend hides."""
-    axes: int  # index in ``fig.axes``; -1 for a figure legend (``fig.legend``), measured against every axes
-    title: str  # the axes' title, else the legend's labels
-    covered: int  # samples of the plotted data inside the legend box
-    samples: int  # samples of the plotted data drawn inside the axes
-    fraction: float  # covered / samples (0 when nothing is plotted)
-
-    def __str__(self) -> str:
-        where = "figure legend" if self.axes < 0 else f"legend of axes {self.axes}"
-        return (f"{where} ({self.title!r}) covers {100 * self.fraction:.1f}% of the plotted data "
-                f"({self.covered} of {self.samples} samples)")
+# legends over the data: seen in matplotlib, not in the HTML image; measured by dputils.plotting
 
 
-def _segment_samples(xy, step: float):
-    """Points along the polyline ``xy`` (n x 2, display coordinates): each segment gives ``ceil(length / step)``
-    points from its start on, so the count is proportional to the drawn length; the last vertex of each run
-    and isolated vertices give one point. Non-finite vertices break the line."""
-    import numpy as np
+def __getattr__(name: str):
+    """``legend_overlaps`` and ``LegendOverlap`` live in :mod:`dputils.plotting` (they need matplotlib)."""
+    if name in ("legend_overlaps", "LegendOverlap"):
+        from . import plotting
 
-    xy = np.asarray(xy, dtype=float).reshape(-1, 2)
-    fin = np.isfinite(xy).all(axis=1)
-    seg = fin[:-1] & fin[1:]  # segment k joins vertices k and k + 1
-    starts = np.zeros(len(xy), dtype=bool)
-    starts[:-1] = seg
-    out = [xy[fin & ~starts]]  # ends of runs and isolated points
-    a, b = xy[:-1][seg], xy[1:][seg]
-    n = np.maximum(np.ceil(np.hypot(*(b - a).T) / step).astype(int), 1)
-    n = np.minimum(n, 100_000)  # a segment far outside the axes would otherwise ask for billions of points
-    if len(n):
-        idx = np.repeat(np.arange(len(a)), n)
-        t = (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)) / np.repeat(n, n)
-        out.append(a[idx] + t[:, None] * (b - a)[idx])
-    return np.concatenate(out)
+        return getattr(plotting, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-
-def _area_samples(path, box, step: float):
-    """Grid points ``step`` display pixels apart inside the closed ``path`` (display coordinates), within ``box``."""
-    import numpy as np
-
-    ext = path.get_extents()
-    x0, x1 = max(ext.x0, box.x0), min(ext.x1, box.x1)
-    y0, y1 = max(ext.y0, box.y0), min(ext.y1, box.y1)
-    if x1 <= x0 or y1 <= y0:
-        return np.empty((0, 2))
-    gx, gy = np.meshgrid(np.arange(x0 + step / 2, x1, step), np.arange(y0 + step / 2, y1, step))
-    pts = np.column_stack([gx.ravel(), gy.ravel()])
-    return pts[path.contains_points(pts)] if len(pts) else pts
-
-
-def _plotted_samples(ax, step: float):
-    """Display-coordinate samples of what ``ax`` plots: lines along their drawn segments (and markers),
-    scatter points, line collections (error bars) along their segments, filled patches and polygons (bars,
-    histograms, ``fill_between``) on a grid over their area, unfilled patches along their outline. Images,
-    meshes, text and the axes' own decorations are not counted."""
-    import numpy as np
-    from matplotlib.collections import LineCollection, PathCollection, PolyCollection
-    from matplotlib.lines import Line2D
-
-    pts = []
-    box = ax.bbox
-    for ln in ax.lines:
-        if not ln.get_visible() or not isinstance(ln, Line2D):
-            continue
-        xy = ln.get_transform().transform(ln.get_xydata())
-        if ln.get_linestyle() in ("None", "none", "", " ") or ln.get_linewidth() == 0:
-            pts.append(xy[np.isfinite(xy).all(axis=1)])
-        else:
-            pts.append(_segment_samples(xy, step))
-    for col in ax.collections:
-        if not col.get_visible():
-            continue
-        if isinstance(col, LineCollection):
-            tr = col.get_transform()
-            for seg in col.get_segments():
-                if len(seg):
-                    pts.append(_segment_samples(tr.transform(seg), step))
-        elif isinstance(col, PathCollection) and len(col.get_offsets()):
-            pts.append(col.get_offset_transform().transform(np.asarray(col.get_offsets(), dtype=float)))
-        elif isinstance(col, PolyCollection):
-            tr = col.get_transform()
-            for p in col.get_paths():
-                pts.append(_area_samples(p.transformed(tr), box, step))
-    for patch in ax.patches:
-        if not patch.get_visible():
-            continue
-        path = patch.get_path().transformed(patch.get_transform())
-        if patch.get_fill():
-            pts.append(_area_samples(path, box, step))
-        else:
-            for poly in path.to_polygons(closed_only=False):
-                pts.append(_segment_samples(poly, step))
-    pts = [p for p in pts if len(p)]
-    if not pts:
-        return np.empty((0, 2))
-    pts = np.concatenate(pts)
-    inside = (pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1) & (pts[:, 1] >= box.y0) & (pts[:, 1] <= box.y1)
-    return pts[inside]
-
-
-def legend_overlaps(fig, renderer=None, step: float = 2.0) -> list[LegendOverlap]:
-    """For every legend of ``fig``: the fraction of the plotted data that lies under the legend's box.
-
-    The figure is laid out first (``fig.draw_without_rendering()``, which also places ``loc="best"`` legends),
-    unless a ``renderer`` is given (inside a ``draw_event`` callback, pass ``event.renderer``). In display
-    coordinates, the legend's window extent (frame and padding included, whether the frame is drawn or not)
-    is compared with samples of the data its axes draw (see :func:`_plotted_samples`: lines are sampled every
-    ``step`` pixels along their length, filled areas on a ``step`` x ``step`` grid, scatter points once each),
-    keeping only samples inside the axes. ``fraction = covered / samples`` is thus the share of the drawn
-    line length, marker count and filled area under the legend. A figure legend is measured against every
-    axes. A legend outside its axes covers 0.
-
-    Returns one :class:`LegendOverlap` per legend, in axes order (figure legends last);
-    ``max((o.fraction for o in legend_overlaps(fig)), default=0.0)`` is the worst.
-    """
-    import numpy as np
-
-    from .errors import DPValueError
-
-    if isinstance(step, bool) or not isinstance(step, (int, float)) or not 0.1 <= step <= 100:
-        raise DPValueError(f"step must be a number of display pixels in [0.1, 100], got {step!r}")
-    if renderer is None:
-        fig.draw_without_rendering()
-        renderer = fig.canvas.get_renderer()
-    legends = [(i, ax, ax.get_legend()) for i, ax in enumerate(fig.axes)]
-    legends = [(i, [ax], leg) for i, ax, leg in legends if leg is not None and leg.get_visible()]
-    legends += [(-1, list(fig.axes), leg) for leg in fig.legends if leg.get_visible()]
-    out = []
-    for i, axes, leg in legends:
-        bb = leg.get_window_extent(renderer)
-        covered = samples = 0
-        for ax in axes:
-            pts = _plotted_samples(ax, step)
-            samples += len(pts)
-            covered += int(np.count_nonzero((pts[:, 0] >= bb.x0) & (pts[:, 0] <= bb.x1)
-                                            & (pts[:, 1] >= bb.y0) & (pts[:, 1] <= bb.y1)))
-        title = axes[0].get_title() if i >= 0 and axes[0].get_title() else \
-            ", ".join(t.get_text() for t in leg.get_texts())[:80]
-        out.append(LegendOverlap(i, title, covered, samples, covered / samples if samples else 0.0))
-    return out
 
 def check_page(browser: Browser, server: Server, rel: str, shots: Path | None = None) -> PageResult:
     """Load one page (a path relative to the served root) and run every check on it."""
