@@ -33,6 +33,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 from scipy import special
 
+from ._records import record_init
 from .errors import DPValueError, NumericalError, check_choice, check_positive, check_probability
 from .numerics import log_diff_exp
 
@@ -392,8 +393,6 @@ class Mechanism(ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        from .state import record_init
-
         record_init(cls)  # the constructor's arguments, for saving an accountant's ledger
 
     @abstractmethod

@@ -22,52 +22,19 @@ arrays and strategy objects) cannot be saved yet: :meth:`state_dict` refuses it 
 
 from __future__ import annotations
 
-import functools
 import importlib
-import inspect
 import math
 from typing import Any
 
+from ._records import record_init
 from .errors import DPValueError
+from .mechanisms import Mechanism
 
 __all__ = ["STATE_FORMAT", "STATE_VERSION", "record_init", "mechanism_state", "mechanism_from_state", "check_state"]
 
 STATE_FORMAT = "dputils.accountant"
 #: The version this dputils writes; it reads every version up to this one.
 STATE_VERSION = 1
-
-
-def record_init(cls: type) -> None:
-    """Wrap ``cls.__init__`` (if the class defines one) so that the outermost constructor call records its
-    arguments, defaults applied, as ``self._init_options`` (``**kwargs`` flattened)."""
-    init = cls.__dict__.get("__init__")
-    if init is None or getattr(init, "_records_options", False):
-        return
-    sig = inspect.signature(init)
-
-    @functools.wraps(init)
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if "_init_options" not in self.__dict__:
-            try:
-                bound = sig.bind(self, *args, **kwargs)
-            except TypeError:
-                pass  # the constructor itself reports the bad call
-            else:
-                bound.apply_defaults()
-                opts: dict[str, Any] = {}
-                for name, value in list(bound.arguments.items())[1:]:
-                    kind = sig.parameters[name].kind
-                    if kind is inspect.Parameter.VAR_KEYWORD:
-                        opts.update(value)
-                    elif kind is inspect.Parameter.VAR_POSITIONAL:
-                        opts[name] = list(value)
-                    else:
-                        opts[name] = value
-                self.__dict__["_init_options"] = opts
-        init(self, *args, **kwargs)
-
-    __init__._records_options = True  # type: ignore[attr-defined]
-    cls.__init__ = __init__  # type: ignore[method-assign]
 
 
 def _plain(value: Any, where: str) -> Any:
@@ -110,8 +77,6 @@ def _class_at(path: Any, base: type, where: str) -> type:
 
 def mechanism_state(mechanism: Any, where: str = "mechanism") -> dict[str, Any]:
     """``{"class": ..., "params": ...}`` of a mechanism of :mod:`dputils.mechanisms`."""
-    from .mechanisms import Mechanism
-
     if not isinstance(mechanism, Mechanism) or "_init_options" not in mechanism.__dict__:
         raise DPValueError(f"{where}: {type(mechanism).__name__} cannot be saved yet (only the mechanisms of "
                            "dputils.mechanisms can)")
@@ -120,8 +85,6 @@ def mechanism_state(mechanism: Any, where: str = "mechanism") -> dict[str, Any]:
 
 def mechanism_from_state(state: Any, where: str = "mechanism") -> Any:
     """The mechanism a :func:`mechanism_state` dict describes."""
-    from .mechanisms import Mechanism
-
     if not isinstance(state, dict) or set(state) != {"class", "params"}:
         raise DPValueError(f"{where} must be a dict with the keys 'class' and 'params', got {state!r}")
     cls = _class_at(state["class"], Mechanism, f"{where}.class")

@@ -17,7 +17,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .._records import record_init
+from .._version import __version__
 from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_epsilon, check_positive_int
+from ..state import STATE_FORMAT, STATE_VERSION, _class_at, _path, _plain, check_state, mechanism_from_state, mechanism_state
 
 #: The kinds of answers an accountant may give.
 KINDS = ("upper-bound", "lower-bound", "estimate", "approximation", "exact")
@@ -92,8 +95,6 @@ class Accountant(ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        from ..state import record_init
-
         record_init(cls)  # the constructor's arguments, for state_dict()
 
     def __init__(self, direction: str = "both") -> None:
@@ -157,9 +158,6 @@ class Accountant(ABC):
     def state_dict(self) -> dict[str, Any]:
         """The accountant as strict JSON: its class, constructor options and ledger (mechanisms and counts), with
         a format name and version; :meth:`from_state_dict` rebuilds it (see :mod:`dputils.state`)."""
-        from .._version import __version__
-        from ..state import STATE_FORMAT, STATE_VERSION, _path, _plain, mechanism_state
-
         opts = self.__dict__.get("_init_options", {"direction": self.direction})
         return {"format": STATE_FORMAT, "version": STATE_VERSION, "dputils": __version__,
                 "accountant": _path(self), "options": _plain(opts, "options"),
@@ -170,8 +168,6 @@ class Accountant(ABC):
     def from_state_dict(cls, state: dict[str, Any]) -> "Accountant":
         """The accountant a :meth:`state_dict` describes (``Accountant.from_state_dict`` takes any class;
         ``PLDAccountant.from_state_dict`` only a PLD accountant). Bad states raise DPValueError naming the field."""
-        from ..state import _class_at, check_state, mechanism_from_state
-
         options, ledger = check_state(state)
         klass = _class_at(state.get("accountant"), cls, "state.accountant")
         try:
@@ -188,6 +184,5 @@ class Accountant(ABC):
 
 
 # the base constructor records its arguments too (accountants that add no options of their own)
-from ..state import record_init as _record_init  # noqa: E402
 
-_record_init(Accountant)
+record_init(Accountant)
