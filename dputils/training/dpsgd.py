@@ -45,6 +45,8 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from ..errors import DPValueError, check_choice, check_nonnegative, check_nonnegative_int, check_positive, check_positive_int
+from .fastgrad import clipped_group_sum, fast_path_unsupported
+from .models import make_mlp  # noqa: F401  (public here too: dputils.training.make_mlp)
 
 __all__ = ["DPSGDConfig", "RoundInfo", "TrainResult", "resolve_device", "per_sample_gradients", "clip_rows", "train", "evaluate", "make_mlp", "resolve_grad_mode", "GRAD_MODES"]
 
@@ -56,15 +58,6 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(device)
-
-
-def make_mlp(in_dim: int, n_classes: int, hidden: int = 0) -> nn.Module:
-    """Logistic regression (``hidden=0``) or a one-hidden-layer tanh MLP. No BatchNorm (it would couple samples)."""
-    in_dim = check_positive_int("in_dim", in_dim)
-    n_classes = check_positive_int("n_classes", n_classes)
-    if hidden:
-        return nn.Sequential(nn.Linear(in_dim, hidden), nn.Tanh(), nn.Linear(hidden, n_classes))
-    return nn.Linear(in_dim, n_classes)
 
 
 GRAD_MODES = ("auto", "ghost", "vmap")
@@ -228,8 +221,6 @@ def resolve_grad_mode(model: nn.Module, config) -> str:
     ``FTRLConfig``: individual clipping, s = 1) takes: ``"ghost"`` (:mod:`.fastgrad`) or ``"vmap"``. ``"auto"``
     picks ghost when it is exact: the inner procedure is the mean gradient (or s = 1) and every module of
     ``model`` is supported."""
-    from .fastgrad import fast_path_unsupported
-
     mode = check_choice("grad_mode", config.grad_mode, GRAD_MODES)
     if mode == "vmap":
         return "vmap"
@@ -264,8 +255,6 @@ def _ghost_sum(model, p, X, y, idx: torch.Tensor, s: int, C: float, microbatch: 
     holding at most ``microbatch`` rows (0: all at once). With ``bufs`` (a dict kept by the caller between
     rounds, when nothing keeps the previous U), U, the partial sums and the gathered rows of X live in buffers
     reused from round to round (no allocation per round of the big tensors)."""
-    from .fastgrad import clipped_group_sum
-
     groups = idx.reshape(-1, s)
     step = groups.shape[0] if not microbatch else max(1, int(microbatch) // s)
     U = part = None  # the products of clipped_group_sum write into U (first chunk), then into part (added to U)

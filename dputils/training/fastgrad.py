@@ -40,6 +40,7 @@ from torch import nn
 from torch.func import functional_call
 
 from ..errors import DPValueError
+from .models import _WideBlock  # custom forward, reviewed: per-example, no in-place ops, each layer once
 
 __all__ = ["fast_path_unsupported", "supports_fast_path", "clipped_group_sum"]
 
@@ -52,8 +53,6 @@ _FREE_LAYERS = (
 
 
 def _containers() -> tuple[type, ...]:
-    from .models import _WideBlock  # custom forward, reviewed: per-example, no in-place ops, each layer once
-
     return (nn.Sequential, _WideBlock)
 
 

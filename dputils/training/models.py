@@ -9,13 +9,23 @@ per-example clipping (and so the privacy analysis); GroupNorm normalises each ex
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 from ..errors import DPValueError, check_choice, check_positive_int
 
-__all__ = ["wide_resnet", "small_cnn", "make_model", "MODELS"]
+__all__ = ["make_mlp", "wide_resnet", "small_cnn", "make_model", "MODELS"]
 
 MODELS = ("mlp", "cnn", "wrn16-4")
+
+
+def make_mlp(in_dim: int, n_classes: int, hidden: int = 0) -> nn.Module:
+    """Logistic regression (``hidden=0``) or a one-hidden-layer tanh MLP. No BatchNorm (it would couple samples)."""
+    in_dim = check_positive_int("in_dim", in_dim)
+    n_classes = check_positive_int("n_classes", n_classes)
+    if hidden:
+        return nn.Sequential(nn.Linear(in_dim, hidden), nn.Tanh(), nn.Linear(hidden, n_classes))
+    return nn.Linear(in_dim, n_classes)
 
 
 class _WideBlock(nn.Module):
@@ -30,8 +40,6 @@ class _WideBlock(nn.Module):
         self.short = None if (cin == cout and stride == 1) else nn.Conv2d(cin, cout, 1, stride, bias=False)
 
     def forward(self, x):
-        import torch
-
         o = torch.relu(self.n1(x))
         y = self.c2(torch.relu(self.n2(self.c1(o))))
         return y + (x if self.short is None else self.short(o))
@@ -72,10 +80,8 @@ def small_cnn(n_classes: int = 10, in_channels: int = 3) -> nn.Module:
 
 
 def make_model(name: str, *, in_dim: int | None = None, n_classes: int = 10, hidden: int = 0) -> nn.Module:
-    """A model by name: ``"mlp"`` (:func:`dputils.training.make_mlp` on flat inputs of size ``in_dim``),
+    """A model by name: ``"mlp"`` (:func:`make_mlp` on flat inputs of size ``in_dim``),
     ``"cnn"`` (:func:`small_cnn`) or ``"wrn16-4"`` (:func:`wide_resnet` 16-4), the last two on 3x32x32 images."""
-    from .dpsgd import make_mlp
-
     check_choice("model", name, MODELS)
     if name == "mlp":
         if in_dim is None:
