@@ -637,8 +637,11 @@ def _rel(x: float | None, mid: float) -> float | None:
     return None if x is None or not math.isfinite(x) else (x - mid) / mid
 
 
-def plot_errors(data: Mapping[str, Any], delta: float, ax=None, linthresh: float = 1e-8):
+def plot_errors(data: Mapping[str, Any], delta: float, ax=None, linthresh: float = 1e-8, family: str | None = None):
     """Signed relative error of each answer against the reference midpoint, with certified intervals.
+
+    ``family`` ("dputils" or "peer") draws only that family's methods (a figure with one row per family
+    keeps each panel readable); None draws every method.
 
     ``(epsilon - m) / m`` with ``m`` the midpoint of the reference bracket, on a symmetric-log axis;
     each method's certified interval is drawn as an error bar (an infinite end is cut at the axis), the
@@ -650,7 +653,7 @@ def plot_errors(data: Mapping[str, Any], delta: float, ax=None, linthresh: float
 
     if ax is None:
         _, ax = plt.subplots()
-    names = method_names(data)
+    names = method_names(data, family)
     extent: list[float] = []
     refs = {(r["T"]): r for r in data["references"] if r["delta"] == delta and r["status"] == "ok"}
     ts = sorted(refs)
