@@ -21,7 +21,15 @@ T = 100, sigma = 2, C = 1, delta = 1e-5, 95% confidence, 2000 bootstrap draws). 
 * clipping skipped (per-sample gradients summed unclipped, noise still sigma C; the canaries' gradient has norm
   10 C): 27.7 (27.1, 29.3, 27.0) > 2.34; the Bonferroni box 22.8 (20.3, 24.7, 20.4).
 
-Each test trains for about a second and audits in 2-5 s on a loaded CPU.
+Input-space canaries (200 out-of-distribution examples, :func:`dputils.audit.make_input_canaries`, centred on the
+training set's expected clipped-gradient sum as in the chapter; same run otherwise), seed 0 (seeds 1-2):
+
+* correct run: 0.0 (1.25, 1.50) <= 2.34;
+* clipping skipped: 6.05 (5.63, 7.55) > 2.34; the Bonferroni box 4.15 (4.43, 6.71);
+* noise / 10: 3.13 (2.55, 2.09): not caught reliably (seed 2 stays below 2.34), so not asserted (the canaries share
+  directions and the data's sampling noise projects on them; the chapter finds input canaries much weaker).
+
+Each Dirac test trains for about a second and audits in 2-5 s on a loaded CPU; an input-canary test about 3x.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import dputils.interop.opacus  # noqa: F401  (registers dputils-pld)
 from dputils import data
+from dputils.audit import make_input_canaries
 from dputils.errors import DPValueError
 from dputils.interop.opacus import OpacusCanaryAudit
 
@@ -48,9 +57,12 @@ torch.set_num_threads(1)  # small model on a shared CPU, as the other training t
 SIGMA, C, N, BATCH, EPOCHS, HIDDEN, DIM, M, DELTA = 2.0, 1.0, 200, 20, 10, 100, 20, 300, 1e-5
 
 
-def _setup(seed=0, accountant="dputils-pld", sigma=SIGMA, hidden=HIDDEN, n=N, batch=BATCH):
+def _setup(seed=0, accountant="dputils-pld", sigma=SIGMA, hidden=HIDDEN, n=N, batch=BATCH, extra=0):
+    """An MLP, made private by Opacus, on the first n of n + extra blobs (the rest: fresh points)."""
     torch.manual_seed(seed)
-    X, y = data.gaussian_blobs(n, dim=DIM, n_classes=10, seed=seed)
+    X, y = data.gaussian_blobs(n + extra, dim=DIM, n_classes=10, seed=seed)
+    fresh = X[n:], y[n:]
+    X, y = X[:n], y[:n]
     ds = TensorDataset(torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y))
     model = nn.Sequential(nn.Linear(DIM, hidden), nn.ReLU(), nn.Linear(hidden, 10))
     engine = PrivacyEngine(accountant=accountant)
@@ -59,7 +71,7 @@ def _setup(seed=0, accountant="dputils-pld", sigma=SIGMA, hidden=HIDDEN, n=N, ba
         model, opt, loader = engine.make_private(
             module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
             data_loader=DataLoader(ds, batch_size=batch), noise_multiplier=sigma, max_grad_norm=C)
-    return engine, model, opt, loader
+    return (engine, model, opt, loader) + ((fresh,) if extra else ())
 
 
 def _plant(opt, bug):
@@ -142,6 +154,27 @@ def test_scores_follow_model1_exactly_without_background():
     assert abs(np.mean(r.in_sums - c_eff * r.in_counts)) < 5 * sd / math.sqrt(k.size)
 
 
+def _input_run(bug=None, seed=0):
+    engine, model, opt, loader, (Xf, yf) = _setup(seed, extra=200)
+    Xc, yc = make_input_canaries("ood", Xf, yf, 10, seed=seed)  # from fresh points, never trained on
+    _plant(opt, bug)
+    Xd, yd = loader.dataset.tensors  # the training set, for the centring
+    audit = OpacusCanaryAudit(opt, loader, engine=engine, seed=seed, canaries=(Xc, yc), model=model,
+                              loss_fn=nn.functional.cross_entropy, background=(Xd, yd))
+    _train(model, opt, loader)
+    return audit.report(DELTA)
+
+
+def test_input_canaries_correct_run_and_skipped_clipping():
+    r = _input_run()
+    assert r.details["kind"] == "input" and r.details["centred"] and r.T == EPOCHS * N // BATCH
+    assert r.details["saturation"] > 0.9  # OOD canaries' gradients nearly saturate C (measured 0.955)
+    assert r.out_scores.std(ddof=1) > SIGMA * C * (1 - 4 / math.sqrt(2 * r.out_sums.size))  # noise floor
+    assert 0 <= r.bounds["gauss-bonferroni"] <= r.epsilon_lower <= r.epsilon_accountant, r.bounds
+    bug = _input_run("clip")
+    assert bug.flagged and bug.bounds["gauss-bonferroni"] > 1.5 * bug.epsilon_accountant, bug.bounds
+
+
 def test_virtual_steps_count_logical_steps():
     """With BatchMemoryManager a logical Poisson batch is split: canaries join once per logical step."""
     engine, model, opt, loader = _setup(seed=1)
@@ -176,6 +209,14 @@ def test_refusals():
         OpacusCanaryAudit(opt, m=10, engine=engine)
     with pytest.raises(DPValueError, match="engine"):
         OpacusCanaryAudit(opt, loader, m=10)
+    with pytest.raises(DPValueError, match="input canaries"):
+        OpacusCanaryAudit(opt, loader, m=10, engine=engine, loss_fn=nn.functional.cross_entropy)
+    with pytest.raises(DPValueError, match="GradSampleModule"):
+        OpacusCanaryAudit(opt, loader, engine=engine, canaries=(np.zeros((5, DIM)), np.zeros(5, dtype=int)),
+                          model=model._module, loss_fn=nn.functional.cross_entropy)
+    with pytest.raises(DPValueError, match="pair"):
+        OpacusCanaryAudit(opt, loader, engine=engine, canaries=np.zeros((5, DIM)), model=model,
+                          loss_fn=nn.functional.cross_entropy)
     with pytest.raises(DPValueError, match="canary_scale"):
         OpacusCanaryAudit(opt, loader, m=10, engine=engine, canary_scale=0.5)
     audit = OpacusCanaryAudit(opt, loader, m=10, engine=engine)
