@@ -194,3 +194,6 @@ MECHANISMS = {c.MECHANISM: c for c in (PLDOpacusAccountant, SPAOpacusAccountant,
 
 for _name, _cls in MECHANISMS.items():
     register_accountant(_name, _cls, force=True)
+
+# the one-run audit of a training loop (issue 27, item 1)
+from .opacus_audit import OpacusAuditReport, OpacusCanaryAudit  # noqa: F401
