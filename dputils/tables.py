@@ -22,10 +22,7 @@ STATUS_STYLE = {
 
 
 def fmt_value(v: Any, digits: int = 4) -> str:
-    """A compact, readable string: numbers to ``digits`` significant digits, None as an em dash.
-
-    Numbers outside [1e-3, 1e6) are written in e-notation (``4.649e-05``), the form the chapters' prose uses
-    for glued numbers (``{glue:text}`name:.3e```), so that a page shows one number format."""
+    """A compact, readable string: numbers to ``digits`` significant digits, None as an em dash."""
     if v is None:
         return "\u2014"
     if isinstance(v, bool):
@@ -46,7 +43,8 @@ def fmt_value(v: Any, digits: int = 4) -> str:
         if 1e-3 <= abs(x) < 1e6:
             s = f"{x:.{digits}g}"
             return s
-        return f"{x:.{max(digits - 1, 0)}e}"  # e-notation, as the prose's glued numbers: one format per page
+        m, e = f"{x:.{max(digits - 1, 0)}e}".split("e")
+        return f"{m}\u00d710<sup>{int(e)}</sup>"
     if isinstance(v, (list, tuple)):
         return ", ".join(fmt_value(x, digits) for x in v)
     return str(v)
@@ -115,7 +113,8 @@ class Table:
         cols = self.columns
         cells = [[self.headers.get(c, c) for c in cols]]
         for r in self.rows:
-            cells.append([fmt_value(r.get(c), self.digits) for c in cols])
+            cells.append([fmt_value(r.get(c), self.digits).replace("\u00d710<sup>", "e").replace("</sup>", "")
+                          for c in cols])
         widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
         lines = ["  ".join(s.ljust(w) for s, w in zip(row, widths)) for row in cells]
         if self.caption:

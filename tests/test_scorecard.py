@@ -68,7 +68,7 @@ def test_table_html_escapes_and_formats():
     t = Table([{"name": "<b>", "value": 1.23456789e-12, "status": "fail", "n": 123456}], caption="c")
     h = t._repr_html_()
     assert "&lt;b&gt;" in h and "<caption>c</caption>" in h
-    assert "1.235e-12" in h  # e-notation, as the prose's glued numbers
+    assert "1.235\u00d710<sup>-12</sup>" in h
     assert "123,456" in h and "color:#cf222e" in h
     assert "1.235e-12" in str(t)
     assert fmt_value(None) == "\u2014" and fmt_value(float("inf")) == "\u221e" and fmt_value(0.5) == "0.5"
@@ -84,7 +84,7 @@ def test_table_cells_never_break_inside_a_word_or_number():
     cells = h.split("<td ")[1:]
     assert all("word-break:normal" in c and "overflow-wrap:normal" in c for c in cells)
     assert "white-space:nowrap" in cells[0]  # a short label
-    assert "white-space:nowrap" in cells[1] and "4.649e-05" in cells[1]  # a number
+    assert "white-space:nowrap" in cells[1] and "10<sup>-5</sup>" in cells[1]  # a number
     assert "white-space:nowrap" not in cells[2]  # a long text wraps between its words
     assert "white-space:nowrap" in cells[3]
     heads = h.split("<th ")[1:]
