@@ -190,7 +190,6 @@ def _md_cell(v: Any) -> str:
     from .tables import fmt_value
 
     s = fmt_value(v)
-    s = s.replace("\u00d710<sup>", "e").replace("</sup>", "")
     return s.replace("|", "\\|").replace("\n", " ")
 
 

@@ -21,6 +21,23 @@ STATUS_STYLE = {
 }
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+
+
+def sci(x: float, digits: int = 3) -> str:
+    """``x`` as ``a×10ⁿ`` with ``digits`` significant digits (``sci(4.6492e-5, 4) == "4.649×10⁻⁵"``): the one format
+    of small and large numbers in the book's tables (:func:`fmt_value`) and prose (glue the string:
+    ``glue("name", sci(x))``, shown with ``{glue:text}`name```). Plain text, no markup, so it reads the same in
+    HTML, Markdown and a terminal."""
+    x = float(x)
+    if not math.isfinite(x):
+        return "\u221e" if x > 0 else ("-\u221e" if x < 0 else "nan")
+    if x == 0:
+        return "0"
+    m, e = f"{x:.{max(int(digits) - 1, 0)}e}".split("e")
+    return f"{m}\u00d710{str(int(e)).translate(_SUPERSCRIPT)}"
+
+
 def fmt_value(v: Any, digits: int = 4) -> str:
     """A compact, readable string: numbers to ``digits`` significant digits, None as an em dash."""
     if v is None:
@@ -43,8 +60,7 @@ def fmt_value(v: Any, digits: int = 4) -> str:
         if 1e-3 <= abs(x) < 1e6:
             s = f"{x:.{digits}g}"
             return s
-        m, e = f"{x:.{max(digits - 1, 0)}e}".split("e")
-        return f"{m}\u00d710<sup>{int(e)}</sup>"
+        return sci(x, digits)
     if isinstance(v, (list, tuple)):
         return ", ".join(fmt_value(x, digits) for x in v)
     return str(v)
@@ -113,8 +129,7 @@ class Table:
         cols = self.columns
         cells = [[self.headers.get(c, c) for c in cols]]
         for r in self.rows:
-            cells.append([fmt_value(r.get(c), self.digits).replace("\u00d710<sup>", "e").replace("</sup>", "")
-                          for c in cols])
+            cells.append([fmt_value(r.get(c), self.digits) for c in cols])
         widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
         lines = ["  ".join(s.ljust(w) for s, w in zip(row, widths)) for row in cells]
         if self.caption:

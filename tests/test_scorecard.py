@@ -10,7 +10,7 @@ import pytest
 
 from dputils import results
 from dputils.scorecard import Targets, load_targets, page_markdown, within, write_page
-from dputils.tables import Table, fmt_value
+from dputils.tables import Table, fmt_value, sci
 
 
 def test_within_modes():
@@ -68,9 +68,11 @@ def test_table_html_escapes_and_formats():
     t = Table([{"name": "<b>", "value": 1.23456789e-12, "status": "fail", "n": 123456}], caption="c")
     h = t._repr_html_()
     assert "&lt;b&gt;" in h and "<caption>c</caption>" in h
-    assert "1.235\u00d710<sup>-12</sup>" in h
+    assert "1.235\u00d710\u207b\u00b9\u00b2" in h  # a×10ⁿ, as dputils.tables.sci writes it for prose too
     assert "123,456" in h and "color:#cf222e" in h
-    assert "1.235e-12" in str(t)
+    assert "1.235\u00d710\u207b\u00b9\u00b2" in str(t)
+    assert sci(4.6492e-5, 4) == "4.649\u00d710\u207b\u2075" and sci(-2.5e7) == "-2.50\u00d710\u2077"
+    assert sci(0.0) == "0" and sci(float("inf")) == "\u221e"
     assert fmt_value(None) == "\u2014" and fmt_value(float("inf")) == "\u221e" and fmt_value(0.5) == "0.5"
 
 
@@ -84,7 +86,7 @@ def test_table_cells_never_break_inside_a_word_or_number():
     cells = h.split("<td ")[1:]
     assert all("word-break:normal" in c and "overflow-wrap:normal" in c for c in cells)
     assert "white-space:nowrap" in cells[0]  # a short label
-    assert "white-space:nowrap" in cells[1] and "10<sup>-5</sup>" in cells[1]  # a number
+    assert "white-space:nowrap" in cells[1] and "4.649\u00d710\u207b\u2075" in cells[1]  # a number
     assert "white-space:nowrap" not in cells[2]  # a long text wraps between its words
     assert "white-space:nowrap" in cells[3]
     heads = h.split("<th ")[1:]
