@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .results import write_text_atomic
+from .tables import sci
 
 __all__ = [
     "ACCOUNTANTS_SCHEMA", "DPSGD_SCHEMA", "RESULTS_DIR", "STATUSES", "run_metadata", "finish_metadata",
@@ -449,15 +450,18 @@ def no_reference_points(data: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def number_text(x: float) -> str:
-    """``1e2``-style text for a power of ten or a single-digit multiple of one (``3e-5``), else ``repr``-like."""
+    """``10²``-style text for a power of ten, ``3×10⁻⁵`` for a single-digit multiple of one (the book's
+    a×10ⁿ format, :func:`dputils.tables.sci`), else ``repr``-like."""
     s = f"{x:.0e}"
     m, e = s.split("e")
-    short = f"{m}e{int(e)}"
-    return short if float(short) == x else f"{x:g}"
+    if float(f"{m}e{int(e)}") != x:
+        return f"{x:g}"
+    power = sci(float(f"1e{int(e)}"), 1)[len("1\u00d7"):]
+    return power if m == "1" else f"{m}\u00d7{power}"
 
 
 def points_text(points: Iterable[tuple[int, float]]) -> str:
-    """``"δ = 1e-10 at T = 1e2, 1e3; δ = 1e-15 at T = 1e7"`` for (T, delta) points (deltas descending)."""
+    """``"δ = 10⁻¹⁰ at T = 10², 10³; δ = 10⁻¹⁵ at T = 10⁷"`` for (T, delta) points (deltas descending)."""
     by_delta: dict[float, list[int]] = {}
     for t, d in points:
         by_delta.setdefault(d, []).append(t)

@@ -111,7 +111,8 @@ def test_errors_references_and_refusals_by_hand():
         {"method": "dpa", "status": "timeout", "points": 1, "at (T, δ)": "(1e+03, 1e-10)", "reason": "no answer"},
     ]
     assert bm.points_text([(10**7, 1e-15), (1000, 1e-10), (100, 1e-10)]) == (
-        "δ = 1e-10 at T = 1e2, 1e3; δ = 1e-15 at T = 1e7")
+        "δ = 10\u207b\u00b9\u2070 at T = 10\u00b2, 10\u00b3; δ = 10\u207b\u00b9\u2075 at T = 10\u2077")
+    assert bm.number_text(3e-5) == "3\u00d710\u207b\u2075" and bm.number_text(0.25) == "0.25"
     assert bm.points_text([]) == "none"
     assert bm.readable("h = 1e-05; last: NumericalError: below it") == "h = 1e-05; last: (NumericalError) below it"
     assert bm.readable(None) == ""
