@@ -53,7 +53,6 @@ _ZCDP = "ZCDpEvent: not supported (UnsupportedEventError)"
 _RAS = "RepeatAndSelectDpEvent: not supported (UnsupportedEventError)"
 _SWOR = "SampledWithoutReplacementDpEvent / SampledWithReplacementDpEvent: not supported (UnsupportedEventError)"
 _PSL_RDP = "PoissonSampledDpEvent of a LaplaceDpEvent: not supported by the rdp accountant (UnsupportedEventError)"
-_PSL_PLD = "PoissonSampledDpEvent of a LaplaceDpEvent: not supported by the pld accountant (UnsupportedEventError)"
 _PSC = "PoissonSampledDpEvent of a ComposedDpEvent: not supported (UnsupportedEventError)"
 
 _RDP_ARR = "reads the peer's RDP array accountant._rdp"
@@ -71,11 +70,9 @@ UNSUPPORTED: dict[str, tuple[tuple[str, ...], str]] = {
     "test_discrete_laplace_basic": (ALL, _DLAP),
     "test_mixture_of_gaussians_basic": (ALL, _MOG),
     "test_truncated_subsampled_gaussian_basic": (ALL, _TSG),
-    # spa and edgeworth take the Poisson-sampled Laplace, but at this test's delta 1e-14 neither certifies
-    # a useful epsilon and the PLD fallback has no Poisson-sampled Laplace: NumericalError naming
-    # report="estimate" (a known gap, issue 24: the PLD's Poisson-sampled Laplace is not implemented)
-    "test_poisson_subsampled_laplace": (ALL, _PSL_PLD + " (for spa and edgeworth: their certified fallback at "
-                                        "delta 1e-14, so they refuse with NumericalError); " + _PSL_RDP),
+    # pld has the Poisson-sampled Laplace (issue 24); spa and edgeworth certify it at this test's delta 1e-14
+    # through their PLD fallback; the RDP accountant has no RDP of the subsampled Laplace
+    "test_poisson_subsampled_laplace": (("rdp",), _PSL_RDP),
     # rdp_privacy_accountant_test
     "test_repeat_and_select_pure_poisson*": (ALL, _RAS),
     "test_repeat_select_*": (ALL, _RAS),

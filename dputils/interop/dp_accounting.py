@@ -33,8 +33,9 @@ it returns the **certified upper end** of the dputils answer (``report="upper"``
 upper bound, the RDP bound, the upper end of the saddle-point accountant's Theorem-5 bracket or of the
 Edgeworth interval. Where the saddle-point or Edgeworth bracket is vacuous, wide (over 10% of its upper
 end) or its computation fails, the PLD accountant is run on the same events and the two certified brackets
-are intersected (``details["fallback"] == "pld"``; see :mod:`dputils.interop._certified`); where that is
-impossible (Poisson-sampled Laplace) ``NumericalError`` is raised naming ``report="estimate"``.
+are intersected (``details["fallback"] == "pld"``; see :mod:`dputils.interop._certified`; the PLD takes every
+event the adapter understands, the Poisson-sampled Laplace included); where the fallback fails as well
+``NumericalError`` is raised naming ``report="estimate"``.
 ``report="estimate"`` returns the point estimate instead (an approximation for ``spa`` and ``edgeworth``).
 The whole answer, with its certified lower and upper bounds, is ``get_epsilon_bracket(delta)`` /
 ``get_delta_bracket(epsilon)`` (an :class:`~dputils.accountants.base.AccountingResult`).
