@@ -318,7 +318,8 @@ def _slap_log_moment_add(q: float, s: float, alpha: int) -> float:
         weights = np.concatenate([[0.5, 0.5 * math.exp(-s)], width * w(neg), width * w(pos - width)])
         vals = np.concatenate([p_e, p_n, p_p])
         # rounding: phi = expm1(-m g) is accurate to 4u(1 + m|g|) of |phi|, the linear part to 4u
-        mags = np.concatenate([a_e, a_n, a_p]) * 4.0 * (1.0 + m * max(abs(g_lo), abs(g_hi))) + 4.0 * np.concatenate([l_e, l_n, l_p])
+        growth = 4.0 * (1.0 + m * max(abs(g_lo), abs(g_hi)))
+        mags = growth * np.concatenate([a_e, a_n, a_p]) + 4.0 * np.concatenate([l_e, l_n, l_p])
         excess = math.fsum(weights * np.maximum(vals, 0.0))
         err = float(np.sum(weights * mags)) * 2.0**-53 * 2.0
         return math.log1p(excess * (1.0 + _SLAP_REL_MARGIN) + err + _SLAP_ABS_MARGIN)

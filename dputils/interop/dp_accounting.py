@@ -22,8 +22,8 @@ Events understood (anything else is reported by ``supports()`` and raises ``Unsu
 * ``PoissonSampledDpEvent(q, Gaussian or Laplace)``: Poisson subsampling at rate ``q``;
 * ``SelfComposedDpEvent``, ``ComposedDpEvent`` (heterogeneous parts), ``NoOpDpEvent``.
 
-Which of these a given accountant takes is its own rule (the RDP accountant has no subsampled Laplace, for
-example): the adapter asks the dputils accountant and passes its refusal on as the error message.
+Which of these a given accountant takes is its own rule (today pld, rdp, spa and edgeworth take all of them):
+the adapter asks the dputils accountant and passes its refusal on as the error message.
 
 Only the add-or-remove-one neighbouring relation is offered (``NeighboringRelation.ADD_OR_REMOVE_ONE``), and
 the accountant reports the worse of the add and remove directions, as dp_accounting's PLD accountant does.
