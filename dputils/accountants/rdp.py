@@ -29,7 +29,7 @@ Per mechanism the Rényi divergence of order :math:`\alpha`, :math:`D_\alpha(P\|
     :math:`e^{-s}/2` and the decreasing density :math:`w(u) = \tfrac14 e^{-(u+s)/2}` between, so on :math:`2^{14}`
     panels :math:`\int\psi w` is bounded above by :math:`\psi(u_i)w(u_i)` on :math:`[-s, 0]` and
     :math:`\psi(u_{i+1})w(u_i)` on :math:`[0, s]` (every term nonnegative: small q keeps its relative accuracy),
-    plus a bound of the rounding of :math:`\psi`; where :math:`(\alpha-1)|g(-s)| > 600` the moment itself is
+    plus a bound of the rounding of :math:`\psi`; where :math:`(\alpha-1)|g(-s)|` or s exceeds 600 the moment itself is
     bounded by the left Riemann sum of its decreasing integrand, in log space;
 
   the excesses carry a relative margin of 1e-9 and the moments an absolute one of 1e-13 for their rounding.
@@ -299,7 +299,7 @@ def _slap_log_moment_add(q: float, s: float, alpha: int) -> float:
     n = _SLAP_PANELS // 2
     width = s / n
     g_lo, g_hi = float(_slap_g(q, -s)), float(_slap_g(q, s))
-    if m * abs(g_lo) <= 600.0:
+    if m * abs(g_lo) <= 600.0 and s <= 600.0:  # psi and its parts stay finite
         # the excess over 1 is E_A[psi(t)], psi(u) = (1-q+qe^u)^{-m} - 1 + m q (e^u - 1) >= 0 (E_A[e^t] = 1),
         # decreasing on [-s, 0] and increasing on [0, s]; t has atoms 1/2 at -s and e^{-s}/2 at s and the
         # density w(u) = e^{-(u+s)/2}/4 between, w decreasing
@@ -339,6 +339,8 @@ def subsampled_laplace_rdp(q: float, b: float, alpha: float) -> float:
     a = math.ceil(alpha)
     s = 1.0 / b
     log_m = max(_slap_log_moment_remove(q, s, a), _slap_log_moment_add(q, s, a))
+    if math.isnan(log_m):  # pragma: no cover - every branch above keeps its terms finite
+        raise NumericalError(f"rdp: the RDP of the subsampled Laplace (q {q}, scale {b}) at order {a} is not finite")
     return max(log_m, 0.0) / (a - 1)
 
 
