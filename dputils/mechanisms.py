@@ -511,28 +511,112 @@ class LaplaceMechanism(Mechanism):
 
 # mixtures of Gaussians -------------------------------------------------------------------------
 # ------------------------------------------------------------------------------------------------
-# Poisson-subsampled Laplace (Sec. 4.4 of the Edgeworth paper): densities, loss and sampling only
+# Poisson-subsampled Laplace (Sec. 4.4 of the Edgeworth paper)
 # ------------------------------------------------------------------------------------------------
+_LN2 = math.log(2.0)
+
+
+def _round_up(a: float, ulps: int = 4) -> float:
+    """``a`` plus ``ulps`` units in the last place (an upper bound of a value computed to a few ulps)."""
+    return a + ulps * math.ulp(a)
+
+
 class SubsampledLaplacePair(PrivacyLossPair):
     r"""Poisson-subsampled Laplace: ``"remove"``: :math:`P = (1-q)\mathrm{Lap}(0,b) + q\,\mathrm{Lap}(\Delta,b)`,
-    :math:`Q = \mathrm{Lap}(0,b)`; ``"add"``: the pair reversed (Sec. 4.4 of the paper).
+    :math:`Q = \mathrm{Lap}(0,b)`; ``"add"``: the pair reversed (Sec. 4.4 of the Edgeworth paper).
 
-    Only the densities, the loss and sampling are implemented (enough for Monte Carlo); its moments
-    and CGF come from :mod:`dputils.cumulants`, which recognises the pair; tails and the hockey-stick
-    divergence are not available in closed form, so ``has_tails`` is False and the PLD accountant refuses it.
+    **Loss.** Write :math:`A = \mathrm{Lap}(0,b)`, :math:`B = \mathrm{Lap}(\Delta,b)`, :math:`s = \Delta/b` and
+    :math:`t(x) = (|x| - |x-\Delta|)/b`, which is :math:`-s` for :math:`x \le 0`, :math:`(2x-\Delta)/b` on
+    :math:`(0,\Delta)` and :math:`s` for :math:`x \ge \Delta` (nondecreasing). Since :math:`b(x)/a(x) = e^{t(x)}`,
+
+    .. math:: L_{\rm remove}(x) = g(t(x)), \qquad L_{\rm add}(x) = -g(t(x)), \qquad g(t) = \log(1 - q + q e^t),
+
+    with :math:`g` increasing. The loss is bounded:
+    :math:`L_{\rm remove} \in [\log(1 + q(e^{-s}-1)), \log(1 + q(e^{s}-1))]` and
+    :math:`L_{\rm add} \in [-\log(1 + q(e^{s}-1)), -\log(1 - q(1 - e^{-s}))]`, with two atoms at the ends
+    (:math:`x \le 0` and :math:`x \ge \Delta`). :math:`g^{-1}(y) = \log(1 + (e^y - 1)/q)`.
+
+    **Tails (remove).** For :math:`\varepsilon` strictly inside the range, :math:`\{L > \varepsilon\} = \{x > x^*\}`
+    with :math:`x^* = (b\tau + \Delta)/2 \in [0, \Delta]`, :math:`\tau = g^{-1}(\varepsilon) \in [-s, s]`, and
+    :math:`A[x > x^*] = \tfrac12 e^{-(\tau+s)/2}`, :math:`B[x \le x^*] = \tfrac12 e^{(\tau-s)/2}`, so
+
+    .. math:: P[L>\varepsilon] = (1-q)\tfrac12 e^{-(\tau+s)/2} + q\,(1 - \tfrac12 e^{(\tau-s)/2}), \qquad
+              Q[L>\varepsilon] = \tfrac12 e^{-(\tau+s)/2},
+
+    and, using :math:`e^\varepsilon = 1 - q + q e^\tau` (the :math:`1-q` parts cancel),
+
+    .. math:: \delta_{\rm remove}(\varepsilon) = q\,\big(1 - e^{(\tau - s)/2}\big),
+
+    q times the Laplace profile (see :class:`LaplacePair`) at :math:`\tau = \log(1 + (e^\varepsilon - 1)/q)`,
+    the amplification-by-subsampling identity.
+
+    **Tails (add).** :math:`\{L > \varepsilon\} = \{g(t) < -\varepsilon\} = \{x < x^*\}` with
+    :math:`\tau = g^{-1}(-\varepsilon)`; :math:`P[L>\varepsilon] = A[x<x^*] = 1 - \tfrac12 e^{-(\tau+s)/2}`,
+    :math:`Q[L>\varepsilon] = (1-q)(1 - \tfrac12 e^{-(\tau+s)/2}) + q\tfrac12 e^{(\tau-s)/2}` and, with
+    :math:`e^{-\varepsilon} = 1 - q + q e^{\tau}`,
+
+    .. math:: \delta_{\rm add}(\varepsilon) = e^{\varepsilon} q\, e^{\tau}\big(1 - e^{-(\tau+s)/2}\big).
+
+    Below the range (every outcome has a larger loss) :math:`\delta = 1 - e^\varepsilon`; at and above its
+    top :math:`\delta = 0`. With :math:`q = 1` both reduce to :class:`LaplacePair`.
+
+    **Rounding.** The atoms' losses are the computed :math:`\pm g(\pm s)` rounded up by 4 ulps (an upper
+    bound of the exact value, whose computation through ``log1p``/``expm1`` is accurate to about 2 ulps), and
+    the tails are those of that pair: moving an atom's loss up can only increase every
+    :math:`\delta(\varepsilon) = \mathbb{E}_P[(1 - e^{\varepsilon - L})_+]` of every composition, so the PLD's
+    upper bound stays certified; :math:`\tau` is clipped to :math:`[-s, s]`. Every quantity is evaluated in log
+    space (``log1p``, ``expm1``), so small tails and small deltas keep their relative accuracy.
     """
-
-    has_tails = False  # densities, loss and sampling only: enough for the cumulants, not for the PLD
 
     def __init__(self, scale: float, q: float, sensitivity: float = 1.0, direction: str = "remove"):
         self.scale = check_positive("scale", scale)
         self.q = check_probability("q", q)
         self.sensitivity = check_positive("sensitivity", sensitivity)
         self.direction = check_choice("direction", direction, ("remove", "add"))
+        self.s = self.sensitivity / self.scale
+        self.log_q_ = math.log(self.q)
+        self.log1m_q = math.log1p(-self.q) if self.q < 1 else -math.inf
+        g_lo, g_hi = float(self._g(-self.s)), float(self._g(self.s))
+        # the two atoms of L (bottom, top), rounded up; their exact values are <= these
+        lo, hi = (g_lo, g_hi) if self.direction == "remove" else (-g_hi, -g_lo)
+        self._atom_lo, self._atom_hi = _round_up(lo), _round_up(hi)
 
     def __repr__(self) -> str:
         return f"SubsampledLaplacePair(scale={self.scale}, q={self.q}, sensitivity={self.sensitivity}, direction={self.direction!r})"
 
+    # g and its inverse ------------------------------------------------------------------------
+    def _g(self, t):
+        """g(t) = log(1 - q + q e^t): log1p(q expm1(t)) (exact near t = 0), log-sum-exp for large t."""
+        t = np.asarray(t, dtype=float)
+        if self.q == 1.0:
+            return t
+        with np.errstate(over="ignore"):
+            small = np.log1p(self.q * np.expm1(np.minimum(t, 30.0)))
+        return np.where(t < 30.0, small, np.logaddexp(self.log1m_q, self.log_q_ + t))
+
+    def _g_inv(self, y):
+        """g^{-1}(y) = log(1 + (e^y - 1)/q); -inf where e^y <= 1 - q (no t reaches y)."""
+        y = np.asarray(y, dtype=float)
+        if self.q == 1.0:
+            return y
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            small = np.log1p(np.expm1(np.minimum(y, 30.0)) / self.q)
+            big = y + np.log1p(-(1.0 - self.q) * np.exp(-np.maximum(y, 30.0))) - self.log_q_
+        out = np.where(y < 30.0, small, big)
+        return np.where(np.isnan(out), -np.inf, out)
+
+    def _regions(self, eps):
+        """(eps, tau clipped to [-s, s], every: {L > eps} is everything, none: {L > eps} is empty)."""
+        eps = _as_array(eps)
+        y = eps if self.direction == "remove" else -eps
+        tau = np.clip(self._g_inv(y), -self.s, self.s)
+        return eps, tau, eps < self._atom_lo, eps >= self._atom_hi
+
+    def _halves(self, tau):
+        """(log A[x > x*] = log A[x >= x*], log B[x <= x*]) at x* = (b tau + Delta)/2 in [0, Delta]."""
+        return -_LN2 - 0.5 * (tau + self.s), -_LN2 + 0.5 * (tau - self.s)
+
+    # densities ---------------------------------------------------------------------------------
     def _lap(self, x, m):
         return -np.abs(x - m) / self.scale - math.log(2 * self.scale)
 
@@ -552,27 +636,65 @@ class SubsampledLaplacePair(PrivacyLossPair):
     def loss(self, x):
         x = np.asarray(x, dtype=float)
         t = (np.abs(x) - np.abs(x - self.sensitivity)) / self.scale
-        lm = t if self.q == 1.0 else np.log1p(self.q * np.expm1(t))
+        lm = self._g(t)
         return lm if self.direction == "remove" else -lm
 
     @property
     def loss_support(self) -> tuple[float, float]:
         r"""The loss is :math:`\pm\log(1 + q(e^t - 1))` with :math:`t \in [-\Delta/b, \Delta/b]`, increasing in t."""
         e0 = self.sensitivity / self.scale
-        lo, hi = math.log1p(self.q * math.expm1(-e0)), math.log1p(self.q * math.expm1(e0))
+        lo, hi = math.log1p(self.q * math.expm1(-e0)), float(self._g(e0))
         return (lo, hi) if self.direction == "remove" else (-hi, -lo)
 
-    def log_sf_p(self, eps):  # pragma: no cover - not needed by the Edgeworth accountant
-        raise NotImplementedError
+    def loss_quantile_range(self, tail: float) -> tuple[float, float]:
+        """The whole (bounded) range of the loss, atoms included (``tail`` is not needed)."""
+        return (min(self.loss_support[0], self._atom_lo), self._atom_hi)
 
-    def log_sf_q(self, eps):  # pragma: no cover
-        raise NotImplementedError
+    # tails -------------------------------------------------------------------------------------
+    def _select(self, every, none, mid, v_every, v_none, eps):
+        with np.errstate(invalid="ignore"):
+            out = np.where(every, v_every, np.where(none, v_none, mid))
+        return _maybe_scalar(out, eps)
 
-    def log_cdf_p(self, eps):  # pragma: no cover
-        raise NotImplementedError
+    def log_sf_p(self, eps):
+        eps, tau, every, none = self._regions(eps)
+        la, lb = self._halves(tau)
+        with np.errstate(divide="ignore"):
+            if self.direction == "remove":
+                mid = np.logaddexp(self.log1m_q + la, self.log_q_ + np.log1p(-np.exp(lb)))
+            else:
+                mid = np.log1p(-np.exp(la))
+        return self._select(every, none, mid, 0.0, -np.inf, eps)
 
-    def log_delta(self, eps):  # pragma: no cover
-        raise NotImplementedError
+    def log_sf_q(self, eps):
+        eps, tau, every, none = self._regions(eps)
+        la, lb = self._halves(tau)
+        with np.errstate(divide="ignore"):
+            if self.direction == "remove":
+                mid = la
+            else:
+                mid = np.logaddexp(self.log1m_q + np.log1p(-np.exp(la)), self.log_q_ + lb)
+        return self._select(every, none, mid, 0.0, -np.inf, eps)
+
+    def log_cdf_p(self, eps):
+        eps, tau, every, none = self._regions(eps)
+        la, lb = self._halves(tau)
+        with np.errstate(divide="ignore"):
+            if self.direction == "remove":
+                mid = np.logaddexp(self.log1m_q + np.log1p(-np.exp(la)), self.log_q_ + lb)
+            else:
+                mid = la
+        return self._select(every, none, mid, -np.inf, 0.0, eps)
+
+    def log_delta(self, eps):
+        eps, tau, every, none = self._regions(eps)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.direction == "remove":
+                mid = self.log_q_ + np.log(-np.expm1(0.5 * (tau - self.s)))
+            else:
+                mid = eps + self.log_q_ + tau + np.log(-np.expm1(-0.5 * (tau + self.s)))
+            low = np.log(-np.expm1(np.minimum(eps, 0.0)))
+        return self._select(every, none, mid, low, -np.inf, eps)
 
     def sample(self, n: int, rng: np.random.Generator, under: str = "p"):
         check_choice("under", under, ("p", "q"))
@@ -592,6 +714,7 @@ class SubsampledLaplaceMechanism(Mechanism):
         self.scale = check_positive("scale", scale)
         self.q = check_probability("q", q)
         self.sensitivity = check_positive("sensitivity", sensitivity)
+        self.symmetric = self.q == 1.0  # q = 1: the Laplace mechanism, the same PLRV in both directions
 
     @property
     def params(self) -> dict[str, float]:

@@ -14,8 +14,9 @@ same ledger and neighbouring directions) when
 
 and report the intersection of the two certified brackets (each contains the exact value, so their
 intersection does): the upper end is the smaller upper end. ``details["fallback"]`` is ``"pld"`` then.
-Where the PLD cannot take the ledger (the Poisson-subsampled Laplace mechanism has no tails to
-discretize) and the method has no useful certified number, :class:`~dputils.errors.NumericalError` is
+Where the PLD cannot take the ledger (a mechanism without privacy-loss tails to discretize; every
+mechanism of :mod:`dputils.mechanisms` that the adapters build has them, the Poisson-subsampled Laplace
+included) and the method has no useful certified number, :class:`~dputils.errors.NumericalError` is
 raised, naming ``report="estimate"``. The ``pld`` and ``rdp`` accountants are reported as they are.
 
 The saddle-point accountant's :class:`~dputils.accountants.spa.SaddlePointWarning` (its SP-CLT *estimate* may

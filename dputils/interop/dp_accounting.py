@@ -22,8 +22,8 @@ Events understood (anything else is reported by ``supports()`` and raises ``Unsu
 * ``PoissonSampledDpEvent(q, Gaussian or Laplace)``: Poisson subsampling at rate ``q``;
 * ``SelfComposedDpEvent``, ``ComposedDpEvent`` (heterogeneous parts), ``NoOpDpEvent``.
 
-Which of these a given accountant takes is its own rule (the RDP accountant has no subsampled Laplace, for
-example): the adapter asks the dputils accountant and passes its refusal on as the error message.
+Which of these a given accountant takes is its own rule (today pld, rdp, spa and edgeworth take all of them):
+the adapter asks the dputils accountant and passes its refusal on as the error message.
 
 Only the add-or-remove-one neighbouring relation is offered (``NeighboringRelation.ADD_OR_REMOVE_ONE``), and
 the accountant reports the worse of the add and remove directions, as dp_accounting's PLD accountant does.
@@ -33,8 +33,9 @@ it returns the **certified upper end** of the dputils answer (``report="upper"``
 upper bound, the RDP bound, the upper end of the saddle-point accountant's Theorem-5 bracket or of the
 Edgeworth interval. Where the saddle-point or Edgeworth bracket is vacuous, wide (over 10% of its upper
 end) or its computation fails, the PLD accountant is run on the same events and the two certified brackets
-are intersected (``details["fallback"] == "pld"``; see :mod:`dputils.interop._certified`); where that is
-impossible (Poisson-sampled Laplace) ``NumericalError`` is raised naming ``report="estimate"``.
+are intersected (``details["fallback"] == "pld"``; see :mod:`dputils.interop._certified`; the PLD takes every
+event the adapter understands, the Poisson-sampled Laplace included); where the fallback fails as well
+``NumericalError`` is raised naming ``report="estimate"``.
 ``report="estimate"`` returns the point estimate instead (an approximation for ``spa`` and ``edgeworth``).
 The whole answer, with its certified lower and upper bounds, is ``get_epsilon_bracket(delta)`` /
 ``get_delta_bracket(epsilon)`` (an :class:`~dputils.accountants.base.AccountingResult`).
