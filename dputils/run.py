@@ -27,6 +27,22 @@ at any step leaves the old notebook and its results in place. A pool worker whos
 (``kill -9``) notices within a second, publishes nothing and exits with its kernel; staging folders of
 killed runs (their process gone) are removed when the next run starts.
 
+Rebuild only what changed (``--changed``): every chapter that runs leaves a record of its inputs beside its
+executed copy (``.NAME.inputs.json``: hashes of the notebook, the profile's values, the ``dputils`` sources, the
+data files it reads, the results of chapters it reads, the key dependencies' versions; see
+:mod:`dputils.changed`), written after a successful publish; with ``--changed`` a chapter whose inputs match its
+record, and whose published copy and results are still the recorded ones, is reused, not run, and the output
+says why each other chapter ran. A chapter whose last run failed always reruns.
+
+Machine-readable runs: ``run`` and ``book`` write a JSON report (:func:`run_report`: each chapter's status,
+seconds, run or reused and why, the failing cell and line; totals; for ``book`` the build's and checks' exit
+codes) to ``_build/<profile>/report.json``, to ``DIR/report.json`` for ``run --output DIR``, or to ``--report
+PATH``; strict JSON, written atomically, also when a chapter failed.
+
+Kernels shut down without the SIGINT that jupyter_client sends first (:func:`quiet_shutdown_kernel_manager`):
+it could land while the kernel answered papermill's last request and log "KeyboardInterrupt caught in kernel"
+in a green run.
+
 Each profile's values for a notebook are checked against the notebook's ``parameters`` cell before
 anything runs (names declared, values of the declared types: :func:`dputils.sweep.check_parameters`).
 
