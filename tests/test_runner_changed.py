@@ -229,3 +229,33 @@ def test_kernel_shutdown_sends_no_sigint():
     # "KeyboardInterrupt caught in kernel" ERROR line of green runs
     assert _kernel_signals(AsyncKernelManager) == [signal.SIGINT, signal.SIGINT]
     assert _kernel_signals(quiet_shutdown_kernel_manager()) == [signal.SIGINT]
+
+
+def _kernel_children():
+    me = str(__import__("os").getpid())
+    out = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            ppid = (d / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError):
+            continue
+        if ppid == me and "ipykernel" in cmd and "(zombie)" not in cmd:
+            out.append(int(d.name))
+    return out
+
+
+def test_a_cell_that_times_out_still_ends_its_kernel(tmp_path):
+    """Without the shutdown interrupt, a kernel busy in a cell that timed out is still ended (SIGTERM after half
+    of jupyter_client's shutdown_wait_time), and the failure is reported, not hidden."""
+    from dputils.run import execute_one
+
+    src = tmp_path / "slow.md"
+    p = nbformat.v4.new_code_cell("n: int = 1  # unused")
+    p.metadata["tags"] = ["parameters"]
+    _write_md(src, [p, nbformat.v4.new_code_cell("import time\ntime.sleep(300)")])
+    before = set(_kernel_children())
+    rep = execute_one(src, tmp_path / "out" / "slow.ipynb", {}, timeout=3)
+    assert not rep["ok"] and "Timeout" in rep["error"], rep
+    assert rep["seconds"] < 120
+    assert set(_kernel_children()) - before == set()
