@@ -758,14 +758,16 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
     # the inputs of each chapter (recorded after its run; with --changed, compared with the last record)
     t_check = time.perf_counter()
     package, deps = package_digests(exclude=chg.NOT_INPUTS), chg.dependency_versions()
-    inputs, why, reused = {}, {}, []
+    inputs, why, reused, check_s = {}, {}, [], {}
     for src in sources:
+        t0 = time.perf_counter()
         inputs[src.stem] = chg.chapter_inputs(src, params.get(src.stem, {}), profile, root, r_dir, package, deps)
-    if changed:
-        for src in sources:
+        if changed:
             ok, why[src.stem] = chg.decide(m_dir, r_dir, src.stem, inputs[src.stem])
             if ok:
                 reused.append(src.stem)
+        check_s[src.stem] = time.perf_counter() - t0
+    if changed:
         again = True
         while again:  # a chapter that reads the results of one that reruns reruns too
             again = False
@@ -778,13 +780,13 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
                     again = True
     else:
         why = {src.stem: "run without --changed" for src in sources}
-    check_s = time.perf_counter() - t_check
+    t_check = time.perf_counter() - t_check
     reports: list[dict[str, Any]] = []
     for src in sources:
         if src.stem in reused:
             rec = chg.read_record(m_dir, src.stem) or {}
             reports.append({"name": src.stem, "ok": True, "action": "reused", "reason": why[src.stem],
-                            "seconds": round(check_s / len(sources), 2), "profile": profile,
+                            "seconds": round(check_s[src.stem], 2), "profile": profile,
                             "output": str(m_dir / f"{src.stem}.ipynb"), "last_run_seconds": rec.get("seconds"),
                             "last_run_finished": rec.get("finished")})
             _say(f"{src.stem}: reused ({why[src.stem]})")
@@ -793,7 +795,7 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
         if changed:
             _say(f"{src.stem}: runs ({why[src.stem]})")
     if not sources:
-        _say(f"nothing to run: {_plural(len(reused), 'notebook')} reused (inputs checked in {check_s:.1f} s)")
+        _say(f"nothing to run: {_plural(len(reused), 'notebook')} reused (inputs checked in {t_check:.1f} s)")
         return reports
 
     run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
