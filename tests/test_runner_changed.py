@@ -57,8 +57,8 @@ def _strict(text):
     return json.loads(text, parse_constant=refuse)
 
 
-def _run(root, capfd, *extra):
-    rc = cli_main("run", ["--root", str(root), "--changed", "--jobs", "2", "--timeout", "120", *extra])
+def _run(root, capfd, *extra, command="run"):
+    rc = cli_main(command, ["--root", str(root), "--changed", "--jobs", "2", "--timeout", "120", *extra])
     err = capfd.readouterr().err
     rep = _strict((root / "_build" / "full" / "report.json").read_text())
     return rc, err, rep, {c["name"]: c for c in rep["chapters"]}
@@ -124,11 +124,15 @@ def test_changed_reuses_unchanged_chapters_and_says_why_the_others_ran(tmp_path,
     assert ch["demo"]["reason"] == ch["other"]["reason"] == "dputils/audit/gauss.py changed"
     monkeypatch.setattr(sweep, "package_digests", real)
 
-    # 7. a failure: the entry names the failing cell; nothing published; then it reruns whatever its inputs
+    # 7. a failure (in `book`, which then builds nothing): the entry names the failing cell; nothing published;
+    # then it reruns whatever its inputs
     good = (root / "results" / "demo.json").read_bytes()
     (root / "params" / "full.yml").write_text("demo:\n  scale: 3\n  fail: true\n")
-    rc, err, rep, ch = _run(root, capfd)
+    rc, err, rep, ch = _run(root, capfd, command="book")
     assert rc == 1 and rep["ok"] is False and rep["exit_code"] == 1 and rep["totals"]["failed"] == 1
+    assert rep["command"] == "book" and rep["book"] == {"built": False} and "book not built" in err
+    # other recorded the patched digest in step 6, so the real one is a change again
+    assert ch["other"]["action"] == "run" and ch["other"]["reason"] == "dputils/audit/gauss.py changed"
     md_line = (root / "notebooks" / "demo.md").read_text().splitlines().index(FAIL_LINE) + 1
     f = ch["demo"]["failure"]
     assert ch["demo"]["status"] == "failed" and f["location"] == f"notebooks/demo.md:{md_line}"
