@@ -2,9 +2,11 @@
 
 Commands:
 
-* ``run [--profile smoke|full|paper] [--only NAME ...] [--jobs N]``: execute notebooks with papermill.
-* ``book [--profile ...] [--jobs N] [--check]``: ``run``, then ``jupyter-book build . -W --all`` (and, with
-  ``--check``, the headless-browser check of every page).
+* ``run [--profile smoke|full|paper] [--only NAME ...] [--jobs N] [--changed] [--report PATH]``: execute notebooks
+  with papermill (``--changed``: only those whose inputs changed since their last successful run, see
+  :mod:`dputils.changed`); a JSON report of the run goes to ``_build/<profile>/report.json``.
+* ``book [--profile ...] [--jobs N] [--changed] [--check]``: ``run``, then ``jupyter-book build . -W --all`` (and,
+  with ``--check``, the headless-browser check of every page); its JSON report likewise.
 * ``sweep NOTEBOOK --grid GRID.yml [--scheduler ADDRESS] [--workers N] [--resume]``: one papermill run per
   grid point on dask.distributed, collected in ``sweeps/NAME/results.csv`` (see :mod:`dputils.sweep`).
 * ``epsilon`` / ``delta``: one JSON object with the value, its bounds, the accountant and the seconds.

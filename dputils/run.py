@@ -27,6 +27,22 @@ at any step leaves the old notebook and its results in place. A pool worker whos
 (``kill -9``) notices within a second, publishes nothing and exits with its kernel; staging folders of
 killed runs (their process gone) are removed when the next run starts.
 
+Rebuild only what changed (``--changed``): every chapter that runs leaves a record of its inputs beside its
+executed copy (``.NAME.inputs.json``: hashes of the notebook, the profile's values, the ``dputils`` sources, the
+data files it reads, the results of chapters it reads, the key dependencies' versions; see
+:mod:`dputils.changed`), written after a successful publish; with ``--changed`` a chapter whose inputs match its
+record, and whose published copy and results are still the recorded ones, is reused, not run, and the output
+says why each other chapter ran. A chapter whose last run failed always reruns.
+
+Machine-readable runs: ``run`` and ``book`` write a JSON report (:func:`run_report`: each chapter's status,
+seconds, run or reused and why, the failing cell and line; totals; for ``book`` the build's and checks' exit
+codes) to ``_build/<profile>/report.json``, to ``DIR/report.json`` for ``run --output DIR``, or to ``--report
+PATH``; strict JSON, written atomically, also when a chapter failed.
+
+Kernels shut down without the SIGINT that jupyter_client sends first (:func:`quiet_shutdown_kernel_manager`):
+it could land while the kernel answered papermill's last request and log "KeyboardInterrupt caught in kernel"
+in a green run.
+
 Each profile's values for a notebook are checked against the notebook's ``parameters`` cell before
 anything runs (names declared, values of the declared types: :func:`dputils.sweep.check_parameters`).
 
@@ -184,7 +200,8 @@ def execute_one(source: Path, output: Path, parameters: dict[str, Any], timeout:
                 pm.execute_notebook(nb, str(output), parameters=parameters, kernel_name="python3",
                                     progress_bar=False, log_output=False, cwd=str(output.parent),
                                     execution_timeout=timeout, start_timeout=120,
-                                    extra_arguments=list(KERNEL_ARGS))
+                                    extra_arguments=list(KERNEL_ARGS),
+                                    kernel_manager_class=quiet_shutdown_kernel_manager())
                 break
             except pm.PapermillExecutionError:
                 raise
@@ -207,6 +224,36 @@ def execute_one(source: Path, output: Path, parameters: dict[str, Any], timeout:
         os.environ.update(env_backup)
     report["seconds"] = round(time.perf_counter() - t0, 2)
     return report
+
+
+_QUIET_KM: type | None = None
+
+
+def quiet_shutdown_kernel_manager() -> type:
+    """jupyter_client's ``AsyncKernelManager`` without the SIGINT it sends before every shutdown.
+
+    ``shutdown_kernel`` interrupts the kernel first, then asks it to shut down. papermill's last message is a
+    ``kernel_info`` request, and it shuts the kernel down as soon as the reply arrives: ipykernel installs
+    Python's SIGINT handler while it handles a message and restores "ignore" only after sending the reply,
+    so on a loaded machine the interrupt can land in between, and the kernel logs ``ERROR | KeyboardInterrupt
+    caught in kernel.`` in a run where every cell passed. This manager skips the interrupt during a shutdown
+    only: the shutdown request still ends an idle kernel, one still busy (a cell timed out) gets SIGTERM then
+    SIGKILL after ``shutdown_wait_time`` as before, and an interrupt asked for outside a shutdown
+    (``interrupt_kernel()``) is still sent."""
+    global _QUIET_KM
+    if _QUIET_KM is None:
+        from jupyter_client.manager import AsyncKernelManager
+
+        class QuietShutdownKernelManager(AsyncKernelManager):
+            async def _async_interrupt_kernel(self) -> None:
+                if getattr(self, "shutting_down", False):
+                    return
+                await super()._async_interrupt_kernel()
+
+            interrupt_kernel = _async_interrupt_kernel
+
+        _QUIET_KM = QuietShutdownKernelManager
+    return _QUIET_KM
 
 
 def kernel_start_race(exc: BaseException) -> bool:
@@ -634,6 +681,7 @@ def run_staged(source: Path, methods_dir: Path, results_dir: Path, parameters: d
         report.update(ok=False, error=f"publishing failed (nothing replaced): {exc}", output=str(staged_nb))
         return report
     report["output"] = str(methods_dir / f"{name}.ipynb")
+    report["results_files"] = [f.name for f in new]
     return report
 
 
@@ -675,8 +723,19 @@ def describe_failure(rep: dict[str, Any], root: Path | None = None) -> list[str]
 
 def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int = 2, timeout: int = 3600,
                 out_dir: Path | None = None, results_dir: Path | None = None, root: Path | None = None,
-                output: Path | str | None = None, heartbeat: float = HEARTBEAT_S) -> list[dict[str, Any]]:
-    """Execute notebooks with atomic publishing; print progress lines; return the reports in run order."""
+                output: Path | str | None = None, heartbeat: float = HEARTBEAT_S,
+                changed: bool = False) -> list[dict[str, Any]]:
+    """Execute notebooks with atomic publishing; print progress lines; return the reports (run order, then the
+    reused ones).
+
+    Each report has ``name``, ``ok``, ``seconds``, ``output``, ``profile``, ``action`` (``"run"`` or
+    ``"reused"``) and ``reason`` (why it ran, or since when its inputs are unchanged; :mod:`dputils.changed`),
+    and on failure the keys of :func:`execute_one`. Every chapter that runs gets its record of inputs
+    (:func:`dputils.changed.write_success` after a successful publish, else ``write_failure``); with
+    ``changed`` a chapter whose record matches its inputs is not run (its last good copy and results stay)."""
+    from . import changed as chg
+    from .sweep import package_digests
+
     root = find_root(root)
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
@@ -695,15 +754,60 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
     params = check_profile(params, sources, profile)
     m_dir, r_dir = output_dirs(profile, root, output)
     m_dir, r_dir = out_dir or m_dir, results_dir or r_dir
+
+    # the inputs of each chapter (recorded after its run; with --changed, compared with the last record)
+    t_check = time.perf_counter()
+    package, deps = package_digests(exclude=chg.NOT_INPUTS), chg.dependency_versions()
+    inputs, why, reused, check_s = {}, {}, [], {}
+    for src in sources:
+        t0 = time.perf_counter()
+        inputs[src.stem] = chg.chapter_inputs(src, params.get(src.stem, {}), profile, root, r_dir, package, deps)
+        if changed:
+            ok, why[src.stem] = chg.decide(m_dir, r_dir, src.stem, inputs[src.stem])
+            if ok:
+                reused.append(src.stem)
+        check_s[src.stem] = time.perf_counter() - t0
+    if changed:
+        again = True
+        while again:  # a chapter that reads the results of one that reruns reruns too
+            again = False
+            for name in list(reused):
+                src = next(p for p in sources if p.stem == name)
+                running = [o for o in chg.results_read(src) if o in inputs and o not in reused]
+                if running:
+                    reused.remove(name)
+                    why[name] = f"reads the results of {', '.join(running)}, which rerun{'s' if len(running) == 1 else ''}"
+                    again = True
+    else:
+        why = {src.stem: "run without --changed" for src in sources}
+    t_check = time.perf_counter() - t_check
+    reports: list[dict[str, Any]] = []
+    for src in sources:
+        if src.stem in reused:
+            rec = chg.read_record(m_dir, src.stem) or {}
+            reports.append({"name": src.stem, "ok": True, "action": "reused", "reason": why[src.stem],
+                            "seconds": round(check_s[src.stem], 2), "profile": profile,
+                            "output": str(m_dir / f"{src.stem}.ipynb"), "last_run_seconds": rec.get("seconds"),
+                            "last_run_finished": rec.get("finished")})
+            _say(f"{src.stem}: reused ({why[src.stem]})")
+    sources = [p for p in sources if p.stem not in reused]
+    for src in sources:
+        if changed:
+            _say(f"{src.stem}: runs ({why[src.stem]})")
+    if not sources:
+        _say(f"nothing to run: {_plural(len(reused), 'notebook')} reused (inputs checked in {t_check:.1f} s)")
+        return reports
+
     run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
     staging = root / "_build" / "staging" / run_id
     for d in clean_stale_staging(staging.parent):
         _say(f"removed the staging folder of a killed run: {_rel(d, root)}")
     n, workers = len(sources), max(1, min(jobs, len(sources)))
     _say(f"running {_plural(n, 'notebook')} (profile {profile}, {_plural(workers, 'job')}): "
-         f"notebooks -> {_rel(m_dir, root)}, results -> {_rel(r_dir, root)}")
+         f"notebooks -> {_rel(m_dir, root)}, results -> {_rel(r_dir, root)}"
+         + (f"; {len(reused)} reused" if reused else ""))
     t_all = time.perf_counter()
-    reports: list[dict[str, Any]] = []
+    ran: list[dict[str, Any]] = []
     # largest source first: with parallel jobs the long chapters (also the largest files) start at once
     # instead of after the short ones, so the wall time is close to the longest chapter's
     pending = sorted(sources, key=lambda p: p.stat().st_size, reverse=True) if workers > 1 else list(sources)
@@ -727,7 +831,9 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
                 except Exception as exc:  # the worker died: report, keep going
                     rep = {"name": name, "ok": False, "error": f"{type(exc).__name__}: {exc}",
                            "output": str(staging / name), "seconds": round(now - t0, 2)}
-                reports.append(rep)
+                rep.update(action="run", reason=why[name], profile=profile)
+                _record(chg, m_dir, r_dir, name, inputs[name], rep)
+                ran.append(rep)
                 if rep["ok"]:
                     _say(f"[ok     {i}/{n}] {name:32s} {rep['seconds']:8.1f} s")
                 else:
@@ -744,9 +850,25 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
     except OSError:
         if staging.is_dir():  # failed notebooks' copies stay for inspection; not a killed run's leftovers
             (staging / FINISHED_MARK).touch()
-    failed = [r for r in reports if not r["ok"]]
-    _say(f"{len(reports) - len(failed)} passed, {len(failed)} failed in {time.perf_counter() - t_all:.1f} s")
-    return reports
+    failed = [r for r in ran if not r["ok"]]
+    _say(f"{len(ran) - len(failed)} passed, {len(failed)} failed in {time.perf_counter() - t_all:.1f} s"
+         + (f"; {len(reused)} reused" if reused else ""))
+    return ran + reports
+
+
+def _record(chg: Any, m_dir: Path, r_dir: Path, name: str, inputs: dict[str, Any], rep: dict[str, Any]) -> None:
+    """Write the chapter's record after its run (never raises: a record that cannot be written means a rerun)."""
+    try:
+        if rep["ok"]:
+            chg.write_success(m_dir, r_dir, name, inputs, rep.get("results_files", []), rep["seconds"])
+        else:
+            chg.write_failure(m_dir, name, rep.get("error", "failed"))
+    except (OSError, ValueError) as exc:
+        _say(f"         {name}: its record of inputs could not be written ({exc}); the next --changed reruns it")
+        try:
+            chg.record_path(m_dir, name).unlink()
+        except OSError:
+            pass
 
 
 def check_profile(params: dict[str, dict[str, Any]], sources: Sequence[Path], profile: str) -> dict[str, dict[str, Any]]:
@@ -778,14 +900,95 @@ def run_notebooks(profile: str = "full", only: list[str] | None = None, jobs: in
 
 
 def timing_table(reports: list[dict[str, Any]]) -> str:
-    """A small table of each notebook's status and seconds, with the total."""
+    """A small table of each notebook's status and seconds (reused ones say so), with the total."""
     rows = sorted(reports, key=lambda r: r["name"])
     w = max([len("notebook")] + [len(r["name"]) for r in rows])
     out = [f"{'notebook':{w}s}  status  seconds", f"{'-' * w}  ------  -------"]
     for r in rows:
-        out.append(f"{r['name']:{w}s}  {'ok' if r['ok'] else 'FAILED':6s}  {r['seconds']:7.1f}")
+        status = ("ok" if r["ok"] else "FAILED") if r.get("action") != "reused" else "reused"
+        out.append(f"{r['name']:{w}s}  {status:6s}  {r['seconds']:7.1f}")
     out.append(f"{'sum':{w}s}  {'':6s}  {sum(r['seconds'] for r in rows):7.1f}")
     return "\n".join(out)
+
+
+REPORT_FORMAT = "dpbook-run-report"
+REPORT_VERSION = 1
+
+
+def report_path(command: str, profile: str, root: Path, output: Path | str | None = None,
+                explicit: Path | str | None = None) -> Path:
+    """Where ``run``/``book`` write their JSON report: ``explicit`` (``--report``), else ``DIR/report.json`` for
+    ``run --output DIR`` (DIR not ``book``), else ``_build/<profile>/report.json`` (``run`` and ``book`` alike: the
+    last command's report; its ``command`` field says which)."""
+    if explicit is not None:
+        p = Path(explicit).expanduser()
+        return p if p.is_absolute() else Path.cwd() / p
+    if command == "run" and output is not None and str(output) != "book":
+        base = Path(output).expanduser()
+        return (base if base.is_absolute() else Path.cwd() / base) / "report.json"
+    return root / "_build" / profile / "report.json"
+
+
+def _finite(x: Any) -> Any:
+    import math
+
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def chapter_entry(rep: dict[str, Any], root: Path | None = None) -> dict[str, Any]:
+    """One chapter of the JSON report (see :func:`run_report`)."""
+    out = {"name": rep["name"], "status": "ok" if rep["ok"] else "failed", "action": rep.get("action", "run"),
+           "reason": rep.get("reason"), "seconds": _finite(float(rep.get("seconds", 0.0))),
+           "profile": rep.get("profile"),
+           "output": _rel(rep["output"], root) if root and rep.get("output") else rep.get("output")}
+    if rep.get("action") == "reused":
+        out["last_run_seconds"] = _finite(rep.get("last_run_seconds"))
+        out["last_run_finished"] = rep.get("last_run_finished")
+    if not rep["ok"]:
+        out["failure"] = {
+            "location": f"notebooks/{rep['name']}.md:{rep['md_line']}" if "md_line" in rep else None,
+            "code_cell": rep.get("code_cell"), "execution_count": rep.get("cell"), "line": rep.get("line"),
+            "source": rep.get("source"), "error": rep.get("error", "unknown error"),
+            "lines": describe_failure(rep, root)}
+    return out
+
+
+def run_report(command: str, profile: str, reports: list[dict[str, Any]], root: Path, *, changed: bool,
+               wall_seconds: float, exit_code: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The machine-readable report of a ``run``/``book``: ``format``, ``version``, ``command``, ``profile``,
+    ``changed``, ``finished`` (UTC), ``ok``, ``exit_code``, ``chapters`` (sorted by name; each ``name``,
+    ``status`` ok/failed, ``action`` run/reused, ``reason``, ``seconds``, ``profile``, ``output``; a failure
+    adds ``failure`` with ``location`` (``notebooks/NAME.md:LINE``), ``code_cell``, ``execution_count``,
+    ``line``, ``source``, ``error``), ``totals`` (chapters, ok, failed, run, reused, seconds summed over
+    chapters, wall_seconds) and, for ``book``, ``book`` (the build's, browser check's and ledger's exit codes
+    and seconds)."""
+    import datetime as _dt
+
+    chapters = [chapter_entry(r, root) for r in sorted(reports, key=lambda r: r["name"])]
+    totals = {"chapters": len(chapters), "ok": sum(c["status"] == "ok" for c in chapters),
+              "failed": sum(c["status"] == "failed" for c in chapters),
+              "run": sum(c["action"] == "run" for c in chapters),
+              "reused": sum(c["action"] == "reused" for c in chapters),
+              "seconds": round(sum(c["seconds"] or 0.0 for c in chapters), 2),
+              "wall_seconds": round(wall_seconds, 2)}
+    out = {"format": REPORT_FORMAT, "version": REPORT_VERSION, "command": command, "profile": profile,
+           "changed": changed, "finished": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+           "ok": exit_code == 0, "exit_code": exit_code, "chapters": chapters, "totals": totals}
+    if extra:
+        out.update(extra)
+    return out
+
+
+def write_report(path: Path, report: dict[str, Any]) -> Path:
+    """Write the report atomically as strict JSON (a NaN or infinity is refused, never written)."""
+    import json
+
+    from .results import write_text_atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_text_atomic(path, json.dumps(report, indent=1, allow_nan=False) + "\n")
 
 
 def build_book(root: Path | None = None) -> int:
@@ -832,6 +1035,16 @@ def _parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=2, help="notebooks executed in parallel (default 2)")
     p.add_argument("--timeout", type=int, default=3600, help="per-cell timeout in seconds (default 3600)")
     p.add_argument("--root", default=None, metavar="PATH", help="repository root (holds notebooks/ and params/)")
+    p.add_argument("--changed", action="store_true",
+                   help="rerun a notebook only when its inputs changed since its last successful run (its source, "
+                        "the profile's values, the dputils sources, the data files it reads, the results of "
+                        "chapters it reads, the key dependencies' versions); otherwise keep its last good copy "
+                        "and results. Says which were reused and why the others ran; one that failed last time "
+                        "always reruns (see dputils.changed)")
+    p.add_argument("--report", default=None, metavar="PATH",
+                   help="where to write the JSON report (each notebook's status, seconds, run or reused and why, "
+                        "the failing cell and line; totals); default _build/<profile>/report.json"
+                        + (", or DIR/report.json with --output DIR" if command == "run" else ""))
     if command == "book":
         p.add_argument("--check", action="store_true",
                        help="after the build, open every page in headless Chromium and fail on findings "
@@ -859,6 +1072,7 @@ def cli_main(command: str, argv: Sequence[str]) -> int:
     except ValueError as exc:  # an option given twice (--profile smoke --profile full)
         sys.stderr.write(f"error: {exc}\n")
         return 2
+    t_wall = time.perf_counter()
     try:
         if args.jobs < 1:
             raise ValueError(f"jobs must be >= 1, got {args.jobs}")
@@ -866,33 +1080,48 @@ def cli_main(command: str, argv: Sequence[str]) -> int:
             raise ValueError(f"timeout must be >= 1 second, got {args.timeout}")
         root = find_root(args.root)
         output = "book" if command == "book" else args.output
+        rpath = report_path(command, args.profile, root, output, args.report)
         reports = execute_all(profile=args.profile, only=args.only, jobs=args.jobs, timeout=args.timeout,
-                              root=root, output=output)
+                              root=root, output=output, changed=args.changed)
     except ValueError as exc:  # RootError included
         sys.stderr.write(f"error: {exc}\n")
         return 2
     ok = all(r["ok"] for r in reports)
+
+    def finish(rc: int, extra: dict[str, Any] | None = None) -> int:
+        try:
+            p = write_report(rpath, run_report(command, args.profile, reports, root, changed=args.changed,
+                                               wall_seconds=time.perf_counter() - t_wall, exit_code=rc, extra=extra))
+            _say(f"report: {_rel(p, root)}")
+        except (OSError, ValueError) as exc:
+            _say(f"report not written ({rpath}): {exc}")
+            return rc or 1
+        return rc
+
     if command == "run":
         if len(reports) > 1:
             _say(timing_table(reports))
-        return 0 if ok else 1
+        return finish(0 if ok else 1)
     if not ok:
         _say(timing_table(reports))
         _say("book not built: a notebook failed")
-        return 1
+        return finish(1, {"book": {"built": False}})
     t0 = time.perf_counter()
     rc = build_book(root)
+    book = {"built": rc == 0, "build_exit_code": rc, "build_seconds": round(time.perf_counter() - t0, 2)}
     _say(timing_table(reports))
-    _say(f"jupyter-book build: {time.perf_counter() - t0:.1f} s (exit {rc})")
+    _say(f"jupyter-book build: {book['build_seconds']:.1f} s (exit {rc})")
     if rc == 0 and args.check:
         from . import bookcheck
 
         t0 = time.perf_counter()
         rc = bookcheck.main([str(root / "_build" / "html"), "--screenshots", str(root / "_build" / "screenshots")])
-        _say(f"bookcheck: {time.perf_counter() - t0:.1f} s (exit {rc})")
+        book.update(check_exit_code=rc, check_seconds=round(time.perf_counter() - t0, 2))
+        _say(f"bookcheck: {book['check_seconds']:.1f} s (exit {rc})")
     ledger_rc = check_ledger(root, [r["name"] for r in reports], update=args.update_ledger,
                              strict=args.check and args.profile == "full")
-    return rc or ledger_rc
+    book["ledger_exit_code"] = ledger_rc
+    return finish(rc or ledger_rc, {"book": book})
 
 
 def check_ledger(root: Path, chapters: list[str], *, update: bool = False, strict: bool = False) -> int:

@@ -308,13 +308,29 @@ def point_id(swept: dict[str, Any], parameters: dict[str, Any]) -> str:
     return f"{slug}-{h}" if slug else h
 
 
+def package_sources() -> list[Path]:
+    """Every ``dputils/**/*.py`` source file, sorted (the package's code, as the code hashes read it)."""
+    pkg = Path(__file__).resolve().parent
+    return [f for f in sorted(pkg.rglob("*.py")) if "__pycache__" not in f.parts]
+
+
+def package_digests(exclude: Sequence[str] = ()) -> dict[str, str]:
+    """SHA-256 of each package source (:func:`package_sources`), keyed by its path inside ``dputils/``, less the
+    paths in ``exclude``; the runner's ``--changed`` names the files that changed from these."""
+    pkg = Path(__file__).resolve().parent
+    out = {}
+    for f in package_sources():
+        rel = f.relative_to(pkg).as_posix()
+        if rel not in exclude:
+            out[rel] = hashlib.sha256(f.read_bytes()).hexdigest()
+    return out
+
+
 def code_version(source: Path) -> str:
     """A hash of every ``dputils/**/*.py`` source and of the notebook: resumed points must match it."""
     pkg = Path(__file__).resolve().parent
     h = hashlib.sha256()
-    for f in sorted(pkg.rglob("*.py")):
-        if "__pycache__" in f.parts:
-            continue
+    for f in package_sources():
         h.update(f.relative_to(pkg).as_posix().encode() + b"\0")
         h.update(f.read_bytes() + b"\0")
     h.update(b"notebook\0" + source.read_bytes())
