@@ -52,7 +52,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .results import write_text_atomic
+from .jsonio import write_text_atomic
 from .tables import sci
 
 __all__ = [

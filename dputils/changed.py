@@ -6,7 +6,7 @@ are kept. The inputs of chapter ``NAME`` (:func:`chapter_inputs`):
 
 * the notebook source ``notebooks/NAME.md`` (SHA-256 of its bytes);
 * the profile's name and its values for the chapter (canonical JSON);
-* the package sources: a SHA-256 per file of ``dputils/**/*.py`` (:func:`dputils.sweep.package_digests`, the
+* the package sources: a SHA-256 per file of ``dputils/**/*.py`` (:func:`package_digests`, the
   files the sweep's code hash reads), except ``dputils/bookcheck.py``, which only reads the built HTML;
 * the data files it reads, as far as they can be seen from outside the kernel:
 
@@ -45,11 +45,12 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import os
 import platform
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
+
+from .jsonio import write_text_atomic
 
 RECORD_VERSION = 1
 #: Distributions whose installed version is part of every chapter's inputs.
@@ -206,7 +207,6 @@ def chapter_inputs(source: Path, parameters: dict[str, Any], profile: str, root:
 
     ``package`` and ``dependencies`` may be passed in when many chapters are checked at once (they are the same
     for all)."""
-    from .sweep import package_digests
 
     if package is None:
         package = package_digests(exclude=NOT_INPUTS)
@@ -245,7 +245,6 @@ def read_record(methods_dir: Path, name: str) -> dict[str, Any] | None:
 
 
 def _write(path: Path, obj: dict[str, Any]) -> None:
-    from .results import write_text_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, json.dumps(obj, indent=1, sort_keys=True, allow_nan=False) + "\n")
@@ -336,3 +335,21 @@ def decide(methods_dir: Path, results_dir: Path, name: str, inputs: dict[str, An
     if why:
         return False, "; ".join(why)
     return True, f"inputs unchanged since {rec.get('finished', 'the last run')}"
+
+
+def package_sources() -> list[Path]:
+    """Every ``dputils/**/*.py`` source file, sorted (the package's code, as the code hashes read it)."""
+    pkg = Path(__file__).resolve().parent
+    return [f for f in sorted(pkg.rglob("*.py")) if "__pycache__" not in f.parts]
+
+
+def package_digests(exclude: Sequence[str] = ()) -> dict[str, str]:
+    """SHA-256 of each package source (:func:`package_sources`), keyed by its path inside ``dputils/``, less the
+    paths in ``exclude``; the runner's ``--changed`` names the files that changed from these."""
+    pkg = Path(__file__).resolve().parent
+    out = {}
+    for f in package_sources():
+        rel = f.relative_to(pkg).as_posix()
+        if rel not in exclude:
+            out[rel] = hashlib.sha256(f.read_bytes()).hexdigest()
+    return out

@@ -26,61 +26,16 @@ An option the chosen accountant or mechanism does not use, or an option given tw
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import re
 import sys
 import time
 import warnings
-from pathlib import Path
 from typing import Any, Sequence
 
+from .cliparse import NEGATIVE_NUMBER as _NEGATIVE_NUMBER  # noqa: F401  (read by tests)
+from .cliparse import Parser as _Parser
 from .errors import DPValueError, NumericalError, check_delta, check_epsilon, check_positive, check_positive_int
-
-#: Numbers argparse must read as values, not as options: ``-1e-5``, ``-.5``, ``-inf``, ``-nan``.
-_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that exits 2 with one line (no usage dump) on errors, reads negative numbers such as
-    ``-1e-5`` as values (so the range check, not argparse, reports them), takes no abbreviations and
-    refuses an option given twice."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
-        self._negative_number_matcher = _NEGATIVE_NUMBER
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"error: {message}\n")
-        raise SystemExit(2)
-
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
-        argv = list(sys.argv[1:] if args is None else args)
-        result = super().parse_known_args(argv, namespace)
-        _refuse_repeated(self, argv)
-        return result
-
-
-def _refuse_repeated(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
-    """``--sigma 1 --sigma 2`` silently keeps the last value in argparse: refuse it instead."""
-    seen: dict[str, str] = {}
-    for tok in argv:
-        if tok == "--":
-            break
-        if not tok.startswith("-") or _NEGATIVE_NUMBER.match(tok):
-            continue
-        action = parser._option_string_actions.get(tok.split("=", 1)[0])
-        if action is None or isinstance(action, (argparse._HelpAction, argparse._AppendAction,
-                                                 argparse._CountAction)):
-            continue
-        flag = tok.split("=", 1)[0]
-        if action.dest in seen:
-            first = seen[action.dest]
-            also = f" (also as {first})" if first != flag else ""
-            raise DPValueError(f"{flag} given more than once{also}; give each option once")
-        seen[action.dest] = flag
-
+from .jsonio import dumps, jsonable  # noqa: F401  (the command line's strict JSON; public here too)
 
 def _float(s: str) -> float:
     try:
@@ -103,37 +58,6 @@ MAX_STEPS = 2**53
 #: The coarsest ``--discretization`` (privacy-loss grid width) accepted: wider grids give vacuous bounds and,
 #: past about 709, overflow ``exp``.
 MAX_DISCRETIZATION = 1.0
-
-
-# ---------------------------------------------------------------------------------------------- strict JSON
-def jsonable(obj: Any) -> Any:
-    """``obj`` with numpy scalars/arrays, tuples and paths made plain, and every non-finite float (an
-    infinite, i.e. vacuous, bound or an undefined one) written as None, so that ``json.dumps(...,
-    allow_nan=False)`` gives strict RFC 8259 JSON. The one place the command line converts its output."""
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return [jsonable(v) for v in obj]
-    if hasattr(obj, "tolist") and hasattr(obj, "dtype"):  # numpy arrays and scalars
-        return jsonable(obj.tolist())
-    if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
-        return obj
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, Path):
-        return str(obj)
-    if hasattr(obj, "to_dict") and callable(obj.to_dict):
-        return jsonable(obj.to_dict())
-    try:
-        x = float(obj)
-    except (TypeError, ValueError):
-        return str(obj)
-    return x if math.isfinite(x) else None
-
-
-def dumps(obj: Any) -> str:
-    """Strict JSON text of ``obj`` (see :func:`jsonable`)."""
-    return json.dumps(jsonable(obj), allow_nan=False)
 
 
 # ---------------------------------------------------------------------------------------------- accounting

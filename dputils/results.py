@@ -17,11 +17,12 @@ import json
 import math
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .jsonio import write_text_atomic  # noqa: F401  (public here too)
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -96,26 +97,6 @@ def save(name: str, /, **values: Any) -> Path:
     payload["_meta"] = {"name": name, "saved": _dt.datetime.now(_dt.timezone.utc).isoformat()}
     text = json.dumps(payload, indent=2, sort_keys=True, allow_nan=False)
     return write_text_atomic(out_dir / f"{name}.json", text + "\n")
-
-
-def write_text_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically (temporary file in the same folder, fsync, rename; mode 0644)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            os.fchmod(fh.fileno(), 0o644)  # mkstemp creates 0600; results are ordinary outputs
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
 
 
 def load(name: str, directory: Path | str | None = None) -> dict[str, Any]:

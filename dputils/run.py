@@ -44,7 +44,7 @@ it could land while the kernel answered papermill's last request and log "Keyboa
 in a green run.
 
 Each profile's values for a notebook are checked against the notebook's ``parameters`` cell before
-anything runs (names declared, values of the declared types: :func:`dputils.sweep.check_parameters`).
+anything runs (names declared, values of the declared types: :func:`check_parameters`).
 
 The executed copy shows the parameters once: the ``parameters`` cell is rewritten with this run's values
 (values set by the profile say ``[default ...]``) and papermill's ``injected-parameters`` cell, which
@@ -60,11 +60,13 @@ from __future__ import annotations
 import argparse
 import ast
 import errno
+import math
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -74,7 +76,14 @@ from typing import Any, Sequence
 
 import yaml
 
+from . import changed as chg
+from .cliparse import Parser as _Parser  # one line on errors, no abbreviations, an option given twice refused
+from .errors import DPValueError
+from .jsonio import write_text_atomic
 from .results import repo_root
+
+#: A parameter name: a Python identifier.
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 PROFILES = ("smoke", "full", "paper")
 KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]  # silences "Kernel is running over TCP without encryption"
@@ -733,8 +742,6 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
     and on failure the keys of :func:`execute_one`. Every chapter that runs gets its record of inputs
     (:func:`dputils.changed.write_success` after a successful publish, else ``write_failure``); with
     ``changed`` a chapter whose record matches its inputs is not run (its last good copy and results stay)."""
-    from . import changed as chg
-    from .sweep import package_digests
 
     root = find_root(root)
     if jobs < 1:
@@ -757,7 +764,7 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
 
     # the inputs of each chapter (recorded after its run; with --changed, compared with the last record)
     t_check = time.perf_counter()
-    package, deps = package_digests(exclude=chg.NOT_INPUTS), chg.dependency_versions()
+    package, deps = chg.package_digests(exclude=chg.NOT_INPUTS), chg.dependency_versions()
     inputs, why, reused, check_s = {}, {}, [], {}
     for src in sources:
         t0 = time.perf_counter()
@@ -873,9 +880,8 @@ def _record(chg: Any, m_dir: Path, r_dir: Path, name: str, inputs: dict[str, Any
 
 def check_profile(params: dict[str, dict[str, Any]], sources: Sequence[Path], profile: str) -> dict[str, dict[str, Any]]:
     """The profile's values for each notebook in ``sources``, checked against the notebook's ``parameters``
-    cell with :func:`dputils.sweep.check_parameters` (the sweep's check): a name the notebook does not declare,
+    cell with :func:`check_parameters` (the sweep's check): a name the notebook does not declare,
     or a value not of the declared type (``steps: 'abc'``, ``.nan``), is refused before anything runs."""
-    from .sweep import check_parameters, declared_parameters
 
     out = dict(params)
     for src in sources:
@@ -985,7 +991,6 @@ def write_report(path: Path, report: dict[str, Any]) -> Path:
     """Write the report atomically as strict JSON (a NaN or infinity is refused, never written)."""
     import json
 
-    from .results import write_text_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
     return write_text_atomic(path, json.dumps(report, indent=1, allow_nan=False) + "\n")
@@ -1026,7 +1031,6 @@ def build_book(root: Path | None = None) -> int:
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
-    from .cli import _Parser  # one line on errors, no abbreviations, an option given twice refused
 
     p = _Parser(prog=f"python -m dputils {command}",
                 description="execute the notebooks" + (", then build the book" if command == "book" else ""))
@@ -1155,3 +1159,93 @@ def check_ledger(root: Path, chapters: list[str], *, update: bool = False, stric
         _say("a target that now passes: rerun with --update-ledger and commit the ledger with the change; "
              "one that stopped passing is a regression")
     return 1 if strict else 0
+
+
+# ------------------------------------------------------------------------------------- parameter checks
+# (shared with dputils.sweep, which imports them from here)
+
+def declared_parameters(source: Path) -> dict[str, dict[str, Any]]:
+    """The notebook's ``parameters`` cell as papermill reads it: name -> {inferred_type_name, default, help}."""
+    import jupytext
+    import papermill as pm
+
+    try:
+        nb = jupytext.read(source)
+    except Exception as exc:
+        raise DPValueError(f"notebook: cannot read {source} ({' '.join(str(exc).split())})") from None
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d) / f"{source.stem}.ipynb"
+        jupytext.write(nb, tmp)
+        declared = pm.inspect_notebook(str(tmp))
+    if not declared:
+        raise DPValueError(f"notebook: {source.name} has no parameters cell (a code cell tagged 'parameters')")
+    return dict(declared)
+
+
+def _type_ok(name: str, value: Any, type_name: str, where: str) -> Any:
+    """``value`` checked against the declared type (a float parameter takes an integer, made a float, and the
+    text of a number: YAML 1.1 reads ``1e-5`` as text)."""
+    t = (type_name or "None").replace(" ", "")
+    optional = "None" in t.split("|") or t.startswith("Optional[")
+    base = t.removeprefix("Optional[").rstrip("]").split("|")[0].split("[")[0]
+    if value is None:
+        if optional or base in ("None", ""):
+            return None
+        raise DPValueError(f"{where}: {name} is null, but the notebook declares it {type_name}")
+
+    def bad() -> DPValueError:
+        return DPValueError(f"{where}: {name}={value!r} is {type(value).__name__}, "
+                            f"but the notebook declares it {type_name}")
+
+    if base == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad()
+        return value
+    if base == "float":
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise bad() from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad()
+        if not math.isfinite(value):
+            raise DPValueError(f"{where}: {name}={value!r} is not finite")
+        return float(value)
+    if base == "bool":
+        if not isinstance(value, bool):
+            raise bad()
+        return value
+    if base == "str":
+        if not isinstance(value, str):
+            raise bad()
+        return value
+    if base in ("list", "tuple", "List", "Tuple"):
+        if not isinstance(value, list):
+            raise bad()
+        return value
+    if base in ("dict", "Dict"):
+        if not isinstance(value, dict):
+            raise bad()
+        return value
+    return value  # an annotation we do not know: papermill passes the value as is
+
+
+def check_parameters(values: Any, declared: dict[str, dict[str, Any]], source: Path, where: str) -> dict[str, Any]:
+    """``values`` (a mapping of parameter: value) checked against the notebook's declared parameters: every
+    name declared, every value of the declared type (see :func:`_type_ok`); the checked values. Used for grid
+    points and for profiles (``python -m dputils run`` checks ``params/PROFILE.yml`` with it)."""
+    if not isinstance(values, dict):
+        raise DPValueError(f"{where}: expected a mapping of parameter: value, got {type(values).__name__}")
+    out: dict[str, Any] = {}
+    for k, v in values.items():
+        if not isinstance(k, str) or not _IDENT.match(k):
+            raise DPValueError(f"{where}: parameter name {k!r} is not an identifier")
+        if k not in declared:
+            known = ", ".join(sorted(declared))
+            raise DPValueError(f"{where}: unknown parameter {k!r}; {source.name} declares {known}")
+        out[k] = _type_ok(k, v, declared[k].get("inferred_type_name", "None"), where)
+    return out
+
+
+# --------------------------------------------------------------------------- the grid file

@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
+import io
 import itertools
 import json
 import math
@@ -52,7 +53,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +60,19 @@ from typing import Any, Sequence
 
 import yaml
 
+from .changed import package_digests, package_sources  # noqa: F401  (public here too)
+from .cliparse import Parser as _Parser  # one line on errors, no abbreviations, an option given twice refused
 from .errors import DPValueError
+from .jsonio import write_bytes_atomic, write_text_atomic
+from .run import (  # noqa: F401  (check_parameters, declared_parameters: public here too)
+    PROFILES,
+    check_parameters,
+    declared_parameters,
+    find_root,
+    load_profile,
+    pid_alive,
+    run_staged,
+)
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -86,93 +98,6 @@ def resolve_notebook(notebook: str | Path, root: Path | None = None) -> Path:
         if cand.is_file():
             return cand.resolve()
     raise DPValueError(f"notebook: {notebook} is neither a file nor a notebook in notebooks/")
-
-
-def declared_parameters(source: Path) -> dict[str, dict[str, Any]]:
-    """The notebook's ``parameters`` cell as papermill reads it: name -> {inferred_type_name, default, help}."""
-    import jupytext
-    import papermill as pm
-
-    try:
-        nb = jupytext.read(source)
-    except Exception as exc:
-        raise DPValueError(f"notebook: cannot read {source} ({_one_line(exc)})") from None
-    with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d) / f"{source.stem}.ipynb"
-        jupytext.write(nb, tmp)
-        declared = pm.inspect_notebook(str(tmp))
-    if not declared:
-        raise DPValueError(f"notebook: {source.name} has no parameters cell (a code cell tagged 'parameters')")
-    return dict(declared)
-
-
-def _type_ok(name: str, value: Any, type_name: str, where: str) -> Any:
-    """``value`` checked against the declared type (a float parameter takes an integer, made a float, and the
-    text of a number: YAML 1.1 reads ``1e-5`` as text)."""
-    t = (type_name or "None").replace(" ", "")
-    optional = "None" in t.split("|") or t.startswith("Optional[")
-    base = t.removeprefix("Optional[").rstrip("]").split("|")[0].split("[")[0]
-    if value is None:
-        if optional or base in ("None", ""):
-            return None
-        raise DPValueError(f"{where}: {name} is null, but the notebook declares it {type_name}")
-
-    def bad() -> DPValueError:
-        return DPValueError(f"{where}: {name}={value!r} is {type(value).__name__}, "
-                            f"but the notebook declares it {type_name}")
-
-    if base == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise bad()
-        return value
-    if base == "float":
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                raise bad() from None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise bad()
-        if not math.isfinite(value):
-            raise DPValueError(f"{where}: {name}={value!r} is not finite")
-        return float(value)
-    if base == "bool":
-        if not isinstance(value, bool):
-            raise bad()
-        return value
-    if base == "str":
-        if not isinstance(value, str):
-            raise bad()
-        return value
-    if base in ("list", "tuple", "List", "Tuple"):
-        if not isinstance(value, list):
-            raise bad()
-        return value
-    if base in ("dict", "Dict"):
-        if not isinstance(value, dict):
-            raise bad()
-        return value
-    return value  # an annotation we do not know: papermill passes the value as is
-
-
-def check_parameters(values: Any, declared: dict[str, dict[str, Any]], source: Path, where: str) -> dict[str, Any]:
-    """``values`` (a mapping of parameter: value) checked against the notebook's declared parameters: every
-    name declared, every value of the declared type (see :func:`_type_ok`); the checked values. Used for grid
-    points and for profiles (``python -m dputils run`` checks ``params/PROFILE.yml`` with it)."""
-    if not isinstance(values, dict):
-        raise DPValueError(f"{where}: expected a mapping of parameter: value, got {type(values).__name__}")
-    out: dict[str, Any] = {}
-    for k, v in values.items():
-        if not isinstance(k, str) or not _IDENT.match(k):
-            raise DPValueError(f"{where}: parameter name {k!r} is not an identifier")
-        if k not in declared:
-            known = ", ".join(sorted(declared))
-            raise DPValueError(f"{where}: unknown parameter {k!r}; {source.name} declares {known}")
-        out[k] = _type_ok(k, v, declared[k].get("inferred_type_name", "None"), where)
-    return out
-
-
-# --------------------------------------------------------------------------- the grid file
 
 
 @dataclass
@@ -308,24 +233,6 @@ def point_id(swept: dict[str, Any], parameters: dict[str, Any]) -> str:
     return f"{slug}-{h}" if slug else h
 
 
-def package_sources() -> list[Path]:
-    """Every ``dputils/**/*.py`` source file, sorted (the package's code, as the code hashes read it)."""
-    pkg = Path(__file__).resolve().parent
-    return [f for f in sorted(pkg.rglob("*.py")) if "__pycache__" not in f.parts]
-
-
-def package_digests(exclude: Sequence[str] = ()) -> dict[str, str]:
-    """SHA-256 of each package source (:func:`package_sources`), keyed by its path inside ``dputils/``, less the
-    paths in ``exclude``; the runner's ``--changed`` names the files that changed from these."""
-    pkg = Path(__file__).resolve().parent
-    out = {}
-    for f in package_sources():
-        rel = f.relative_to(pkg).as_posix()
-        if rel not in exclude:
-            out[rel] = hashlib.sha256(f.read_bytes()).hexdigest()
-    return out
-
-
 def code_version(source: Path) -> str:
     """A hash of every ``dputils/**/*.py`` source and of the notebook: resumed points must match it."""
     pkg = Path(__file__).resolve().parent
@@ -340,7 +247,6 @@ def code_version(source: Path) -> str:
 def plan_sweep(notebook: str | Path, grid: str | Path, profile: str | None = None, name: str | None = None,
                output: str | Path | None = None, root: Path | None = None) -> Plan:
     """Check the notebook, the grid and the profile, and list the points: nothing runs yet."""
-    from .run import find_root, load_profile
 
     try:
         root = find_root(root)
@@ -390,12 +296,7 @@ def plan_sweep(notebook: str | Path, grid: str | Path, profile: str | None = Non
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        os.fchmod(fh.fileno(), 0o644)
-        fh.write(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
 
 
 def _read_meta(pdir: Path) -> dict[str, Any] | None:
@@ -417,7 +318,6 @@ def run_point(source: str, out_dir: str, pid: str, parameters: dict[str, Any], s
     ``results/`` are replaced (as one set: stale result files removed) only when the run succeeds; a failed
     run leaves the last good ones in place and records them in ``point.json`` as ``last_ok``.
     """
-    from .run import run_staged
 
     src, base = Path(source), Path(out_dir)
     pdir = base / pid
@@ -471,7 +371,6 @@ def _host() -> str:
 def clean_stale_staging(out_dir: Path) -> list[Path]:
     """Remove ``out_dir/.staging/`` folders of attempts on this host whose worker process is gone (killed);
     returns them. Folders of other hosts, and of live processes, are left alone."""
-    from .run import pid_alive
 
     removed = []
     host = _host()
@@ -617,13 +516,12 @@ def write_table(plan: Plan, rows: list[dict[str, Any]]) -> list[Path]:
     cols = _columns(rows, plan)
     plan.out_dir.mkdir(parents=True, exist_ok=True)
     csv_path = plan.out_dir / "results.csv"
-    tmp = csv_path.with_name(".results.csv.tmp")
-    with open(tmp, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(cols)
-        for r in rows:
-            w.writerow([_cell(r.get(c)) for c in cols])
-    os.replace(tmp, csv_path)
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(cols)
+    for r in rows:
+        w.writerow([_cell(r.get(c)) for c in cols])
+    write_text_atomic(csv_path, buf.getvalue())
     written = [csv_path]
     try:
         import pyarrow as pa
@@ -639,9 +537,9 @@ def write_table(plan: Plan, rows: list[dict[str, Any]]) -> list[Path]:
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             arrays[c] = pa.array([None if v is None else _cell(v) for v in vals], type=pa.string())
     pq_path = plan.out_dir / "results.parquet"
-    tmp = pq_path.with_name(".results.parquet.tmp")
-    pq.write_table(pa.table(arrays), tmp)
-    os.replace(tmp, pq_path)
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table(arrays), sink)
+    write_bytes_atomic(pq_path, sink.getvalue().to_pybytes())
     written.append(pq_path)
     return written
 
@@ -778,8 +676,6 @@ def run_sweep(plan: Plan, client: Any = None, *, serial: bool = False, resume: b
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .cli import _Parser  # one line on errors, no abbreviations, an option given twice refused
-    from .run import PROFILES
 
     p = _Parser(prog="python -m dputils sweep",
                 description="run a notebook once per grid point (papermill on dask.distributed) and collect "

@@ -116,13 +116,13 @@ def test_changed_reuses_unchanged_chapters_and_says_why_the_others_ran(tmp_path,
     assert list(ch) == ["other"] and ch["other"]["action"] == "run"
     assert ch["other"]["reason"] == "notebooks/other.md changed"
 
-    # 6. a package file (the digests are those of dputils.sweep.package_digests, checked below)
-    real = sweep.package_digests
-    monkeypatch.setattr(sweep, "package_digests",
+    # 6. a package file (the digests are those of dputils.changed.package_digests, checked below)
+    real = chg.package_digests
+    monkeypatch.setattr(chg, "package_digests",
                         lambda exclude=(): {**real(exclude), "audit/gauss.py": "0" * 64})
     rc, err, rep, ch = _run(root, capfd)
     assert ch["demo"]["reason"] == ch["other"]["reason"] == "dputils/audit/gauss.py changed"
-    monkeypatch.setattr(sweep, "package_digests", real)
+    monkeypatch.setattr(chg, "package_digests", real)
 
     # 7. a failure (in `book`, which then builds nothing): the entry names the failing cell; nothing published;
     # then it reruns whatever its inputs
@@ -183,8 +183,9 @@ def test_results_of_other_chapters_are_inputs(tmp_path):
 
 
 def test_package_digests_are_the_files_sha256():
-    d = sweep.package_digests(exclude=chg.NOT_INPUTS)
-    pkg = Path(sweep.__file__).resolve().parent
+    d = chg.package_digests(exclude=chg.NOT_INPUTS)
+    pkg = Path(chg.__file__).resolve().parent
+    assert sweep.package_digests is chg.package_digests  # the sweep's code hash reads the same digests
     assert d["errors.py"] == hashlib.sha256((pkg / "errors.py").read_bytes()).hexdigest()
     assert "bookcheck.py" not in d and "run.py" in d and "sweep.py" in d
     assert len(d) == len(list(pkg.rglob("*.py"))) - 1

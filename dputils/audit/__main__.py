@@ -2,6 +2,6 @@
 
 import sys
 
-from .cli import main
+from ..cli import main
 
-sys.exit(main())
+sys.exit(main(["audit", *sys.argv[1:]]))

@@ -22,20 +22,29 @@ from __future__ import annotations
 import argparse
 import os
 import stat
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import (DPValueError, check_delta, check_nonnegative, check_nonnegative_int, check_positive_int,
-                      check_probability)
+from ..errors import (
+    DPValueError,
+    check_delta,
+    check_nonnegative,
+    check_nonnegative_int,
+    check_positive_int,
+    check_probability,
+)
+from ..jsonio import (
+    jsonable,  # strict-JSON-ready: numpy made plain, non-finite numbers as None
+)
 from ..resources import check_memory
 from .gauss import check_bootstrap_size
-from .methods import DEFAULT_METHODS as METHODS  # the methods offered here; the table: audit.methods.METHODS
+from .methods import (
+    DEFAULT_METHODS as METHODS,  # the methods offered here; the table: audit.methods.METHODS
+)
 from .methods import run_method
-
 
 #: Worst-case peak bytes of ``numpy.loadtxt`` per byte of a text score file (measured: short numbers on
 #: one line, ``"1 1 1 ..."``, take 16 bytes per byte; one number per line about 4; long numbers less).
@@ -136,13 +145,4 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out["claimed_epsilon"] = claimed
         out["violation"] = bool(res.epsilon_lower > claimed)
     out["seconds"] = time.perf_counter() - t0
-    from ..cli import jsonable
-
     return jsonable(out)  # strict-JSON-ready: numpy made plain, non-finite numbers as None
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (``python -m dputils.audit``)."""
-    from ..cli import main as dputils_main
-
-    return dputils_main(["audit", *(sys.argv[1:] if argv is None else argv)])
