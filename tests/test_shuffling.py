@@ -737,3 +737,49 @@ def test_registered_shuffling_accountants_are_one_family():
         run, count = acc.ledger[0]
         assert count == 1 and isinstance(run, sh.TRAINING_RUNS) and acc.supports(run)
         assert run.as_dict()["epochs"] == 5 and run.group_size == 2
+
+
+# ------------------------------------------------------------------------------------------ Lemma E.4's law
+def test_subsample_ic_law_g1_is_the_binomial_of_lemma_e2():
+    a = sh.subsample_ic_law(60000, 256, 1, 10).pmf
+    b = sh.subsample_ic_g1_law(60000, 256, 10).pmf
+    assert a.size == b.size and np.max(np.abs(a - b)) < 1e-12
+
+
+def test_subsample_ic_law_matches_monte_carlo_and_brute_force():
+    # independent checks: the simulation of Algorithm 1's index sampling (s = 1), and for one round a
+    # brute-force count over all batches of a tiny data set
+    import itertools
+
+    rng = np.random.default_rng(3)
+    n = 20000
+    mc = sh.monte_carlo_c2_law(6000, 1, 60, 3, n, rng, sampler="subsample", epochs=2)
+    ex = sh.subsample_ic_law(6000, 60, 3, 2)
+    for k in range(0, 16):
+        p = ex.sf(k)
+        assert abs(mc.sf(k) - p) < 5 * math.sqrt(p * (1 - p) / n) + 1e-4, k
+    N, m, g = 8, 3, 3  # group = samples 0, 1, 2; one epoch of N/m rounds is not an integer: one round only
+    counts = np.zeros(10)
+    for batch in itertools.combinations(range(N), m):
+        k = sum(1 for i in batch if i < g)
+        counts[k * k] += 1
+    one_round = sh.subsample_ic_law(N * 1, m, g, 1)  # T = round(8/3) = 3 rounds
+    brute = sh.C2Law(counts / counts.sum()).compose(3)
+    assert np.max(np.abs(one_round.pmf - brute.pmf)) < 1e-14
+
+
+def test_lemma_e4_tail_holds_for_groups():
+    for g in (2, 4):
+        law = sh.subsample_ic_law(60000, 256, g, 10)
+        r = sh.lemma_e4_as_printed(60000, 256, g, 10)
+        assert law.sf(r["cL2"]) <= r["l"]
+        assert abs(law.mean - 10 * g * (1 + (g - 1) * 255 / 59999)) < 0.2  # E[K^2] = gm/N (1 + (g-1)(m-1)/(N-1))
+
+
+def test_subsample_ic_law_bad_input():
+    from dputils.errors import DPValueError
+
+    with pytest.raises(DPValueError):
+        sh.subsample_ic_law(10, 9, 2, 1)
+    with pytest.raises(DPValueError):
+        sh.subsample_ic_law(100, 10, 0, 1)

@@ -184,3 +184,55 @@ def test_single_step_bracket_contains_exact_curve(sigma, q):
                 r = acc.get_delta(eps)
             assert r.lower <= exact <= r.upper, (direction, eps, exact, r)
             assert r.value >= 0
+
+
+def test_accuracy_scan_gaussian_is_exact():
+    # the tilted loss of a Gaussian composition is Gaussian: SP-CLT is exact, and the truth must equal the
+    # closed-form epsilon of mu-GDP (Balle-Wang), found here by bisection on the closed-form delta
+    from scipy.stats import norm
+
+    pair = GaussianMechanism(4.0).pair("remove")
+    rows = S.spa_accuracy_scan(pair, [16], 1e-5)
+    mu = math.sqrt(16) / 4.0
+
+    def d(e):
+        return norm.cdf(-e / mu + mu / 2) - math.exp(e) * norm.cdf(-e / mu - mu / 2)
+
+    lo, hi = 0.0, 20.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if d(mid) > 1e-5 else (lo, mid)
+    r = rows[0]
+    assert abs(r["truth"] / lo - 1) < 1e-8 and r["rel_clt"] < 1e-8
+    assert r["lower"] <= r["truth"] <= r["upper"] and not r["degraded"]
+
+
+def test_accuracy_scan_few_epochs_against_pld():
+    # 3 epochs of DP-SGD (sigma 2, q 0.01) at delta 1e-5: the exact epsilon lies just below dp_accounting's
+    # pessimistic connect-the-dots PLD (an independent algorithm), SP-CLT is 6.7e-2 off (the notes' number)
+    # and SP-MSD1 has no solution (its factor is negative)
+    import logging
+
+    from dp_accounting.pld import privacy_loss_distribution as pldm
+
+    pair = SubsampledGaussianMechanism(2.0, 0.01).pair("remove")
+    (r,) = S.spa_accuracy_scan(pair, [300], 1e-5)
+    logging.disable(logging.WARNING)
+    try:
+        pl = pldm.from_gaussian_mechanism(2.0, sampling_prob=0.01, value_discretization_interval=2e-5,
+                                          use_connect_dots=True, log_mass_truncation_bound=-80)
+        e_pld = pl.self_compose(300, tail_mass_truncation=1e-30).get_epsilon_for_delta(1e-5)
+    finally:
+        logging.disable(logging.NOTSET)
+    assert 0 <= e_pld / r["truth"] - 1 < 1e-5
+    assert abs(r["truth"] - 0.33135202) < 1e-8 and abs(r["clt"] - 0.30899580) < 1e-8  # notes, 8 digits
+    assert r["degraded"] and r["msd1_factor"] < 0 and math.isnan(r["msd1"]) and math.isnan(r["rel_msd1"])
+    assert 0.06 < r["rel_clt"] < 0.07
+
+
+def test_accuracy_scan_bad_counts():
+    pair = SubsampledGaussianMechanism(2.0, 0.01).pair("remove")
+    with pytest.raises(DPValueError):
+        S.spa_accuracy_scan(pair, [0], 1e-5)
+    with pytest.raises(DPValueError):
+        S.spa_accuracy_scan(pair, [100], 1.5)

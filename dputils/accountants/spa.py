@@ -65,6 +65,8 @@ __all__ = [
     "spa_epsilon",
     "ma_delta",
     "ma_epsilon",
+    "spa_epsilon_methods",
+    "spa_accuracy_scan",
 ]
 
 BE_CONSTANT = 0.56  # Shevtsova (2010): Berry-Esseen constant for non-identically distributed summands
@@ -385,6 +387,54 @@ def spa_epsilon(ledger: Ledger, delta: float, method: str = "clt",
             k += 1
     pt = spa_terms(ledger, math.exp(u))
     return max(pt.epsilon, 0.0), pt
+
+
+def spa_epsilon_methods(ledger: Ledger, delta: float) -> dict[str, Any]:
+    """epsilon(delta) of every SPA variant at once, with the saddle point of the SP-CLT solution.
+
+    Keys: ``clt``, ``msd0``, ``msd1`` (eq. 8, 60, 61), ``lower`` and ``upper`` (the certified Theorem-5
+    bracket, see :func:`spa_epsilon`), ``t`` (the tilt of the SP-CLT solution), ``msd1_factor`` (SP-MSD1 /
+    SP-MSD0 there) and ``degraded``. ``msd1`` is NaN where the SP-MSD1 factor is not positive along the
+    whole path (the degraded regime: eq. 61 has no root in epsilon), and that is the only NaN.
+    """
+    e_clt, p = spa_epsilon(ledger, delta, "clt")
+    out: dict[str, Any] = {"clt": e_clt, "t": p.t, "msd1_factor": p.msd1_factor, "degraded": p.degraded}
+    out["lower"] = spa_epsilon(ledger, delta, "lower")[0]
+    out["upper"] = spa_epsilon(ledger, delta, "upper")[0]
+    out["msd0"] = spa_epsilon(ledger, delta, "msd0")[0]
+    try:
+        out["msd1"] = spa_epsilon(ledger, delta, "msd1")[0]
+    except NumericalError:
+        out["msd1"] = math.nan
+    return out
+
+
+def spa_accuracy_scan(pair: Any, counts: Sequence[int], delta: float) -> list[dict[str, Any]]:
+    """Relative error in epsilon of each SPA variant against the contour-integral truth, for n in ``counts``.
+
+    For each n: :func:`spa_epsilon_methods` of ``[(pair, n)]`` and the exact epsilon(delta) of
+    :func:`dputils.truth.truth_epsilon` (Bromwich inversion, eq. 48-49, started inside the certified
+    bracket), plus ``rel_<method> = |eps_method / eps_truth - 1|`` (NaN for an undefined SP-MSD1). The
+    truth must lie in the certified bracket; a truth outside it raises :class:`NumericalError`.
+    """
+    from ..truth import truth_epsilon  # the truth evaluator calls this module: import at use
+
+    rows = []
+    for n in counts:
+        n = int(n)
+        if n < 1:
+            raise DPValueError(f"counts must be positive integers, got {n!r}")
+        led = [(pair, n)]
+        r = spa_epsilon_methods(led, delta)
+        truth = truth_epsilon(led, delta, bracket=(r["lower"], r["upper"]))
+        if not r["lower"] - 1e-9 <= truth <= r["upper"] + 1e-9:
+            raise NumericalError(f"truth epsilon {truth!r} outside the certified bracket "
+                                 f"[{r['lower']!r}, {r['upper']!r}] at n={n}")
+        row = {"n": n, "truth": truth, **r}
+        for k in METHODS:
+            row["rel_" + k] = abs(r[k] / truth - 1) if math.isfinite(r[k]) else math.nan
+        rows.append(row)
+    return rows
 
 
 # ------------------------------------------------------------------------------------------------

@@ -73,6 +73,7 @@ from .laws import (
     ic_shuffle_law,
     monte_carlo_c2_law,
     subsample_bc_law,
+    subsample_ic_law,
     subsample_ic_g1_law,
 )
 from .mechanisms import TRAINING_RUNS, ShuffledBatchClipping, ShuffledIndividualClipping, SubsampledBatchClipping
@@ -116,6 +117,7 @@ __all__ = [
     "binomial_law",
     "subsample_ic_g1_law",
     "subsample_bc_law",
+    "subsample_ic_law",
     "monte_carlo_c2_law",
     "mixture_tradeoff",
     "mixture_tradeoff_curve",

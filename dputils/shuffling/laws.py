@@ -8,6 +8,7 @@ labelled mixture ``sum_c q(c) G_{c/sigma}`` whose weights ``q`` are the law of `
   printed ``q_j``, kept as :func:`bc_shuffle_law_as_printed`);
 * :func:`ic_shuffle_law`: individual clipping with shuffling, the integer-partition law;
 * :func:`subsample_ic_g1_law`, :func:`subsample_bc_law`: Binomial laws for subsampling (Lemmas E.2, E.5);
+* :func:`subsample_ic_law`: individual clipping with subsampling and a group of g (Lemma E.4);
 * :func:`monte_carlo_c2_law`: a simulation of Algorithm 1's index sampling, the independent check;
 * :meth:`C2Law.compose` / :meth:`C2Law.convolve`: independent epochs or runs add their ``c^2``.
 """
@@ -269,6 +270,28 @@ def subsample_bc_law(dataset_size: int, batch_size: int, epochs: int, group_size
     log_miss = sum(math.log((N - s - j) / (N - j)) for j in range(g))
     q1 = -math.expm1(log_miss)
     return binomial_law(T, q1, f"BC+SS (N={N}, s={s}, E={E}, g={g})")
+
+
+def subsample_ic_law(dataset_size: int, batch_size: int, group_size: int, epochs: int) -> C2Law:
+    """Law of c^2 over all epochs for individual clipping (s = 1) with subsampling and a group of g
+    (the setting of Lemma E.4): each of the ``T = round(N E / m)`` rounds draws ``m`` of the N samples
+    without replacement, so the number K of group members it holds is hypergeometric,
+    ``P(K = k) = binom(g, k) binom(N - g, m - k) / binom(N, m)`` (the ``q_k`` of eq. (21)); with s = 1 each
+    member is its own sub-batch, the round contributes ``K^2`` and ``c^2 = sum_rounds K_r^2`` (T-fold
+    convolution, :meth:`C2Law.compose`). For g = 1 this is :func:`subsample_ic_g1_law`."""
+    N = check_positive_int("dataset_size", dataset_size)
+    m = check_positive_int("batch_size", batch_size)
+    g = check_positive_int("group_size", group_size)
+    E = check_positive_int("epochs", epochs)
+    if m + g > N:
+        raise DPValueError(f"batch_size + group_size must be <= dataset_size ({N})")
+    T = max(1, int(round(N * E / m)))
+    _check_rounds(T)
+    k = np.arange(min(g, m) + 1)
+    round_pmf = np.zeros(int(k[-1]) ** 2 + 1)
+    round_pmf[k * k] = stats.hypergeom.pmf(k, N, g, m)
+    law = C2Law(round_pmf / round_pmf.sum())
+    return C2Law(law.compose(T).pmf, f"IC+SS (N={N}, m={m}, g={g}, E={E})")
 
 
 def monte_carlo_c2_law(
