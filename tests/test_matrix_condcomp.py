@@ -382,3 +382,32 @@ def test_command_line(capsys):
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["accountant"] == "matrix-condcomp" and out["kind"] == "upper-bound"
     assert 0 < out["epsilon"] < 10 and out["delta_e"] == 5e-6
+
+
+def test_algorithm4_reference_range_closed_form_and_below_theorem_d3():
+    # errata: Algorithm 4 prints the remove reference as (1/b) sum_{k=i}^{b}; for the top component
+    # (i = b) of one-epoch DP-SGD only k = b remains, whose prefix mean is 0, and with the uniform psi
+    # (t = inf): nu = -(n-1)/(2 s^2 (b-1)), xi = sqrt(n-1)/((b-1) s), so (1/b) Phi((tau-nu)/xi) = beta_i
+    # has the closed form tau = nu + xi Phi^{-1}(b beta_i) (by hand, independent of the bisection)
+    from scipy.special import expit as sigmoid
+    from scipy.stats import norm
+
+    b, n, s, beta = 100, 50, 0.9, 5e-6
+    M = build_strategy("identity", 1, b).means
+    lam4, _ = reverse_hazard_bounds(M, s, n, beta, "remove", temperatures=(math.inf,),
+                                    reference_range="algorithm4")
+    nu = -(n - 1) / (2 * s * s * (b - 1))
+    xi = math.sqrt(n - 1) / ((b - 1) * s)
+    tau = nu + xi * norm.ppf(b * beta / (b - 1))
+    assert lam4[-1] == pytest.approx(sigmoid(-math.log(b - 1) - tau), rel=1e-9)
+    # dropping the terms k < i can only raise tau: the printed range never gives a larger bound
+    for strat in (M, build_strategy("bsr", 1, 30, 4).means):
+        for step in (2, 10):
+            d3, _ = reverse_hazard_bounds(strat, 1.0, step, 1e-4, "remove")
+            a4, _ = reverse_hazard_bounds(strat, 1.0, step, 1e-4, "remove", reference_range="algorithm4")
+            assert np.all(a4 <= d3 + 1e-12)
+    assert np.any(a4 < d3 - 1e-6)
+    with pytest.raises(DPValueError):
+        reverse_hazard_bounds(M, s, n, beta, "add", reference_range="algorithm4")
+    with pytest.raises(DPValueError):
+        reverse_hazard_bounds(M, s, n, beta, "remove", reference_range="k=i..b")

@@ -231,6 +231,7 @@ def reverse_hazard_bounds(
     direction: str = "remove",
     temperatures=TEMPERATURES,
     components=None,
+    reference_range: str = "theorem_d3",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Upper bounds ``lambda_bar_i`` (sorted components i = 1..b, 0-based array) at 1-based ``step``.
 
@@ -238,16 +239,35 @@ def reverse_hazard_bounds(
     whole step (split evenly over the b - 1 tail bounds, Theorem 4.6). Returns
     ``(lambda_bar, order)`` with ``order`` the ascending sort of the step-n means.
     ``components`` restricts the computation to some sorted indices (others get the trivial bound 1).
+
+    ``reference_range`` (remove direction only): ``"theorem_d3"`` (default, the valid bound) takes the
+    reference law of Theorem D.3, ``R = (1/b) sum_{k=1}^{b} N(mu_k, s^2 I)`` (the P-marginal of the first
+    n-1 outputs), in Eq. 31. ``"algorithm4"`` evaluates the range printed in Algorithm 4 of
+    {cite}`schuchardt_kalinin`, ``(1/b) sum_{k=i}^{b} Phi((tau - nu_k)/xi_k)``, which drops the terms
+    k < i of the law of total probability: a measure of mass (b - i + 1)/b, so its tau is not a certified
+    tail bound. It exists only to show how far the printed range is from Eq. 31 (errata of the chapter).
     """
     s, order, mu = _sorted_prefix(means, sigma, step, direction)
     beta = check_probability("beta", beta, allow_one=False)
+    check_choice("reference_range", reference_range, ("theorem_d3", "algorithm4"))
+    if reference_range == "algorithm4" and direction != "remove":
+        raise DPValueError("reference_range='algorithm4' applies to the remove direction only")
     b = mu.shape[0]
     lam = np.ones(b)
     if b == 1:
         return lam, order
     comps = np.arange(1, b) if components is None else np.array(sorted({int(c) for c in components if c >= 1}),
                                                                  dtype=np.int64)
-    lam[comps] = _hazards_sorted(mu @ mu.T, comps, s, beta / (b - 1), direction, temperatures)
+    H = mu @ mu.T
+    if reference_range == "theorem_d3":
+        lam[comps] = _hazards_sorted(H, comps, s, beta / (b - 1), direction, temperatures)
+        return lam, order
+    if comps.size:
+        nu, xi = _gaussian_lower_bounds(H, comps, s, direction, temperatures)
+        for r, c in enumerate(comps):  # (1/b) sum over the reference components k = i..b only
+            tau = _tail_quantiles(nu[:, r:r + 1, c:], xi[:, r:r + 1], beta / (b - 1), "remove",
+                                  weights=np.ones(b - c), K=b)
+            lam[c] = float(expit(-np.log(c) - tau[0]))
     return lam, order
 
 
