@@ -410,3 +410,53 @@ def test_threshold_audit_work_is_estimated_and_refused_up_front(monkeypatch):
     with pytest.raises(DPValueError, match="over the limit of 1e\\+06"):
         threshold_audit(i[:1000], o[:1000], method="steinke")  # 1000^2 + 50 * 1000
     assert threshold_audit(i[:1000], o[:1000], method="steinke", selection="bonferroni-grid").epsilon_lower > 0
+
+
+# --- the authors' Fig. 1(b) protocol: pooled variances, 50 subsamples ----------------------------------------
+
+def _gdp_epsilon_mp(mu: float, delta: float) -> float:
+    """Independent mu-GDP epsilon at delta (Dong-Roth-Su Cor. 2.13), by mpmath root finding."""
+    with mp.workdps(40):
+        f = lambda e: mp.ncdf(-e / mu + mu / 2) - mp.e ** e * mp.ncdf(-e / mu - mu / 2) - delta
+        lo, hi = mp.mpf(0), mp.mpf(60)  # delta(eps) decreases in eps: bisection
+        for _ in range(120):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
+        return float(lo)
+
+
+def test_pooled_epsilon_is_the_gdp_curve_of_the_pooled_sd():
+    from dputils.audit import epsilon_of_theta
+
+    # theta = (mu_in, s_in, mu_out, s_out); pooled: s = sqrt((s_in^2 + s_out^2) / 2), mu = |mu_in - mu_out| / s
+    for th in ((4.095, 2.63879, 0.0, 2.6245), (1.2, 0.8, -0.3, 1.3), (3.0, 2.0, 0.5, 1.0)):
+        s = math.sqrt((th[1] ** 2 + th[3] ** 2) / 2)
+        want = _gdp_epsilon_mp(abs(th[0] - th[2]) / s, 1e-5)
+        got = float(epsilon_of_theta(1e-5, np.array(th), pool_variance=True))
+        assert got == pytest.approx(want, rel=1e-6, abs=1e-6)
+    # the paper's pair: pooling lowers the unequal-variance epsilon 7.515 to 7.368 (our notes, Sec. 3.5)
+    assert float(epsilon_of_theta(1e-5, np.array([4.095, 2.63879, 0.0, 2.6245]), pool_variance=True)) == \
+        pytest.approx(7.3684, abs=1e-3)
+
+
+def test_paper_subsample_curve():
+    from dputils.audit import simulate
+
+    rng = np.random.default_rng(5)
+    mu = 1.5  # exact Gaussian scores, equal variances: the pooled pair is the true pair
+    inn = rng.random(800) < 0.5
+    s = rng.standard_normal(800) + mu * inn
+    i, o = s[inn], s[~inn]
+    r = simulate.paper_subsample_curve(i, o, [100, 400], 2, unpooled_ms=[100], n_bootstrap=100, seed=1)
+    assert list(r["m"]) == [100, 400] and np.isnan(r["gauss"][1]) and not np.isnan(r["gauss"][0])
+    truth = _gdp_epsilon_mp(mu, 1e-5)
+    for k in ("gauss-pooled", "steinke-uncorrected", "fdp-uncorrected"):
+        assert r[k].shape == (2,) and np.all(r[k] >= 0)
+    assert np.all(r["gauss-pooled"] <= truth)  # means of 95% lower bounds, under the true epsilon
+    assert r["gauss-pooled"][1] > r["gauss-pooled"][0]  # more canaries, a tighter bound
+    one = simulate.paper_subsample_curve(i, o, [100], 1, n_bootstrap=100, seed=2)
+    again = simulate.paper_subsample_curve(i, o, [100], 1, n_bootstrap=100, seed=2)
+    assert all(np.array_equal(one[k], again[k], equal_nan=True) for k in one)  # seeded
+    with pytest.raises(DPValueError, match="unpooled_ms"):
+        simulate.paper_subsample_curve(i, o, [100], 2, unpooled_ms=[50])
+    assert simulate.PAPER_N_SUB == 50

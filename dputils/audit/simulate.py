@@ -20,7 +20,7 @@ from typing import Any, Iterable
 import numpy as np
 from scipy import stats
 
-from ..errors import check_choice, check_positive_int
+from ..errors import DPValueError, check_choice, check_positive_int
 from ..parallel import map_chunks
 from ..progress import progress_bar
 from .gauss import bonferroni_box, bootstrap_ellipsoid
@@ -30,7 +30,10 @@ from .model1 import simulate_scores
 ALL_METHODS = ("gauss", "gauss-bonferroni", "gauss-pooled", "steinke", "fdp", "steinke-uncorrected", "fdp-uncorrected")
 # (the methods themselves: dputils.audit.methods.METHODS)
 
-__all__ = ["ALL_METHODS", "audit_methods", "replicate", "subsample_curve", "coverage", "mc_upper"]
+__all__ = ["ALL_METHODS", "PAPER_N_SUB", "audit_methods", "replicate", "subsample_curve", "paper_subsample_curve",
+           "coverage", "mc_upper"]
+
+PAPER_N_SUB = 50  # subsamples per canary budget in the authors' Fig. 1(b) (their repository's script)
 
 
 def audit_methods(in_scores, out_scores, methods: Iterable[str] = ALL_METHODS, delta: float = 1e-5,
@@ -103,6 +106,41 @@ def subsample_curve(in_scores, out_scores, ms: Iterable[int], n_sub: int, method
         for k in methods:
             res[k][j] = float(np.mean(acc[k]))
     return res
+
+
+def paper_subsample_curve(in_scores, out_scores, ms: Iterable[int], n_sub: int = PAPER_N_SUB, *,
+                          unpooled_ms: Iterable[int] = (), delta: float = 1e-5, alpha: float = 0.05,
+                          n_bootstrap: int = 2000, seed: int = 0, p_keep: float = 0.5) -> dict[str, np.ndarray]:
+    """The authors' Fig. 1(b) protocol {cite}`gauss_audit`: the canary-budget curve with the Gaussian auditor
+    evaluated on *pooled* variances and averaged over ``n_sub`` (their 50) subsamples.
+
+    Their code at paper time builds the bootstrap ellipsoid on the four unpooled coordinates
+    theta = (mu_IN, s_IN, mu_OUT, s_OUT) but evaluates epsilon on the equal-variance pair with
+    s_IN = s_OUT = sqrt((s_IN^2 + s_OUT^2) / 2), i.e. the mu-GDP curve with mu = |mu_IN - mu_OUT| / s_pooled
+    (method ``gauss-pooled``); the paper does not state this. Each subsample takes n_in ~ Bin(m, p_keep) IN
+    and m - n_in OUT scores without replacement (:func:`subsample_curve`). The uncorrected baselines run on the
+    same subsamples, and with ``unpooled_ms`` the unpooled auditor (``gauss``) too at those budgets, so the
+    effect of pooling is measured on identical subsamples.
+
+    Returns ``{"m": ms, "gauss-pooled", "steinke-uncorrected", "fdp-uncorrected": arrays over ms,
+    "gauss": array over ms with NaN outside unpooled_ms}`` (means of lower bounds, not lower bounds).
+    """
+    ms = [check_positive_int("m", mb) for mb in ms]
+    n_sub = check_positive_int("n_sub", n_sub)
+    unpooled = {int(mb) for mb in unpooled_ms}
+    if not unpooled <= set(ms):
+        raise DPValueError(f"unpooled_ms {sorted(unpooled - set(ms))} are not among the budgets ms {ms}")
+    base = ("gauss-pooled", "steinke-uncorrected", "fdp-uncorrected")
+    out: dict[str, Any] = {"m": np.array(ms), "gauss": np.full(len(ms), np.nan)}
+    out.update({k: np.zeros(len(ms)) for k in base})
+    ss = np.random.SeedSequence(seed).spawn(len(ms))
+    for j, mb in enumerate(ms):
+        meth = base + (("gauss",) if mb in unpooled else ())
+        r = subsample_curve(in_scores, out_scores, [mb], n_sub, meth, delta=delta, alpha=alpha,
+                            n_bootstrap=n_bootstrap, seed=int(ss[j].generate_state(1)[0]), p_keep=p_keep)
+        for k in meth:
+            out[k][j] = r[k][0]
+    return out
 
 
 def mc_upper(k: int, n: int, level: float = 0.95) -> float:
