@@ -119,11 +119,15 @@ def load(name: str, directory: Path | str | None = None) -> dict[str, Any]:
 def glue(name: str, value: Any, display: bool = False) -> None:
     """``myst_nb.glue`` when the book toolchain is installed, otherwise a no-op.
 
-    Numbers shown in prose are glued (``{glue:text}`name:.3f```); figures can be glued too.
+    Numbers shown in prose are glued (``{glue:text}`name:.3f```; small and large ones as the string
+    :func:`dputils.tables.sci` makes, so that prose and tables share one format); numpy scalars are glued as
+    plain Python numbers; figures can be glued too.
     """
     try:
         from myst_nb import glue as _glue
     except Exception:  # pragma: no cover - myst-nb absent
         return None
+    if isinstance(value, np.generic):  # a numpy scalar: glued as the plain Python number it holds
+        value = value.item()
     _glue(name, value, display=display)
     return None

@@ -24,8 +24,9 @@ STATUS_STYLE = {
 _SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
 
 
-def sci(x: float, digits: int = 3) -> str:
-    """``x`` as ``a×10ⁿ`` with ``digits`` significant digits (``sci(4.6492e-5, 4) == "4.649×10⁻⁵"``): the one format
+def sci(x: float, digits: int = 2) -> str:
+    """``x`` as ``a×10ⁿ`` with ``digits`` significant digits (``sci(4.6492e-5, 4) == "4.649×10⁻⁵"``,
+    ``sci(4.6492e-5) == "4.6×10⁻⁵"``): the one format
     of small and large numbers in the book's tables (:func:`fmt_value`) and prose (glue the string:
     ``glue("name", sci(x))``, shown with ``{glue:text}`name```). Plain text, no markup, so it reads the same in
     HTML, Markdown and a terminal."""

@@ -71,7 +71,7 @@ def test_table_html_escapes_and_formats():
     assert "1.235\u00d710\u207b\u00b9\u00b2" in h  # a×10ⁿ, as dputils.tables.sci writes it for prose too
     assert "123,456" in h and "color:#cf222e" in h
     assert "1.235\u00d710\u207b\u00b9\u00b2" in str(t)
-    assert sci(4.6492e-5, 4) == "4.649\u00d710\u207b\u2075" and sci(-2.5e7) == "-2.50\u00d710\u2077"
+    assert sci(4.6492e-5, 4) == "4.649\u00d710\u207b\u2075" and sci(-2.5e7) == "-2.5\u00d710\u2077"
     assert sci(0.0) == "0" and sci(float("inf")) == "\u221e"
     assert fmt_value(None) == "\u2014" and fmt_value(float("inf")) == "\u221e" and fmt_value(0.5) == "0.5"
 
