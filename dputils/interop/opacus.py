@@ -253,3 +253,5 @@ MECHANISMS = {c.MECHANISM: c for c in (PLDOpacusAccountant, SPAOpacusAccountant,
 
 for _name, _cls in MECHANISMS.items():
     register_accountant(_name, _cls, force=True)
+
+from . import opacus_shuffle  # noqa: E402,F401  (registers dputils-shuffle and dputils-shuffle-bc)
