@@ -14,18 +14,26 @@ import warnings
 import pytest
 
 pytest.importorskip("opacus")
-import torch  # noqa: E402
-from opacus import PrivacyEngine  # noqa: E402
-from opacus.accountants import create_accountant  # noqa: E402
-from opacus.accountants.utils import get_noise_multiplier  # noqa: E402
-from scipy.stats import norm  # noqa: E402
-from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
+import torch
+from opacus import PrivacyEngine
+from opacus.accountants import create_accountant
+from opacus.accountants.utils import get_noise_multiplier
+from scipy.stats import norm
+from torch.utils.data import DataLoader, TensorDataset
 
-import dputils.interop.opacus  # noqa: E402,F401  (registers the names)
-from dputils.errors import DPValueError  # noqa: E402
-from dputils.interop.opacus_shuffle import (ShuffleBCOpacusAccountant, ShuffleOpacusAccountant,  # noqa: E402
-                                            steps_per_epoch)
-from dputils.shuffling import bc_shuffle_law, gdp_epsilon, ic_shuffle_law, mixture_epsilon  # noqa: E402
+import dputils.interop.opacus  # noqa: F401  (registers the names)
+from dputils.errors import DPValueError
+from dputils.interop.opacus_shuffle import (
+    ShuffleBCOpacusAccountant,
+    ShuffleOpacusAccountant,
+    steps_per_epoch,
+)
+from dputils.shuffling import (
+    bc_shuffle_law,
+    gdp_epsilon,
+    ic_shuffle_law,
+    mixture_epsilon,
+)
 
 
 def _gdp_delta(eps: float, mu: float) -> float:

@@ -1,22 +1,30 @@
 """Opacus's own accountant tests, run against the dputils Opacus accountants (``dputils-pld``, ``dputils-spa``,
-``dputils-edgeworth``, registered by importing :mod:`dputils.interop.opacus`).
+``dputils-edgeworth``, ``dputils-rdp``, ``dputils-gdp``, registered by importing :mod:`dputils.interop.opacus`).
 
 The test classes are imported from the installed Opacus (``opacus/tests/accountants_test.py`` and
 ``opacus/tests/accounting_noise_multiplier_test.py``), never copied. Their bodies name Opacus's accountants
 directly (``RDPAccountant()``, ``create_accountant("rdp")``, ``get_noise_multiplier(accountant="prv")``,
 ``PrivacyEngine()``), so for each test those names in the peer module are pointed at ours
 (``unittest.mock.patch.object``, undone after the test) and the body runs unchanged. ``GaussianAccountant``
-is pointed at a *different* dputils accountant, so that the test's "load another accountant's state" check
-still meets a mismatch.
+is pointed at ours in the gdp class (``test_gdp_accountant``) and at a *different* dputils accountant elsewhere,
+so that the test's "load another accountant's state" check still meets a mismatch.
 
 Skips, from the two lists below and nothing else:
 
-* ``METHOD``: the test pins a number that belongs to the peer's method (RDP's epsilon 7.32911117143, PRV's
-  6.777395712150674 to 7 places, GDP's 6.59-6.6, the noise multipliers those methods calibrate to 4
-  places). Our accountants are certified PLD-type bounds and are not meant to reproduce them; the same
-  settings are checked against PRV (an estimate with a stated error) in ``test_values_on_the_pinned_settings``.
+* ``PINNED``: the test pins a number of one of Opacus's methods. The RDP-pinned ones (epsilon 7.32911117143, the
+  noise multipliers 1.416 and 1.3562, the state-dict test that ends on 7.329) run unchanged in the
+  ``dputils-rdp`` class and pass: a check of our RDP code (quadrature at fractional orders) against Opacus's
+  (a series), on Opacus's order grid; the GDP-pinned ones (6.59 < epsilon < 6.6, the noise multiplier
+  1.3232421875) run in the ``dputils-gdp`` class and pass. In the other classes they are skipped naming the class
+  where they run. The PRV-pinned ones (6.777395712150674 to 7 places, 1.34765625, 1.2915) are skipped in every
+  class: they pin the peer's PRV estimate, an approximation with its own eps_error, and we have no PRV
+  accountant; the same settings are checked against PRV (with its stated error) in
+  ``test_values_on_the_pinned_settings``.
 * ``REGISTRY``: tests of Opacus's registry with Opacus's dummy accountant: they do not involve an accountant
   of ours; they are run once, unpatched (``TestRegistryAsShipped``).
+
+Opacus's hypothesis test ``test_get_noise_multiplier_overshoot`` runs for every adapter with 2 fixed examples
+(see ``_overshoot``). Opacus's privacy-engine tests of the accountant are in ``test_peer_opacus_engine.py``.
 """
 
 from __future__ import annotations
@@ -30,8 +38,8 @@ from hypothesis import HealthCheck, given, settings
 from opacus import PrivacyEngine
 from opacus.accountants import create_accountant
 from opacus.accountants.utils import get_noise_multiplier
-from opacus.tests import accounting_noise_multiplier_test as anm_test
 from opacus.tests import accountants_test
+from opacus.tests import accounting_noise_multiplier_test as anm_test
 
 import dputils.interop.opacus as dpo
 
@@ -103,8 +111,10 @@ class _OnDputils:
         self.addCleanup(catcher.__exit__, None, None, None)
 
 
-#: Opacus's hypothesis test (a calibration per example, each a PLD over up to 1e6 steps: 17 s an example
-#: here) runs 2 examples per accountant; the same function runs in three classes, which hypothesis's
+#: Opacus's hypothesis test (a calibration per example: ~17 accountant queries, each a PLD over up to 1e6 steps for
+#: pld, and for spa/edgeworth their own bracket plus, where it is wide, the PLD fallback on the same steps) runs 2
+#: examples per accountant, derandomized (the same 2 draws of Opacus's strategies in every run and every class, so
+#: that CI's time is predictable); the same function runs in several classes, which hypothesis's
 #: differing-executors health check would refuse
 def _overshoot():
     """Opacus's test body and strategies (its hypothesis handle), re-wrapped per class with 2 examples."""
@@ -115,15 +125,8 @@ def _overshoot():
         return inner(self, epsilon=epsilon, epochs=epochs, sample_rate=sample_rate, delta=delta)
 
     test = given(**handle._given_kwargs)(test_get_noise_multiplier_overshoot)
-    return pytest.mark.slow(settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))(test))
-
-
-def _overshoot_too_slow(self):
-    """Not run for dputils-spa and dputils-edgeworth: one Opacus calibration is ~40 accountant queries, and their
-    certified brackets are wide at the drawn settings, so each query also builds the PLD fallback over up to 1e6
-    steps (over 15 minutes for two examples in CI). The calibration itself is exercised for them by Opacus's
-    AdaClip tests, and the overshoot property by the dputils-pld run of this test."""
-    self.skipTest("slow: a calibration through spa/edgeworth runs the PLD fallback at every query (see docstring)")
+    return pytest.mark.slow(settings(max_examples=2, deadline=None, derandomize=True, database=None,
+                                     suppress_health_check=list(HealthCheck))(test))
 
 
 def _classes(base, label):
@@ -132,8 +135,7 @@ def _classes(base, label):
         short = name.split("-")[1]
         extra = {}
         if base is accountants_test.AccountingTest:
-            extra = {"test_get_noise_multiplier_overshoot": _overshoot() if name in ("dputils-pld", "dputils-rdp", "dputils-gdp")
-                     else _overshoot_too_slow}
+            extra = {"test_get_noise_multiplier_overshoot": _overshoot()}
         cls = type(f"Test{label}_{short}", (_OnDputils, base),
                    {"ACCOUNTANT": name, "__module__": __name__, **extra})
         out[cls.__name__] = cls
@@ -151,7 +153,7 @@ class TestRegistryAsShipped(accountants_test.AccountantRegistryTest):
 # ------------------------------------------------------------------------------------------------ ours
 @pytest.mark.parametrize("name", CERTIFIED)
 def test_values_on_the_pinned_settings(name):
-    """The settings of the METHOD-skipped tests, checked against Opacus's PRV accountant (an estimate whose
+    """The settings of the PINNED tests, checked against Opacus's PRV accountant (an estimate whose
     stated error is eps_error, 0.01 here): 2250 steps at q 0.04, sigma 1.5, delta 1e-5 (PRV 6.7774); and
     the noise multiplier for epsilon 8 over 90 epochs (PRV 1.3477)."""
     prv = create_accountant("prv")

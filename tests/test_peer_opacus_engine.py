@@ -32,7 +32,7 @@ import pytest
 
 pytest.importorskip("opacus")
 
-import dputils.interop.opacus as dpo  # noqa: E402  (registers the names)
+import dputils.interop.opacus  # noqa: E402,F401  (registers the names)
 
 
 def _placeholder_torchvision() -> None:

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 from opacus.accountants import IAccountant, register_accountant
 from opacus.accountants import RDPAccountant as _OpacusRDP
@@ -70,7 +70,7 @@ class DputilsOpacusAccountant(IAccountant):
     NAME = "abstract"
     MECHANISM = "dputils-abstract"
     #: constructor options of the dputils accountant that the user's options override
-    DEFAULTS: dict = {}
+    DEFAULTS: ClassVar[dict] = {}
 
     def __init__(self, report: str = "upper", **options: Any) -> None:
         self.history: list[tuple[float, float, int]] = []
@@ -218,7 +218,7 @@ class RDPOpacusAccountant(DputilsOpacusAccountant):
 
     NAME = "rdp"
     MECHANISM = "dputils-rdp"
-    DEFAULTS = {"orders": tuple(_OpacusRDP.DEFAULT_ALPHAS), "refine": False}
+    DEFAULTS: ClassVar[dict] = {"orders": tuple(_OpacusRDP.DEFAULT_ALPHAS), "refine": False}
 
     def get_epsilon(self, delta: float, alphas: Any = None, **kwargs: Any) -> float:
         if alphas is None:

@@ -68,7 +68,7 @@ from ..accountants.base import Accountant, AccountingResult
 from ..errors import DPValueError, check_delta, check_positive_int
 from .opacus import DputilsOpacusAccountant
 
-__all__ = ["ShuffleOpacusAccountant", "ShuffleBCOpacusAccountant", "SHUFFLE_MECHANISMS", "steps_per_epoch"]
+__all__ = ["SHUFFLE_MECHANISMS", "ShuffleBCOpacusAccountant", "ShuffleOpacusAccountant", "steps_per_epoch"]
 
 #: relative tolerance on 1/sample_rate being an integer (Opacus computes r = 1/len(data_loader) in floats)
 _RATE_RTOL = 1e-9
