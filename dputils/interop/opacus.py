@@ -1,11 +1,24 @@
 """dputils accountants as Opacus accountants.
 
-Importing this module registers three accountants with Opacus's ``register_accountant``:
+Importing this module registers five accountants with Opacus's ``register_accountant``:
 
 * ``"dputils-pld"``: the PLD accountant (certified upper bound, with a certified lower bound alongside);
 * ``"dputils-spa"``: the saddle-point accountant; ``get_epsilon`` returns the upper end of its certified
   Theorem-5 bracket;
-* ``"dputils-edgeworth"``: the Edgeworth accountant; ``get_epsilon`` returns the upper end of its interval.
+* ``"dputils-edgeworth"``: the Edgeworth accountant; ``get_epsilon`` returns the upper end of its interval;
+* ``"dputils-rdp"``: the RDP accountant (an upper bound), by default on Opacus's own order grid
+  (``opacus.accountants.RDPAccountant.DEFAULT_ALPHAS``) with the same conversion (Balle et al. 2020, Thm 21)
+  and no refinement between orders, so that it answers the number Opacus's ``"rdp"`` answers (computed by our
+  code: the subsampled Gaussian's RDP at fractional orders by quadrature, not Opacus's series);
+  ``orders=``/``refine=True`` choose otherwise, and ``get_epsilon(delta, alphas=...)`` takes Opacus's
+  per-query order grid;
+* ``"dputils-gdp"``: the mu-GDP accountant: exact for full-batch (q = 1) Gaussian steps, and for Poisson
+  subsampling the central-limit approximation mu = q sqrt(T (e^(1/sigma^2) - 1)) (Bu et al. 2020, Cor. 4),
+  the quantity Opacus's ``"gdp"`` (``GaussianAccountant``, Poisson) computes. **An approximation, not a
+  bound**: it can under-estimate epsilon, and says so with a ``UserWarning`` as Opacus's does.
+
+Shuffled (not Poisson) batches have their own accountants, ``dputils-shuffle`` and ``dputils-shuffle-bc``
+(:mod:`dputils.interop.opacus_shuffle`, registered on import of this module too).
 
 For the last two, where the certified bracket is vacuous (Edgeworth's error bound above delta), wide (over
 10% of its upper end) or its computation fails, the PLD accountant's certified bracket on the same steps
@@ -30,9 +43,11 @@ tuples, and read it afresh in every ``get_epsilon`` call: Opacus's ``get_noise_m
 from __future__ import annotations
 
 import math
-from typing import Any
+import warnings
+from typing import Any, ClassVar
 
 from opacus.accountants import IAccountant, register_accountant
+from opacus.accountants import RDPAccountant as _OpacusRDP
 
 from ..accountants.base import Accountant, AccountingResult
 from ..errors import (DPValueError, check_choice, check_delta, check_nonnegative, check_positive_int,
@@ -40,7 +55,7 @@ from ..errors import (DPValueError, check_choice, check_delta, check_nonnegative
 from ._certified import _query, certified_answer
 
 __all__ = ["DputilsOpacusAccountant", "PLDOpacusAccountant", "SPAOpacusAccountant", "EdgeworthOpacusAccountant",
-           "MECHANISMS"]
+           "RDPOpacusAccountant", "GDPOpacusAccountant", "MECHANISMS"]
 
 
 class DputilsOpacusAccountant(IAccountant):
@@ -54,6 +69,8 @@ class DputilsOpacusAccountant(IAccountant):
 
     NAME = "abstract"
     MECHANISM = "dputils-abstract"
+    #: constructor options of the dputils accountant that the user's options override
+    DEFAULTS: ClassVar[dict] = {}
 
     def __init__(self, report: str = "upper", **options: Any) -> None:
         self.history: list[tuple[float, float, int]] = []
@@ -66,11 +83,14 @@ class DputilsOpacusAccountant(IAccountant):
 
     def _make(self) -> Accountant:
         from ..accountants.edgeworth import EdgeworthAccountant
+        from ..accountants.gdp import GDPAccountant
         from ..accountants.pld import PLDAccountant
+        from ..accountants.rdp import RDPAccountant
         from ..accountants.spa import SaddlePointAccountant
 
-        cls = {"pld": PLDAccountant, "spa": SaddlePointAccountant, "edgeworth": EdgeworthAccountant}[self.NAME]
-        return cls(**self.options)
+        cls = {"pld": PLDAccountant, "spa": SaddlePointAccountant, "edgeworth": EdgeworthAccountant,
+               "rdp": RDPAccountant, "gdp": GDPAccountant}[self.NAME]
+        return cls(**{**self.DEFAULTS, **self.options})
 
     @classmethod
     def mechanism(cls) -> str:
@@ -189,11 +209,51 @@ class EdgeworthOpacusAccountant(DputilsOpacusAccountant):
     MECHANISM = "dputils-edgeworth"
 
 
+class RDPOpacusAccountant(DputilsOpacusAccountant):
+    """Opacus accountant ``"dputils-rdp"``: dputils's RDP accountant (an upper bound), by default on Opacus's
+    order grid without refinement (Opacus's ``"rdp"`` number; see the module docstring).
+
+    ``get_epsilon(delta, alphas=None)``: ``alphas``, as in Opacus's ``RDPAccountant.get_epsilon``, replaces the
+    order grid for this query."""
+
+    NAME = "rdp"
+    MECHANISM = "dputils-rdp"
+    DEFAULTS: ClassVar[dict] = {"orders": tuple(_OpacusRDP.DEFAULT_ALPHAS), "refine": False}
+
+    def get_epsilon(self, delta: float, alphas: Any = None, **kwargs: Any) -> float:
+        if alphas is None:
+            return super().get_epsilon(delta, **kwargs)
+        saved = self.options
+        self.options = {**saved, "orders": tuple(alphas)}
+        try:
+            return super().get_epsilon(delta, **kwargs)
+        finally:
+            self.options = saved
+
+
+class GDPOpacusAccountant(DputilsOpacusAccountant):
+    """Opacus accountant ``"dputils-gdp"``: the mu-GDP accountant, exact for q = 1 steps and the CLT
+    approximation (not a bound; a ``UserWarning`` says so) for Poisson-subsampled ones, as Opacus's ``"gdp"``."""
+
+    NAME = "gdp"
+    MECHANISM = "dputils-gdp"
+
+    def get_epsilon_bracket(self, delta: float) -> AccountingResult:
+        res = super().get_epsilon_bracket(delta)
+        if res.kind == "approximation":
+            warnings.warn("dputils-gdp: the CLT approximation of the subsampled Gaussian (Bu et al. 2020, Cor. 4) "
+                          "is not an upper bound and can under-estimate epsilon; use dputils-pld for a certified "
+                          "one", UserWarning, stacklevel=3)
+        return res
+
+
 #: Opacus name -> class, registered on import.
-MECHANISMS = {c.MECHANISM: c for c in (PLDOpacusAccountant, SPAOpacusAccountant, EdgeworthOpacusAccountant)}
+MECHANISMS = {c.MECHANISM: c for c in (PLDOpacusAccountant, SPAOpacusAccountant, EdgeworthOpacusAccountant,
+                                       RDPOpacusAccountant, GDPOpacusAccountant)}
 
 for _name, _cls in MECHANISMS.items():
     register_accountant(_name, _cls, force=True)
 
+from . import opacus_shuffle  # noqa: E402,F401  (registers dputils-shuffle and dputils-shuffle-bc)
 # the one-run audit of a training loop (issue 27, item 1)
 from .opacus_audit import OpacusAuditReport, OpacusCanaryAudit  # noqa: F401
