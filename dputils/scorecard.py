@@ -31,19 +31,16 @@ import math
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
+
 STATUSES = ("pass", "fail", "not reproduced", "not run")
 
 
 def _num(x: Any) -> Any:
-    try:
-        import numpy as np
-
-        if isinstance(x, np.generic):
-            return x.item()
-        if isinstance(x, np.ndarray):
-            return x.tolist()
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
     return x
 
 

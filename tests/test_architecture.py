@@ -88,7 +88,6 @@ def _cycles(graph) -> list[set[str]]:
 
 #: Cycles still in the package (issue 26 removes them): each is the exact set of modules of one cycle.
 KNOWN_CYCLES = [
-    {"dputils.audit", "dputils.audit.whitebox", "dputils.audit.input_canary", "dputils.audit.ftrl_audit"},
 ]
 
 
