@@ -17,13 +17,13 @@ r"""Privacy profiles and trade-off curves in closed form, and robust conversions
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy import special
 
-from .numerics import log_diff_exp
 from .errors import DPValueError, NumericalError, check_delta, check_finite, check_nonnegative, check_positive
+from .numerics import log_diff_exp
 
 _LOG_NDTR = special.log_ndtr
 

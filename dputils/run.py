@@ -70,9 +70,10 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import yaml
 
@@ -980,7 +981,7 @@ def run_report(command: str, profile: str, reports: list[dict[str, Any]], root: 
               "seconds": round(sum(c["seconds"] or 0.0 for c in chapters), 2),
               "wall_seconds": round(wall_seconds, 2)}
     out = {"format": REPORT_FORMAT, "version": REPORT_VERSION, "command": command, "profile": profile,
-           "changed": changed, "finished": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+           "changed": changed, "finished": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
            "ok": exit_code == 0, "exit_code": exit_code, "chapters": chapters, "totals": totals}
     if extra:
         out.update(extra)
@@ -999,9 +1000,9 @@ def write_report(path: Path, report: dict[str, Any]) -> Path:
 def build_book(root: Path | None = None) -> int:
     """``jupyter-book build . -W --all`` in the repository root; returns its exit status."""
     root = root or find_root()
-    from .scorecard import write_page
-
     import re
+
+    from .scorecard import write_page
 
     toc = (root / "_toc.yml").read_text() if (root / "_toc.yml").is_file() else ""
     chapters = re.findall(r"book/methods/([A-Za-z0-9_]+)", toc) or [p.stem for p in notebook_paths(root)]

@@ -9,9 +9,8 @@ from scipy.special import logsumexp
 
 from dputils.accountants.pld import PLDAccountant
 from dputils.errors import DPValueError
-from dputils.matrix import build_strategy
+from dputils.matrix import build_strategy, condcomp
 from dputils.matrix.allocation import MatrixMonteCarloAccountant
-from dputils.matrix import condcomp
 from dputils.matrix.condcomp import (
     ConditionalCompositionAccountant,
     _distinct_columns,

@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from opacus import PrivacyEngine
 from opacus.accountants import create_accountant
 from opacus.accountants.utils import get_noise_multiplier
-from opacus.tests import accounting_noise_multiplier_test as anm_test
 from opacus.tests import accountants_test
+from opacus.tests import accounting_noise_multiplier_test as anm_test
 
 import dputils.interop.opacus as dpo
 

@@ -21,7 +21,6 @@ from scipy import optimize, special
 from dputils import shuffling as sh
 from dputils.errors import DPValueError, NumericalError
 
-
 # ------------------------------------------------------------------------------------------ GDP
 
 

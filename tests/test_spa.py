@@ -15,8 +15,8 @@ import pytest
 
 from dputils.accountants import spa as S
 from dputils.errors import DPValueError
-from dputils.truth import spa_accuracy_scan
 from dputils.mechanisms import GaussianMechanism, LaplaceMechanism, SubsampledGaussianMechanism
+from dputils.truth import spa_accuracy_scan
 
 # n -> authors' mpmath truth eps(delta=1e-15), sigma=2, q=0.01 (note table 3.6b / peers 5.4)
 AUTHORS = {1500: 1.6553534717, 1596: 1.7061031098, 1693: 1.7559235005, 1790: 1.8044010469, 1887: 1.8516424843,

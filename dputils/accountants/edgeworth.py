@@ -306,7 +306,7 @@ def lemma43_bound(s: SumSummary, e: float = 0.1) -> float:
 # ------------------------------------------------------------------------------------------------
 # Proposition 4.5: Hoeffding tail of the summed losses of the subsampled Laplace mechanism
 # ------------------------------------------------------------------------------------------------
-def prop45_tail_bound(mechanism: "SubsampledLaplaceMechanism", m: int, eps) -> np.ndarray | float:
+def prop45_tail_bound(mechanism: SubsampledLaplaceMechanism, m: int, eps) -> np.ndarray | float:
     r"""Prop. 4.5 of {cite}`wang_edgeworth`: a tail bound for the summed losses of the subsampled Laplace mechanism.
 
     The paper's :math:`X^{(1)}_i` and :math:`X^{(2)}_i` are our losses under Q of the ``"remove"`` and ``"add"``

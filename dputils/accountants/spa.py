@@ -44,8 +44,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, asdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from scipy import optimize

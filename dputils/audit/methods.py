@@ -25,8 +25,9 @@ through :func:`run_method`, so a method is added in one place: here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import DPValueError, check_choice
 from .gauss import AuditResult, check_scores, gauss_audit

@@ -32,8 +32,15 @@ from pathlib import Path
 import numpy as np
 
 from .. import data
-from ..errors import (DPValueError, check_choice, check_delta, check_nonnegative_int, check_positive,
-                      check_positive_int, check_probability)
+from ..errors import (
+    DPValueError,
+    check_choice,
+    check_delta,
+    check_nonnegative_int,
+    check_positive,
+    check_positive_int,
+    check_probability,
+)
 from .methods import audit_all
 
 __all__ = ["WhiteboxRun", "run_whitebox_audit", "audit_whitebox", "WhiteboxSizes", "fit_whitebox_sizes",

@@ -58,13 +58,13 @@ import argparse
 import functools
 import hashlib
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from scipy.special import expit, logsumexp, ndtr, ndtri
 
 from ..accountants.base import Accountant, AccountingResult
-from ..progress import progress_bar
 from ..errors import (
     DPValueError,
     NumericalError,
@@ -75,6 +75,7 @@ from ..errors import (
     check_positive_int,
     check_probability,
 )
+from ..progress import progress_bar
 from ..resources import check_memory, check_work
 from .factorizations import Strategy
 from .mechanism import BallsInBinsMatrixMechanism, check_matrix_mechanism, check_one_run
@@ -744,7 +745,7 @@ class ConditionalCompositionAccountant(Accountant):
         self.progress = bool(progress)
         self._invalidate()
 
-    def compose(self, mechanism: Any, count: int = 1) -> "ConditionalCompositionAccountant":
+    def compose(self, mechanism: Any, count: int = 1) -> ConditionalCompositionAccountant:
         """Set the one matrix-mechanism run to account for (``count`` must be 1, the ledger empty)."""
         check_one_run(self.name, self.ledger, count)
         super().compose(mechanism, count)

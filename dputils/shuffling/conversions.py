@@ -9,15 +9,22 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 from scipy import special
 
 from ..accountants import rdp as _rdp
-from ..errors import DPValueError
-from ..errors import check_choice, check_delta, check_epsilon, check_nonnegative, check_positive, check_positive_int, check_probability
-
+from ..errors import (
+    DPValueError,
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+    check_probability,
+)
 
 
 def gdp_to_rdp(mu: float, order: float) -> float:

@@ -17,14 +17,22 @@ profile are the foundation's (:mod:`dputils.curves`); this module adds the mixtu
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy import optimize, special
 
 from .. import curves
-from ..errors import DPValueError, NumericalError
-from ..errors import check_delta, check_epsilon, check_nonnegative, check_positive, check_positive_int, check_probability
+from ..errors import (
+    DPValueError,
+    NumericalError,
+    check_delta,
+    check_epsilon,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+    check_probability,
+)
 from .laws import C2Law
 
 #: Relative width of the epsilon brackets of :func:`mixture_epsilon` and :func:`lower_bound_epsilon`.
