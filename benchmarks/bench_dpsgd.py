@@ -103,8 +103,15 @@ def worker(args) -> dict:
     import torch
     from torch import nn
 
-    from dputils.training import DPSGDConfig, FTRLConfig, make_mlp, resolve_device, train, train_ftrl
-    from dputils.training import fastgrad  # noqa: F401  (imported lazily by train: loaded before the baseline)
+    from dputils.training import (
+        DPSGDConfig,
+        FTRLConfig,
+        fastgrad,  # noqa: F401  (imported lazily by train: loaded before the baseline)
+        make_mlp,
+        resolve_device,
+        train,
+        train_ftrl,
+    )
     from dputils.training.models import small_cnn, wide_resnet
 
     if args.threads:

@@ -26,11 +26,10 @@ from __future__ import annotations
 import argparse
 import json
 
+import numpy as np
 from _timing import best_time  # noqa: E402  (benchmarks/ is the script's folder)
 
-import numpy as np
-
-from dputils.matrix import build_strategy, feldman_shenfeld_rdp, rho_remove, truncate_gram, log_partition_dp
+from dputils.matrix import build_strategy, feldman_shenfeld_rdp, log_partition_dp, rho_remove, truncate_gram
 from dputils.matrix.allocation import MatrixMonteCarloAccountant
 from dputils.matrix.mechanism import BallsInBinsMatrixMechanism
 from dputils.matrix.renyi import dp_backend, rho_add_tight

@@ -29,8 +29,13 @@ from .curves import (
     tradeoff_from_profile,
 )
 from .errors import DPValueError, NumericalError
-from .mechanisms import (GaussianMechanism, GaussianMixtureMechanism, LaplaceMechanism, SubsampledGaussianMechanism,
-                         make_mechanism)
+from .mechanisms import (
+    GaussianMechanism,
+    GaussianMixtureMechanism,
+    LaplaceMechanism,
+    SubsampledGaussianMechanism,
+    make_mechanism,
+)
 
 
 def __getattr__(name: str):

@@ -56,8 +56,9 @@ import math
 import sys
 import time
 import warnings
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from .errors import DPValueError, NumericalError, check_delta, check_positive, check_positive_int
 

@@ -49,8 +49,9 @@ import subprocess
 import sys
 import uuid
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from .jsonio import write_text_atomic
 from .tables import sci
@@ -137,7 +138,7 @@ def run_metadata(root: Path | str | None = None, note: str = "") -> dict[str, An
     status = _git(root, "status", "--porcelain", "--untracked-files=no")
     return {
         "run_id": uuid.uuid4().hex,
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "affinity": affinity, "cpu_model": _cpu_model(),
                     "memory_gib": _memory_gib(), "platform": platform.platform()},
         "load_before": [round(x, 2) for x in os.getloadavg()],
@@ -151,7 +152,7 @@ def run_metadata(root: Path | str | None = None, note: str = "") -> dict[str, An
 
 def finish_metadata(meta: dict[str, Any]) -> dict[str, Any]:
     """Add ``finished``, ``wall_s`` and ``load_after`` to ``meta`` (in place) and return it."""
-    now = _dt.datetime.now(_dt.timezone.utc)
+    now = _dt.datetime.now(_dt.UTC)
     meta["finished"] = now.isoformat(timespec="seconds")
     meta["wall_s"] = round((now - _dt.datetime.fromisoformat(meta["date"])).total_seconds(), 1)
     meta["load_after"] = [round(x, 2) for x in os.getloadavg()]

@@ -53,8 +53,8 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 from urllib.parse import urlsplit
 
 CHROMIUM = "/usr/bin/chromium"
@@ -205,7 +205,7 @@ class Server:
         self.httpd.server_close()
         self.thread.join(timeout=5)
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -242,7 +242,7 @@ class Browser:
         finally:
             shutil.rmtree(self.profile_dir, ignore_errors=True)
 
-    def __enter__(self) -> "Browser":
+    def __enter__(self) -> Browser:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -19,8 +19,9 @@ meeting the target. The number of accountant evaluations is bounded (``max_evalu
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from scipy import optimize
 

@@ -47,8 +47,9 @@ import hashlib
 import json
 import platform
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from .jsonio import write_text_atomic
 
@@ -80,7 +81,7 @@ def _canonical(obj: Any) -> Any:
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
 
 
 def dependency_versions(names: Iterable[str] = KEY_DEPENDENCIES) -> dict[str, str | None]:

@@ -30,12 +30,14 @@ import math
 import sys
 import time
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .cliparse import NEGATIVE_NUMBER as _NEGATIVE_NUMBER  # noqa: F401  (read by tests)
 from .cliparse import Parser as _Parser
 from .errors import DPValueError, NumericalError, check_delta, check_epsilon, check_positive, check_positive_int
 from .jsonio import dumps, jsonable  # noqa: F401  (the command line's strict JSON; public here too)
+
 
 def _float(s: str) -> float:
     try:

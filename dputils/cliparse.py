@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .errors import DPValueError
 

@@ -51,9 +51,10 @@ Public API: :func:`cgf`, :func:`cgf_derivatives`, :func:`cumulants`, :func:`comp
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.special import comb, logsumexp

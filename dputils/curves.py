@@ -17,13 +17,13 @@ r"""Privacy profiles and trade-off curves in closed form, and robust conversions
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy import special
 
-from .numerics import log_diff_exp
 from .errors import DPValueError, NumericalError, check_delta, check_finite, check_nonnegative, check_positive
+from .numerics import log_diff_exp
 
 _LOG_NDTR = special.log_ndtr
 
@@ -220,8 +220,12 @@ def gdp_epsilon_bracket(delta: float, mu: float) -> tuple[float, float]:
 def gdp_epsilon(delta: float, mu: float) -> float:
     """The smallest eps with delta_mu(eps) <= delta: the upper end of :func:`gdp_epsilon_bracket`.
 
-    Nudged up by ulps where needed so that ``gdp_delta(result, mu) <= delta`` holds as evaluated.
+    Nudged up by ulps where needed so that ``gdp_delta(result, mu) <= delta`` holds as evaluated. ``mu = 0``
+    (no privacy loss) gives 0. The one GDP conversion of the package (:mod:`dputils.shuffling` re-exports it).
     """
+    delta = check_delta(delta)
+    if check_nonnegative("mu", mu) == 0:
+        return 0.0
     e = gdp_epsilon_bracket(delta, mu)[1]
     for _ in range(64):
         if e == 0.0 or float(gdp_delta(e, mu)) <= delta:

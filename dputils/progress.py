@@ -6,7 +6,8 @@ optional (the light install has numpy, scipy and mpmath only): without it long w
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 __all__ = ["progress_bar"]
 
@@ -20,7 +21,7 @@ class _NoBar:
     def __iter__(self) -> Iterator:
         return iter(self._iterable if self._iterable is not None else ())
 
-    def __enter__(self) -> "_NoBar":
+    def __enter__(self) -> _NoBar:
         return self
 
     def __exit__(self, *exc: Any) -> None:

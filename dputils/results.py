@@ -94,7 +94,7 @@ def save(name: str, /, **values: Any) -> Path:
     out_dir = results_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
     payload = to_jsonable(values)
-    payload["_meta"] = {"name": name, "saved": _dt.datetime.now(_dt.timezone.utc).isoformat()}
+    payload["_meta"] = {"name": name, "saved": _dt.datetime.now(_dt.UTC).isoformat()}
     text = json.dumps(payload, indent=2, sort_keys=True, allow_nan=False)
     return write_text_atomic(out_dir / f"{name}.json", text + "\n")
 

@@ -70,9 +70,10 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import yaml
 
@@ -81,6 +82,7 @@ from .cliparse import Parser as _Parser  # one line on errors, no abbreviations,
 from .errors import DPValueError
 from .jsonio import write_text_atomic
 from .results import repo_root
+from .scorecard import write_page
 
 #: A parameter name: a Python identifier.
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -980,7 +982,7 @@ def run_report(command: str, profile: str, reports: list[dict[str, Any]], root: 
               "seconds": round(sum(c["seconds"] or 0.0 for c in chapters), 2),
               "wall_seconds": round(wall_seconds, 2)}
     out = {"format": REPORT_FORMAT, "version": REPORT_VERSION, "command": command, "profile": profile,
-           "changed": changed, "finished": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+           "changed": changed, "finished": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
            "ok": exit_code == 0, "exit_code": exit_code, "chapters": chapters, "totals": totals}
     if extra:
         out.update(extra)
@@ -996,12 +998,26 @@ def write_report(path: Path, report: dict[str, Any]) -> Path:
     return write_text_atomic(path, json.dumps(report, indent=1, allow_nan=False) + "\n")
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: jupyter-book's banner around a build: its version, folders, rules and where to open the result (the runner
+#: says where the book is in one line of its own)
+_BOOK_BANNER = re.compile(r"^(Running Jupyter-Book v|Source Folder:|Config Path:|Output Path:|=+$|Finished generating "
+                          r"HTML for book\.|Your book's HTML pages are here:|_build/html/?$|You can look at your book "
+                          r"by opening|Or paste this line directly|file://|\S*_build/html/index\.html$)")
+
+
+def book_log_line(line: str) -> str | None:
+    """A line of jupyter-book's output as the runner's log shows it: colour codes removed, the banner and blank
+    lines dropped (None); warnings, errors and tracebacks are kept as they are."""
+    text = _ANSI.sub("", line).rstrip()
+    if not text.strip() or _BOOK_BANNER.match(text.strip()):
+        return None
+    return text
+
+
 def build_book(root: Path | None = None) -> int:
     """``jupyter-book build . -W --all`` in the repository root; returns its exit status."""
     root = root or find_root()
-    from .scorecard import write_page
-
-    import re
 
     toc = (root / "_toc.yml").read_text() if (root / "_toc.yml").is_file() else ""
     chapters = re.findall(r"book/methods/([A-Za-z0-9_]+)", toc) or [p.stem for p in notebook_paths(root)]
@@ -1021,7 +1037,14 @@ def build_book(root: Path | None = None) -> int:
     env.pop("MPLBACKEND", None)
     env["NO_COLOR"] = "1"
     _say("$ " + " ".join(cmd))
-    rc = subprocess.call(cmd, cwd=root, env=env)
+    with subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace") as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            kept = book_log_line(line)
+            if kept is not None:
+                _say(kept)
+        rc = proc.wait()
     if rc == 0:
         _say(f"book: {root / '_build' / 'html' / 'index.html'}")
     return rc

@@ -28,22 +28,20 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+
+import numpy as np
 
 STATUSES = ("pass", "fail", "not reproduced", "not run")
 
 
 def _num(x: Any) -> Any:
-    try:
-        import numpy as np
-
-        if isinstance(x, np.generic):
-            return x.item()
-        if isinstance(x, np.ndarray):
-            return x.tolist()
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
     return x
 
 

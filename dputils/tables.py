@@ -9,9 +9,10 @@ and the table stays inside the page's content column (it wraps instead of scroll
 from __future__ import annotations
 
 import html
-import re
 import math
-from typing import Any, Iterable, Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 STATUS_STYLE = {
     "pass": "color:#1a7f37;font-weight:600",

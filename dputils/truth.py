@@ -41,16 +41,20 @@ error estimate.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from scipy import optimize
 from scipy.special import logsumexp
 
+from .accountants.spa import METHODS as SPA_METHODS
+from .accountants.spa import ess_sup, saddle_point, spa_epsilon, spa_epsilon_methods
 from .cumulants import composed_cgf_derivatives, pair_key, tilted_points
 from .errors import DPValueError, NumericalError, check_choice, check_delta, check_epsilon
 
-__all__ = ["truth_delta", "truth_log_delta", "truth_epsilon", "composition_delta", "composition_epsilon"]
+__all__ = ["truth_delta", "truth_log_delta", "truth_epsilon", "composition_delta", "composition_epsilon",
+           "spa_accuracy_scan"]
 
 
 def _char_logs(ledger, t: float, y: np.ndarray, y_max: float) -> np.ndarray:
@@ -169,7 +173,6 @@ def _checked_ledger(ledger) -> list[tuple[Any, int]]:
 
 def truth_log_delta(ledger: Sequence[tuple[Any, int]], epsilon: float, rtol: float = 1e-10) -> tuple[float, float]:
     """(log delta(epsilon), relative error estimate) by the contour integral through the saddle point of epsilon."""
-    from .accountants.spa import ess_sup, saddle_point
 
     ledger = _checked_ledger(ledger)
     eps = check_epsilon(epsilon)
@@ -201,7 +204,6 @@ def _bracket_root(g, lo: float, hi: float) -> tuple[float, float] | None:
 
 
 def _epsilon_with_error(ledger, delta: float, guess: float, xtol: float, rtol: float) -> tuple[float, float]:
-    from .accountants.spa import ess_sup, saddle_point
 
     ld = math.log(delta)
     sup = ess_sup(ledger)
@@ -237,7 +239,6 @@ def truth_epsilon(ledger: Sequence[tuple[Any, int]], delta: float, bracket: tupl
     contour through the saddle point of the starting point (on which Brent's method runs, one dot product
     per step), then one through the saddle point of that root.
     """
-    from .accountants.spa import spa_epsilon
 
     delta = check_delta(delta)
     ledger = _checked_ledger(ledger)
@@ -287,7 +288,6 @@ def composition_epsilon(mechanisms, delta: float, direction: str = "both", eps_g
     (default: the SP-CLT estimate). Error estimate: ``xtol`` plus the quadrature's relative accuracy of
     delta divided by :math:`|d\log\delta/d\varepsilon| \approx \hat t` (the contour's tilt).
     """
-    from .accountants.spa import ess_sup, spa_epsilon
 
     delta = check_delta(delta)
     led = _mechanism_ledger(mechanisms)
@@ -301,3 +301,29 @@ def composition_epsilon(mechanisms, delta: float, direction: str = "both", eps_g
         if e >= best:
             best, err = e, er
     return best, err
+
+
+def spa_accuracy_scan(pair: Any, counts: Sequence[int], delta: float) -> list[dict[str, Any]]:
+    """Relative error in epsilon of each SPA variant against the contour-integral truth, for n in ``counts``.
+
+    For each n: :func:`spa_epsilon_methods` of ``[(pair, n)]`` and the exact epsilon(delta) of
+    :func:`truth_epsilon` (Bromwich inversion, eq. 48-49, started inside the certified
+    bracket), plus ``rel_<method> = |eps_method / eps_truth - 1|`` (NaN for an undefined SP-MSD1). The
+    truth must lie in the certified bracket; a truth outside it raises :class:`NumericalError`.
+    """
+    rows = []
+    for n in counts:
+        n = int(n)
+        if n < 1:
+            raise DPValueError(f"counts must be positive integers, got {n!r}")
+        led = [(pair, n)]
+        r = spa_epsilon_methods(led, delta)
+        truth = truth_epsilon(led, delta, bracket=(r["lower"], r["upper"]))
+        if not r["lower"] - 1e-9 <= truth <= r["upper"] + 1e-9:
+            raise NumericalError(f"truth epsilon {truth!r} outside the certified bracket "
+                                 f"[{r['lower']!r}, {r['upper']!r}] at n={n}")
+        row = {"n": n, "truth": truth, **r}
+        for k in SPA_METHODS:
+            row["rel_" + k] = abs(r[k] / truth - 1) if math.isfinite(r[k]) else math.nan
+        rows.append(row)
+    return rows

@@ -81,14 +81,14 @@ def _build_argv(argv: list[str]):
     return spec.build(args)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def build(name: str, sigma: float = 1.0, steps: int | None = None, direction: str | None = None):
     if steps is None and "steps" in _flags(name):
         steps = 5
     return _build_argv(_argv(name, sigma, steps, direction))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def query(name: str, what: str, x: float, sigma: float = 1.0, steps: int | None = None,
           direction: str | None = None):
     acc = build(name, sigma, steps, direction)

@@ -7,16 +7,22 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # the saddle point's degraded-regime note
-
-from dputils import (DPValueError, GaussianMechanism, LaplaceMechanism, PLDAccountant, RDPAccountant,
-                     SubsampledGaussianMechanism)
+from dputils import (
+    DPValueError,
+    GaussianMechanism,
+    LaplaceMechanism,
+    PLDAccountant,
+    RDPAccountant,
+    SubsampledGaussianMechanism,
+)
 from dputils.accountants.base import Accountant
 from dputils.accountants.edgeworth import EdgeworthAccountant
 from dputils.accountants.gdp import GDPAccountant
 from dputils.accountants.spa import SaddlePointAccountant
 from dputils.curves import gdp_epsilon
 from dputils.mechanisms import Mechanism, SubsampledLaplaceMechanism
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # the saddle point's degraded-regime note
 
 DATA = Path(__file__).parent / "data"
 

@@ -47,6 +47,7 @@ EXCLUDED = {
     "dputils.baselines": "tooling: peer baselines for the benchmarks chapter",
     "dputils.benchmarks": "tooling: the benchmark runner",
     "dputils.booksources": "tooling: the book folder of a wheel install",
+    "dputils.cliparse": "tooling: the command line's argument parser",
     "dputils.numerics": "internals: numerical helpers",
     "dputils.parallel": "tooling: parallel map for sweeps and Monte Carlo",
     "dputils.progress": "tooling: the progress helper",

@@ -27,11 +27,11 @@ from dputils.audit import (
     fdp_epsilon,
     gauss_audit,
     log_delta_directed,
+    model1,
     steinke_epsilon,
     steinke_p_value,
     threshold_audit,
 )
-from dputils.audit import model1
 from dputils.audit.gauss import _M, bootstrap_ellipsoid
 from dputils.audit.onerun import fdp_margin, gaussian_mu_for
 from dputils.errors import DPValueError

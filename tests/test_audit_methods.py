@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dputils.audit import (CanaryScoreAuditor, METHODS, audit_all, gauss_audit, run_method, threshold_audit)
+from dputils.audit import METHODS, CanaryScoreAuditor, audit_all, gauss_audit, run_method, threshold_audit
 from dputils.audit.simulate import ALL_METHODS, audit_methods
-from dputils.errors import DPValueError
 from dputils.curves import gdp_epsilon
+from dputils.errors import DPValueError
 
 
 @pytest.fixture(scope="module")

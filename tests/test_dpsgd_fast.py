@@ -16,8 +16,7 @@ from torch import nn
 
 from dputils import data
 from dputils.errors import DPValueError
-from dputils.training import DPSGDConfig, make_mlp, train
-from dputils.training import fastgrad
+from dputils.training import DPSGDConfig, fastgrad, make_mlp, train
 from dputils.training.dpsgd import _ghost_sum, resolve_grad_mode
 from dputils.training.models import small_cnn, wide_resnet
 

@@ -21,10 +21,9 @@ from dputils.accountants.edgeworth import (
     summarize,
 )
 from dputils.cumulants import loss_moments
-from dputils.mechanisms import SubsampledLaplaceMechanism
 from dputils.curves import gdp_delta, gdp_epsilon
 from dputils.errors import DPValueError
-from dputils.mechanisms import GaussianMechanism, SubsampledGaussianMechanism
+from dputils.mechanisms import GaussianMechanism, SubsampledGaussianMechanism, SubsampledLaplaceMechanism
 from dputils.truth import composition_delta, composition_epsilon
 
 

@@ -18,9 +18,19 @@ from dputils.audit.ftrl_audit import FTRLAuditRun, audit_ftrl, run_ftrl_audit, s
 from dputils.audit.input_canary import InputCanaryRun, audit_input_canaries, make_input_canaries, run_input_canary_audit
 from dputils.errors import DPValueError
 from dputils.training import evaluate, make_mlp
-from dputils.training.ftrl import (FTRLConfig, TreeAggregator, calibrate_sigma_node, max_released_ancestors,
-                                   node_span, prefix_noise_variance, released_ancestors, train_ftrl, tree_depth,
-                                   tree_epsilon, tree_mu)
+from dputils.training.ftrl import (
+    FTRLConfig,
+    TreeAggregator,
+    calibrate_sigma_node,
+    max_released_ancestors,
+    node_span,
+    prefix_noise_variance,
+    released_ancestors,
+    train_ftrl,
+    tree_depth,
+    tree_epsilon,
+    tree_mu,
+)
 
 torch.set_num_threads(1)
 

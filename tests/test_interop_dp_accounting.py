@@ -127,10 +127,9 @@ def test_calibrate_dp_mechanism_works_unchanged():
 
 
 def test_accountants_say_what_they_support():
-    from dputils.mechanisms import SubsampledLaplaceMechanism
     from dputils.accountants.pld import PLDAccountant
     from dputils.accountants.rdp import RDPAccountant
-    from dputils.mechanisms import SubsampledGaussianMechanism
+    from dputils.mechanisms import SubsampledGaussianMechanism, SubsampledLaplaceMechanism
 
     lap = SubsampledLaplaceMechanism(3.0, 0.02)
     assert PLDAccountant().supports(SubsampledGaussianMechanism(1.0, 0.1))

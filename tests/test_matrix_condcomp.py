@@ -9,9 +9,8 @@ from scipy.special import logsumexp
 
 from dputils.accountants.pld import PLDAccountant
 from dputils.errors import DPValueError
-from dputils.matrix import build_strategy
+from dputils.matrix import build_strategy, condcomp
 from dputils.matrix.allocation import MatrixMonteCarloAccountant
-from dputils.matrix import condcomp
 from dputils.matrix.condcomp import (
     ConditionalCompositionAccountant,
     _distinct_columns,
@@ -217,7 +216,7 @@ def test_fast_accountant_equals_the_direct_chain(name, epochs, b, bands, sigma):
     # the whole accountant (fast path) against the PLD chains of the directly computed per-step pairs
     s = build_strategy(name, epochs, b, bands)
     de, h = 2e-6, 5e-3
-    condcomp._STEP_CACHE.clear()
+    condcomp._cached_step_pairs.cache_clear()
     acc = _acc_cc(s, sigma, delta_e=de, discretization=h, progress=False)
     N = s.means.shape[1]
     direct = {}
@@ -411,3 +410,17 @@ def test_algorithm4_reference_range_closed_form_and_below_theorem_d3():
         reverse_hazard_bounds(M, s, n, beta, "add", reference_range="algorithm4")
     with pytest.raises(DPValueError):
         reverse_hazard_bounds(M, s, n, beta, "remove", reference_range="k=i..b")
+
+
+def test_step_pairs_cache_is_keyed_by_content():
+    """The per-step pairs are cached (functools.lru_cache) by the content of the means, sigma, delta_E and
+    direction: a second accountant on an equal strategy reuses them; another sigma computes anew."""
+    s = build_strategy("identity", 1, 12, 1)
+    condcomp._cached_step_pairs.cache_clear()
+    a = _acc_cc(s, 1.0, delta_e=1e-6, discretization=1e-2, progress=False)
+    first = a.step_pairs(1e-6, "remove")
+    b = _acc_cc(build_strategy("identity", 1, 12, 1), 1.0, delta_e=1e-6, discretization=1e-2, progress=False)
+    assert b.step_pairs(1e-6, "remove") is first
+    assert condcomp._cached_step_pairs.cache_info().hits == 1
+    c = _acc_cc(s, 1.3, delta_e=1e-6, discretization=1e-2, progress=False)
+    assert c.step_pairs(1e-6, "remove") is not first

@@ -479,7 +479,7 @@ def test_dp_backend_errors():
 def test_mc_calibration_on_the_confidence_bound_is_more_conservative():
     # the point estimate meets the target only on average; the empirical-Bernstein upper end meets it with the
     # stated confidence, so its sigma is larger, and both end at a sigma whose own number meets the target
-    from dputils.matrix.allocation import MatrixMonteCarloAccountant, calibrate_sigma
+    from dputils.matrix.allocation import calibrate_sigma
 
     strat = build_strategy("identity", 1, 20)
     make = lambda s: _acc_mc(strat, s, samples=20_000, seed=3)  # noqa: E731

@@ -13,10 +13,10 @@ from dputils.errors import DPValueError
 from dputils.mechanisms import (
     GaussianMechanism,
     GaussianMixtureMechanism,
-    SubsampledGaussianPair,
     LaplaceMechanism,
     LaplacePair,
     SubsampledGaussianMechanism,
+    SubsampledGaussianPair,
     make_mechanism,
 )
 

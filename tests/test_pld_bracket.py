@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from dputils import truth
-from dputils.accountants.gdp import GDPAccountant
 from dputils.accountants import pld
+from dputils.accountants.gdp import GDPAccountant
 from dputils.accountants.pld import PLDAccountant
 from dputils.errors import NumericalError
 from dputils.mechanisms import GaussianMechanism, SubsampledGaussianMechanism

@@ -192,8 +192,8 @@ def test_package_digests_are_the_files_sha256():
 
 
 def test_dependency_versions_name_python_and_the_key_packages():
-    from importlib import metadata
     import platform
+    from importlib import metadata
 
     v = chg.dependency_versions()
     assert v["python"] == platform.python_version() and v["numpy"] == metadata.version("numpy")

@@ -384,3 +384,17 @@ def test_killed_run_leaves_no_worker_that_publishes(tmp_path):
     live.mkdir()
     assert run.clean_stale_staging(staging) == killed
     assert live.is_dir() and not killed[0].exists()
+
+
+def test_book_log_keeps_warnings_and_drops_the_banner_and_colours():
+    from dputils.run import book_log_line
+
+    banner = ["Running Jupyter-Book v1.0.4.post1", "Source Folder: /work/main", "Config Path: /work/main/_config.yml",
+              "Output Path: /work/main/_build/html", "\x1b[92m" + "=" * 79 + "\x1b[0m", "",
+              "Finished generating HTML for book.", "Your book's HTML pages are here:", "    _build/html/",
+              "You can look at your book by opening this file in a browser:", "    _build/html/index.html",
+              "Or paste this line directly into your browser bar:", "    file:///work/main/_build/html/index.html   "]
+    assert [book_log_line(b + "\n") for b in banner] == [None] * len(banner)
+    warn = "\x1b[91m/work/main/book/methods/x.ipynb:12: WARNING: undefined label: 'fig-x'\x1b[39;49;00m\n"
+    assert book_log_line(warn) == "/work/main/book/methods/x.ipynb:12: WARNING: undefined label: 'fig-x'"
+    assert book_log_line("Traceback (most recent call last):\n") == "Traceback (most recent call last):"

@@ -21,7 +21,6 @@ from scipy import optimize, special
 from dputils import shuffling as sh
 from dputils.errors import DPValueError, NumericalError
 
-
 # ------------------------------------------------------------------------------------------ GDP
 
 
@@ -438,7 +437,7 @@ def test_standard_comparison_target8():
     orders = list(range(2, 257))
     r = T * sh.rdp_poisson_gaussian(p, sig, orders)
     assert abs(sh.rdp_epsilon(r, orders, 1e-5) - 1.33) < 0.02
-    assert abs(sh.rdp_epsilon(r, orders, 1e-5, "improved") - 1.10) < 0.02
+    assert abs(sh.rdp_epsilon(r, orders, 1e-5, "modern") - 1.10) < 0.02
     assert abs(sh.mixture_epsilon(1e-5, sh.subsample_ic_g1_law(N, m, E), sig)[1] - 22.46) < 0.02
 
 
@@ -451,7 +450,9 @@ def test_rdp_vs_dp_accounting():
     assert abs(sh.rdp_epsilon(r, orders, 1e-5) - 3.009) < 1e-3  # note's sanity value
     acc = rdp.RdpAccountant(orders=orders)
     acc.compose(dp_accounting.PoissonSampledDpEvent(256 / 60000, dp_accounting.GaussianDpEvent(1.1)), 14062)
-    assert abs(sh.rdp_epsilon(r, orders, 1e-5, "improved") - acc.get_epsilon(1e-5)) < 1e-6
+    assert abs(sh.rdp_epsilon(r, orders, 1e-5, "modern") - acc.get_epsilon(1e-5)) < 1e-6
+    with pytest.warns(DeprecationWarning, match="modern"):
+        assert sh.rdp_epsilon(r, orders, 1e-5, "improved") == sh.rdp_epsilon(r, orders, 1e-5, "modern")
 
 
 def test_conversions():

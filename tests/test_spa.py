@@ -16,6 +16,7 @@ import pytest
 from dputils.accountants import spa as S
 from dputils.errors import DPValueError
 from dputils.mechanisms import GaussianMechanism, LaplaceMechanism, SubsampledGaussianMechanism
+from dputils.truth import spa_accuracy_scan
 
 # n -> authors' mpmath truth eps(delta=1e-15), sigma=2, q=0.01 (note table 3.6b / peers 5.4)
 AUTHORS = {1500: 1.6553534717, 1596: 1.7061031098, 1693: 1.7559235005, 1790: 1.8044010469, 1887: 1.8516424843,
@@ -192,7 +193,7 @@ def test_accuracy_scan_gaussian_is_exact():
     from scipy.stats import norm
 
     pair = GaussianMechanism(4.0).pair("remove")
-    rows = S.spa_accuracy_scan(pair, [16], 1e-5)
+    rows = spa_accuracy_scan(pair, [16], 1e-5)
     mu = math.sqrt(16) / 4.0
 
     def d(e):
@@ -216,7 +217,7 @@ def test_accuracy_scan_few_epochs_against_pld():
     from dp_accounting.pld import privacy_loss_distribution as pldm
 
     pair = SubsampledGaussianMechanism(2.0, 0.01).pair("remove")
-    (r,) = S.spa_accuracy_scan(pair, [300], 1e-5)
+    (r,) = spa_accuracy_scan(pair, [300], 1e-5)
     logging.disable(logging.WARNING)
     try:
         pl = pldm.from_gaussian_mechanism(2.0, sampling_prob=0.01, value_discretization_interval=2e-5,
@@ -233,6 +234,6 @@ def test_accuracy_scan_few_epochs_against_pld():
 def test_accuracy_scan_bad_counts():
     pair = SubsampledGaussianMechanism(2.0, 0.01).pair("remove")
     with pytest.raises(DPValueError):
-        S.spa_accuracy_scan(pair, [0], 1e-5)
+        spa_accuracy_scan(pair, [0], 1e-5)
     with pytest.raises(DPValueError):
-        S.spa_accuracy_scan(pair, [100], 1.5)
+        spa_accuracy_scan(pair, [100], 1.5)

@@ -20,7 +20,16 @@ from typing import Any, ClassVar
 from .._records import record_init
 from .._version import __version__
 from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_epsilon, check_positive_int
-from ..state import STATE_FORMAT, STATE_VERSION, _class_at, _path, _plain, check_state, mechanism_from_state, mechanism_state
+from ..state import (
+    STATE_FORMAT,
+    STATE_VERSION,
+    _class_at,
+    _path,
+    _plain,
+    check_state,
+    mechanism_from_state,
+    mechanism_state,
+)
 
 #: The kinds of answers an accountant may give.
 KINDS = ("upper-bound", "lower-bound", "estimate", "approximation", "exact")
@@ -105,7 +114,7 @@ class Accountant(ABC):
     def directions(self) -> tuple[str, ...]:
         return ("remove", "add") if self.direction == "both" else (self.direction,)
 
-    def compose(self, mechanism: Any, count: int = 1) -> "Accountant":
+    def compose(self, mechanism: Any, count: int = 1) -> Accountant:
         """Add ``count`` adaptive compositions of ``mechanism``; returns ``self`` for chaining."""
         count = check_positive_int("count", count)
         self._check_supported(mechanism)
@@ -165,7 +174,7 @@ class Accountant(ABC):
                            for i, (m, c) in enumerate(self.ledger)]}
 
     @classmethod
-    def from_state_dict(cls, state: dict[str, Any]) -> "Accountant":
+    def from_state_dict(cls, state: dict[str, Any]) -> Accountant:
         """The accountant a :meth:`state_dict` describes (``Accountant.from_state_dict`` takes any class;
         ``PLDAccountant.from_state_dict`` only a PLD accountant). Bad states raise DPValueError naming the field."""
         options, ledger = check_state(state)

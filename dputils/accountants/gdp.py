@@ -19,11 +19,10 @@ from __future__ import annotations
 import argparse
 import math
 
-from ..curves import gdp_delta, gdp_epsilon, gdp_epsilon_bracket
+from ..curves import gdp_delta, gdp_epsilon_bracket
 from ..errors import DPValueError, NumericalError
 from ..mechanisms import GaussianMechanism, SubsampledGaussianMechanism
 from .base import Accountant, AccountingResult
-
 
 #: Relative margin around the solved epsilon (or delta) of an exact Gaussian composition.
 EXACT_REL_MARGIN = 1e-10

@@ -60,8 +60,13 @@ import numpy as np
 from scipy import integrate, optimize, special
 
 from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_epsilon, check_finite
-from ..mechanisms import (GaussianMechanism, LaplaceMechanism, Mechanism, SubsampledGaussianMechanism,
-                          SubsampledLaplaceMechanism)
+from ..mechanisms import (
+    GaussianMechanism,
+    LaplaceMechanism,
+    Mechanism,
+    SubsampledGaussianMechanism,
+    SubsampledLaplaceMechanism,
+)
 from .base import Accountant, AccountingResult
 
 #: Default orders: fractional ones down to 1.01 (long compositions want orders near 1), the integers

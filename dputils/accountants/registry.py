@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import DPValueError
 

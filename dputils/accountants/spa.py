@@ -44,8 +44,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, asdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from scipy import optimize
@@ -66,7 +67,6 @@ __all__ = [
     "ma_delta",
     "ma_epsilon",
     "spa_epsilon_methods",
-    "spa_accuracy_scan",
 ]
 
 BE_CONSTANT = 0.56  # Shevtsova (2010): Berry-Esseen constant for non-identically distributed summands
@@ -407,34 +407,6 @@ def spa_epsilon_methods(ledger: Ledger, delta: float) -> dict[str, Any]:
     except NumericalError:
         out["msd1"] = math.nan
     return out
-
-
-def spa_accuracy_scan(pair: Any, counts: Sequence[int], delta: float) -> list[dict[str, Any]]:
-    """Relative error in epsilon of each SPA variant against the contour-integral truth, for n in ``counts``.
-
-    For each n: :func:`spa_epsilon_methods` of ``[(pair, n)]`` and the exact epsilon(delta) of
-    :func:`dputils.truth.truth_epsilon` (Bromwich inversion, eq. 48-49, started inside the certified
-    bracket), plus ``rel_<method> = |eps_method / eps_truth - 1|`` (NaN for an undefined SP-MSD1). The
-    truth must lie in the certified bracket; a truth outside it raises :class:`NumericalError`.
-    """
-    from ..truth import truth_epsilon  # the truth evaluator calls this module: import at use
-
-    rows = []
-    for n in counts:
-        n = int(n)
-        if n < 1:
-            raise DPValueError(f"counts must be positive integers, got {n!r}")
-        led = [(pair, n)]
-        r = spa_epsilon_methods(led, delta)
-        truth = truth_epsilon(led, delta, bracket=(r["lower"], r["upper"]))
-        if not r["lower"] - 1e-9 <= truth <= r["upper"] + 1e-9:
-            raise NumericalError(f"truth epsilon {truth!r} outside the certified bracket "
-                                 f"[{r['lower']!r}, {r['upper']!r}] at n={n}")
-        row = {"n": n, "truth": truth, **r}
-        for k in METHODS:
-            row["rel_" + k] = abs(r[k] / truth - 1) if math.isfinite(r[k]) else math.nan
-        rows.append(row)
-    return rows
 
 
 # ------------------------------------------------------------------------------------------------

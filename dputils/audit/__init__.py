@@ -12,7 +12,7 @@ from .ftrl_audit import FTRLAuditRun, audit_ftrl, run_ftrl_audit, simulate_ftrl_
 from .gauss import AuditResult, bonferroni_box, bootstrap_ellipsoid, epsilon_of_theta, fit_theta, gauss_audit
 from .gaussian_pair import delta_pair, epsilon_pair, log_delta_directed, log_delta_pair
 from .input_canary import InputCanaryRun, audit_input_canaries, make_input_canaries, run_input_canary_audit
-from .methods import DEFAULT_METHODS, METHODS, AuditMethod, CanaryScoreAuditor, run_method
+from .methods import DEFAULT_METHODS, METHODS, AuditMethod, CanaryScoreAuditor, audit_all, run_method
 from .onerun import fdp_epsilon, steinke_epsilon, steinke_p_value, threshold_audit
 from .repeated import repeated_audit
 
@@ -49,11 +49,3 @@ __all__ = [
     "steinke_p_value",
     "threshold_audit",
 ]
-
-
-def audit_all(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0.05, *, selection: str = "split",
-              n_bootstrap: int = 2000, seed: int = 0, pool_variance: bool = False) -> dict[str, float]:
-    """The four auditors on one set of scores: ``{"gauss", "gauss-bonferroni", "steinke", "fdp"}`` -> lower bound."""
-    return {m: float(run_method(m, in_scores, out_scores, delta, alpha, n_bootstrap=n_bootstrap, seed=seed,
-                                selection=selection, pool_variance=pool_variance).epsilon_lower)
-            for m in DEFAULT_METHODS}

@@ -13,8 +13,8 @@ Gaussian auditor, a score file or a bootstrap too large for this machine's memor
 the work limit) exits 2 with one line naming the option; numerical failure exits 3. Sizes are estimated
 before anything is read or run (:mod:`dputils.resources`).
 
-The lead wires :func:`add_arguments` and :func:`run` into ``python -m dputils``; until then
-``python -m dputils.audit ...`` runs the same command.
+``python -m dputils audit ...`` and ``python -m dputils.audit ...`` run this command (:func:`add_arguments`,
+:func:`run`).
 """
 
 from __future__ import annotations

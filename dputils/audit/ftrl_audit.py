@@ -38,7 +38,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import data
 from ..errors import DPValueError, check_delta, check_positive, check_positive_int, check_probability
+from .andrew import andrew_epsilon
 
 __all__ = ["FTRLAuditRun", "simulate_ftrl_audit", "run_ftrl_audit", "audit_ftrl"]
 
@@ -223,7 +225,6 @@ def run_ftrl_audit(m: int = 1000, *, epsilon: float | None = None, sigma_node: f
     implementation whose accountant still reports :func:`dputils.training.ftrl.tree_epsilon` of the claim)."""
     import torch
 
-    from .. import data
     from ..training import make_mlp, resolve_device
     from ..training.ftrl import FTRLConfig, released_ancestors, train_ftrl, tree_epsilon
 
@@ -280,7 +281,6 @@ def audit_ftrl(run: FTRLAuditRun, alpha: float = 0.05, *, score: str = "ours", n
     ``score`` scores (``"ours"`` or, for trained runs, ``"raw"``); ``andrew``: the Andrew et al. point estimate on
     the max-cosine statistic (an estimate, not a bound); with ``baselines=True`` also the Steinke et al. and
     f-DP threshold audits (``selection`` as in :func:`dputils.audit.threshold_audit`)."""
-    from . import andrew_epsilon
     from ..errors import check_choice
 
     if not isinstance(run, FTRLAuditRun):

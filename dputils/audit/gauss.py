@@ -40,8 +40,15 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ..errors import (DPValueError, NumericalError, check_choice, check_delta, check_nonnegative_int,
-                      check_positive_int, check_probability)
+from ..errors import (
+    DPValueError,
+    NumericalError,
+    check_choice,
+    check_delta,
+    check_nonnegative_int,
+    check_positive_int,
+    check_probability,
+)
 from ..resources import check_memory, check_work
 from .gaussian_pair import DIRECTIONS, _epsilon_pair_raw
 

@@ -35,7 +35,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import data
 from ..errors import DPValueError, check_choice, check_positive, check_positive_int
+from .methods import audit_all
 from .whitebox import ScoreSums, check_canary_run
 
 __all__ = ["KINDS", "InputCanaryRun", "make_input_canaries", "run_input_canary_audit", "audit_input_canaries"]
@@ -130,7 +132,6 @@ def run_input_canary_audit(
     those of their true class); the sampling fluctuation of the background remains."""
     import torch
 
-    from .. import data
     from ..training import DPSGDConfig, clip_rows, make_mlp, per_sample_gradients, resolve_device, train
     from ..training.dpsgd import unflatten_params
     from .model1 import theoretical_epsilon
@@ -218,7 +219,6 @@ def audit_input_canaries(run: InputCanaryRun, alpha: float = 0.05, *, score: str
     """Lower bounds at ``run.delta``: for ``score="gradient"`` the four auditors of
     :func:`dputils.audit.audit_all` on the Definition-2 scores; for ``score="loss"`` (scores = minus the final
     loss, not Gaussian) the Steinke et al. and f-DP threshold audits only."""
-    from . import audit_all
     from .methods import run_method
 
     if not isinstance(run, InputCanaryRun):

@@ -25,14 +25,15 @@ through :func:`run_method`, so a method is added in one place: here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import DPValueError, check_choice
 from .gauss import AuditResult, check_scores, gauss_audit
 from .onerun import threshold_audit
 
-__all__ = ["AuditMethod", "METHODS", "DEFAULT_METHODS", "run_method", "CanaryScoreAuditor"]
+__all__ = ["AuditMethod", "METHODS", "DEFAULT_METHODS", "run_method", "CanaryScoreAuditor", "audit_all"]
 
 
 @dataclass(frozen=True)
@@ -120,3 +121,11 @@ class CanaryScoreAuditor:
             **options: Any) -> dict[str, float]:
         """``{method: lower bound}`` for several methods on these scores."""
         return {m: self.epsilon_lower_bound(m, alpha, delta, **options) for m in methods}
+
+
+def audit_all(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0.05, *, selection: str = "split",
+              n_bootstrap: int = 2000, seed: int = 0, pool_variance: bool = False) -> dict[str, float]:
+    """The four auditors on one set of scores: ``{"gauss", "gauss-bonferroni", "steinke", "fdp"}`` -> lower bound."""
+    return {m: float(run_method(m, in_scores, out_scores, delta, alpha, n_bootstrap=n_bootstrap, seed=seed,
+                                selection=selection, pool_variance=pool_variance).epsilon_lower)
+            for m in DEFAULT_METHODS}

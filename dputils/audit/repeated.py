@@ -31,8 +31,9 @@ torch's CPU kernels. On CUDA, kernels that are not deterministic can still chang
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

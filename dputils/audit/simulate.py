@@ -14,8 +14,9 @@ runs every auditor on the same scores. Method names:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from functools import partial
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 from scipy import stats

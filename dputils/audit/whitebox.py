@@ -31,8 +31,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import (DPValueError, check_choice, check_delta, check_nonnegative_int, check_positive,
-                      check_positive_int, check_probability)
+from .. import data
+from ..errors import (
+    DPValueError,
+    check_choice,
+    check_delta,
+    check_nonnegative_int,
+    check_positive,
+    check_positive_int,
+    check_probability,
+)
+from .methods import audit_all
 
 __all__ = ["WhiteboxRun", "run_whitebox_audit", "audit_whitebox", "WhiteboxSizes", "fit_whitebox_sizes",
            "mlp_parameter_count"]
@@ -160,7 +169,6 @@ def fit_whitebox_sizes(m: int, *, n_train: int, batch_size: int, hidden: int, di
 
     The image models (``"cnn"``, ``"wrn16-4"``) are returned unchanged (their data are CIFAR-10 or synthetic
     images of any size). ``changes`` says, per changed size, what and why."""
-    from .. import data
     from ..training.models import MODELS
 
     m = check_positive_int("m", m)
@@ -267,7 +275,6 @@ def run_whitebox_audit(
     """
     import torch
 
-    from .. import data
     from ..training import DPSGDConfig, resolve_device, train
     from ..training.models import MODELS, make_model
     from .model1 import theoretical_epsilon
@@ -382,7 +389,6 @@ def audit_whitebox(run: WhiteboxRun, alpha: float = 0.05, *, n_bootstrap: int = 
                    seed: int = 0) -> dict[str, float]:
     """Empirical lower bounds from :func:`dputils.audit.audit_all` on the Definition-2 scores of ``run``
     (Gaussian ellipsoid and Bonferroni box, Steinke et al., f-DP) at ``run.delta``."""
-    from . import audit_all
 
     if not isinstance(run, WhiteboxRun):
         raise DPValueError(f"run must be a WhiteboxRun, got {type(run).__name__}")

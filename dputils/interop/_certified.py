@@ -83,7 +83,7 @@ def certified_answer(acc: Accountant, quantity: str, target: float) -> Accountin
             return res  # wide but certified, and nothing to narrow it with
         why = f"it failed ({failure})" if failure is not None else "its certified bound is vacuous here"
         raise NumericalError(f"{acc.name}: no certified {quantity} for this composition: {why}, and the PLD "
-                             f"fallback cannot take it ({exc}); use report='estimate' for the approximation")
+                             f"fallback cannot take it ({exc}); use report='estimate' for the approximation") from exc
     ref = _query(pld, quantity, target)
     upper = ref.upper if res is None or res.upper is None else min(res.upper, ref.upper)
     lower = ref.lower if res is None or res.lower is None else max(res.lower, ref.lower or 0.0)

@@ -56,8 +56,8 @@ from dp_accounting import dp_event
 from dp_accounting.privacy_accountant import NeighboringRelation, PrivacyAccountant
 
 from ..accountants.base import Accountant, AccountingResult
-from ._certified import _query, certified_answer
 from ..errors import DPValueError, check_choice, check_epsilon, check_finite, check_nonnegative_int
+from ._certified import _query, certified_answer
 
 __all__ = ["ACCOUNTANTS", "DputilsPrivacyAccountant", "make_accountant"]
 
@@ -142,8 +142,12 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
         """The dputils mechanism of a leaf event, ``None`` for one that releases everything, or a string
         saying why the event is not supported. Invalid parameters raise ``DPValueError`` (invalid is not
         unsupported)."""
-        from ..mechanisms import SubsampledLaplaceMechanism
-        from ..mechanisms import GaussianMechanism, LaplaceMechanism, SubsampledGaussianMechanism
+        from ..mechanisms import (
+            GaussianMechanism,
+            LaplaceMechanism,
+            SubsampledGaussianMechanism,
+            SubsampledLaplaceMechanism,
+        )
 
         if isinstance(event, (dp_event.GaussianDpEvent, dp_event.LaplaceDpEvent)):
             s = _noise(event)
@@ -218,7 +222,7 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
                 self.inner.compose(mech, n)
         return None
 
-    def compose(self, event: dp_event.DpEvent, count: int = 1) -> "DputilsPrivacyAccountant":
+    def compose(self, event: dp_event.DpEvent, count: int = 1) -> DputilsPrivacyAccountant:
         """Account for ``count`` runs of ``event`` (``UnsupportedEventError`` for an event this accountant
         cannot account, ``DPValueError`` for invalid parameters or a ``count`` that is not an integer >= 1)."""
         count = _count(count, "count", low=1)

@@ -50,8 +50,7 @@ from opacus.accountants import IAccountant, register_accountant
 from opacus.accountants import RDPAccountant as _OpacusRDP
 
 from ..accountants.base import Accountant, AccountingResult
-from ..errors import (DPValueError, check_choice, check_delta, check_nonnegative, check_positive_int,
-                      check_probability)
+from ..errors import DPValueError, check_choice, check_delta, check_nonnegative, check_positive_int, check_probability
 from ._certified import _query, certified_answer
 
 __all__ = ["DputilsOpacusAccountant", "PLDOpacusAccountant", "SPAOpacusAccountant", "EdgeworthOpacusAccountant",

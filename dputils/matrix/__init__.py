@@ -4,9 +4,18 @@
 gives an accountant of the same family as :class:`dputils.accountants.PLDAccountant`.
 """
 
+from .allocation import (
+    MatrixMonteCarloAccountant,
+    MatrixRenyiAccountant,
+    MatrixRenyiTightAccountant,
+    add_strategy_arguments,
+    calibrate_sigma,
+    mechanism_from_args,
+    strategy_from_args,
+)
+from .condcomp import ConditionalCompositionAccountant, reverse_hazard_bounds, sample_ternary_loss, step_pairs
 from .factorizations import MATRICES, Strategy, build_strategy, gram, slot_means, truncate_gram
 from .mechanism import BallsInBinsMatrixMechanism
-from .condcomp import ConditionalCompositionAccountant, reverse_hazard_bounds, sample_ternary_loss, step_pairs
 from .renyi import (
     feldman_shenfeld_rdp,
     log_partition_bruteforce,
@@ -16,8 +25,6 @@ from .renyi import (
     rho_add_tight,
     rho_remove,
 )
-from .allocation import (MatrixMonteCarloAccountant, MatrixRenyiAccountant, MatrixRenyiTightAccountant,
-                         add_strategy_arguments, calibrate_sigma, mechanism_from_args, strategy_from_args)
 
 __all__ = [
     "MATRICES", "Strategy", "build_strategy", "gram", "slot_means", "truncate_gram",

@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable, Iterable
 from functools import lru_cache
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 from scipy.special import logsumexp
 
 from ..accountants.base import Accountant, AccountingResult
 from ..accountants.rdp import rdp_to_delta, rdp_to_epsilon
-from ..calibration import REL_TOL_RANGE, check_rel_tol  # the shared search's tolerance rule
+from ..calibration import check_rel_tol  # the shared search's tolerance rule
 from ..errors import (
     DPValueError,
     NumericalError,
@@ -46,18 +47,17 @@ from ..errors import (
     check_probability,
 )
 from ..resources import available_memory_bytes, check_memory, check_work
-from .factorizations import MATRICES, Strategy, build_strategy
+from .factorizations import MATRICES, Strategy, build_strategy, truncate_gram
 from .mechanism import BallsInBinsMatrixMechanism, check_matrix_mechanism, check_one_run
 from .renyi import (
+    DEFAULT_ADD_CLASSES,
     dp_memory,
     dp_work,
+    needs_wrap,
     rho_add_lemma34,
     rho_add_tight,
     rho_remove,
-    DEFAULT_ADD_CLASSES,
-    needs_wrap,
 )
-from .factorizations import truncate_gram
 
 DEFAULT_ORDERS = tuple(range(2, 129))
 #: Work per tier of the dynamic program (DP updates; with the compiled factored step about one to a few
@@ -422,7 +422,7 @@ class MatrixMonteCarloAccountant(Accountant):
         self.chunk = check_positive_int("chunk", chunk)
         self._losses: dict[str, np.ndarray] | None = None
 
-    def compose(self, mechanism: Any, count: int = 1) -> "MatrixMonteCarloAccountant":
+    def compose(self, mechanism: Any, count: int = 1) -> MatrixMonteCarloAccountant:
         """Set the one matrix-mechanism run to account for (``count`` must be 1, the ledger empty)."""
         check_one_run(self.name, self.ledger, count)
         super().compose(mechanism, count)

@@ -55,16 +55,16 @@ The N per-step pairs are then composed by the PLD accountant, whose cost is line
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import math
-from collections import OrderedDict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from scipy.special import expit, logsumexp, ndtr, ndtri
 
 from ..accountants.base import Accountant, AccountingResult
-from ..progress import progress_bar
 from ..errors import (
     DPValueError,
     NumericalError,
@@ -75,6 +75,7 @@ from ..errors import (
     check_positive_int,
     check_probability,
 )
+from ..progress import progress_bar
 from ..resources import check_memory, check_work
 from .factorizations import Strategy
 from .mechanism import BallsInBinsMatrixMechanism, check_matrix_mechanism, check_one_run
@@ -608,8 +609,29 @@ def step_pairs(means: np.ndarray, sigma: float, beta_step: float, direction: str
 
 
 # ---------------------------------------------------------------------------------------------- accountant
-_STEP_CACHE: "OrderedDict[tuple, list]" = OrderedDict()
-_STEP_CACHE_SIZE = 16
+class _MeansKey:
+    """The slot means ``M`` with their content key: hashes and compares by the key only, so that
+    :func:`_cached_step_pairs` caches on the content of ``M`` (and carries it and the progress flag along)."""
+
+    __slots__ = ("key", "M", "progress")
+
+    def __init__(self, key: tuple, M: np.ndarray, progress: bool) -> None:
+        self.key, self.M, self.progress = key, M, progress
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _MeansKey) and other.key == self.key
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_step_pairs(means: _MeansKey, sigma: float, de: float, direction: str, allocation: str,
+                       temperatures: tuple, epochs: int) -> list:
+    """:func:`step_pairs` of one chain, the 16 most recent (sigma, delta_E, direction, ...) kept."""
+    M = means.M
+    return step_pairs(M, sigma, de / M.shape[1], direction, temperatures, allocation, delta_e=de, epochs=epochs,
+                      progress=means.progress)
 
 
 def _components_per_step(M: np.ndarray) -> np.ndarray:
@@ -723,7 +745,7 @@ class ConditionalCompositionAccountant(Accountant):
         self.progress = bool(progress)
         self._invalidate()
 
-    def compose(self, mechanism: Any, count: int = 1) -> "ConditionalCompositionAccountant":
+    def compose(self, mechanism: Any, count: int = 1) -> ConditionalCompositionAccountant:
         """Set the one matrix-mechanism run to account for (``count`` must be 1, the ledger empty)."""
         check_one_run(self.name, self.ledger, count)
         super().compose(mechanism, count)
@@ -769,17 +791,8 @@ class ConditionalCompositionAccountant(Accountant):
         de = check_probability("delta_e", delta_e, allow_one=False)
         check_choice("direction", direction, ("remove", "add"))
         M = self.means
-        key = (self._key, self.sigma, de, direction, self.allocation, self.temperatures)
-        if key in _STEP_CACHE:
-            _STEP_CACHE.move_to_end(key)
-            return _STEP_CACHE[key]
-        N = M.shape[1]
-        pairs = step_pairs(M, self.sigma, de / N, direction, self.temperatures, self.allocation,
-                           delta_e=de, epochs=self.strategy.epochs, progress=self.progress)
-        _STEP_CACHE[key] = pairs
-        while len(_STEP_CACHE) > _STEP_CACHE_SIZE:
-            _STEP_CACHE.popitem(last=False)
-        return pairs
+        return _cached_step_pairs(_MeansKey(self._key, M, self.progress), self.sigma, de, direction,
+                                  self.allocation, self.temperatures, self.strategy.epochs)
 
     def _chain(self, delta_e: float) -> dict[str, Any]:
         """The two composed PLD accountants (remove chain, add chain) for one delta_E."""

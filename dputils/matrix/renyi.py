@@ -60,9 +60,9 @@ The book has one implementation of it, :func:`dputils.accountants.rdp.rdp_to_del
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from itertools import product
-from typing import Iterable, Sequence
 
 import numpy as np
 from scipy.special import gammaln, logsumexp

@@ -45,6 +45,7 @@ subsampled-Gaussian RDP come from the foundation (:mod:`dputils.curves`, :mod:`d
 
 from __future__ import annotations
 
+from . import registration  # noqa: E402,F401  (registers the command-line accountants)
 from .accountants import GDPBoundAccountant, MixtureAccountant
 from .appendix import (
     lemma_e2_as_printed,
@@ -73,8 +74,8 @@ from .laws import (
     ic_shuffle_law,
     monte_carlo_c2_law,
     subsample_bc_law,
-    subsample_ic_law,
     subsample_ic_g1_law,
+    subsample_ic_law,
 )
 from .mechanisms import TRAINING_RUNS, ShuffledBatchClipping, ShuffledIndividualClipping, SubsampledBatchClipping
 from .tradeoff import (  # noqa: F401  (_brentq, _invert_decreasing: the bounded searches, tested by name)
@@ -99,7 +100,6 @@ from .tradeoff import (  # noqa: F401  (_brentq, _invert_decreasing: the bounded
     upper_bound_betas,
     upper_bound_tradeoff,
 )
-from . import registration  # noqa: E402,F401  (registers the command-line accountants)
 
 __all__ = [
     "gaussian_tradeoff",

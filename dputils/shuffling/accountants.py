@@ -132,7 +132,7 @@ class MixtureAccountant(_RunAccountant):
                                     "on the integer grid of one sigma (compose runs of one sigma, or use "
                                     "GDPBoundAccountant, which adds mu^2 across sigmas)")
 
-    def compose(self, mechanism: Any, count: int = 1) -> "MixtureAccountant":
+    def compose(self, mechanism: Any, count: int = 1) -> MixtureAccountant:
         """Add ``count`` independent repetitions of the run: its law of ``c^2`` convolved ``count`` times
         and with the laws already composed (the resource checks of the laws refuse up front)."""
         count = check_positive_int("count", count)

@@ -16,7 +16,6 @@ from ..errors import DPValueError, check_positive, check_positive_int, check_pro
 from .laws import C2Law, _check_divisible
 
 
-
 def lemma_e2_as_printed(epochs: float) -> dict[str, float]:
     """Lemma E.2/E.3 (g = 1, subsampling) as printed: ``(c^L)^2 = (1 + 1/sqrt(2E)) E`` with
     ``l = e^{-E}`` and ``(c^U)^2 = (1 - 1/sqrt(2E)) E`` with ``u = e^{-E}``.  The tails come from a

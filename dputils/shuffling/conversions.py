@@ -9,15 +9,23 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable
+import warnings
+from collections.abc import Iterable
 
 import numpy as np
 from scipy import special
 
 from ..accountants import rdp as _rdp
-from ..errors import DPValueError
-from ..errors import check_choice, check_delta, check_epsilon, check_nonnegative, check_positive, check_positive_int, check_probability
-
+from ..errors import (
+    DPValueError,
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+    check_probability,
+)
 
 
 def gdp_to_rdp(mu: float, order: float) -> float:
@@ -92,9 +100,14 @@ def rdp_poisson_gaussian(q: float, sigma: float, orders: Iterable[int]) -> np.nd
 
 
 def rdp_epsilon(rdp: np.ndarray, orders: Iterable[int], delta: float, conversion: str = "classic") -> float:
-    """eps from an RDP curve: classic ``min_a [rdp(a) + log(1/delta)/(a-1)]`` (Mironov) or improved
-    (Balle et al. 2020), via the foundation's :func:`dputils.accountants.rdp.rdp_to_epsilon`."""
+    """eps from an RDP curve: ``"classic"`` ``min_a [rdp(a) + log(1/delta)/(a-1)]`` (Mironov) or ``"modern"``
+    (Balle et al. 2020), the names of the foundation's :func:`dputils.accountants.rdp.rdp_to_epsilon`, which
+    this calls. ``"improved"`` (this module's former name for "modern") still works and warns."""
     delta = check_delta(delta)
-    check_choice("conversion", conversion, ("classic", "improved"))
-    return _rdp.rdp_to_epsilon(list(orders), rdp, delta, "classic" if conversion == "classic" else "modern")[0]
+    if conversion == "improved":
+        warnings.warn('conversion="improved" is now called "modern" (as in dputils.accountants.rdp); '
+                      '"improved" will be removed in a later release', DeprecationWarning, stacklevel=2)
+        conversion = "modern"
+    check_choice("conversion", conversion, ("classic", "modern"))
+    return _rdp.rdp_to_epsilon(list(orders), rdp, delta, conversion)[0]
 

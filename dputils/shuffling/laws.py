@@ -16,9 +16,9 @@ labelled mixture ``sum_c q(c) G_{c/sigma}`` whose weights ``q`` are the law of `
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterable
 
 import numpy as np
 from scipy import stats
@@ -70,7 +70,7 @@ class C2Law:
         j = np.arange(self.pmf.size)
         return float(self.pmf[j < k].sum())
 
-    def compose(self, epochs: int) -> "C2Law":
+    def compose(self, epochs: int) -> C2Law:
         """The law of the sum over ``epochs`` independent epochs: E-fold convolution in c^2 (App. C.15).
 
         For labelled Gaussian mixtures this is exactly the f-DP composition ``f^{(x)E}``."""
@@ -92,7 +92,7 @@ class C2Law:
         result = np.clip(result, 0.0, None)
         return C2Law(result / result.sum(), f"{self.label} x{epochs}" if self.label else "")
 
-    def convolve(self, other: "C2Law") -> "C2Law":
+    def convolve(self, other: C2Law) -> C2Law:
         """The law of ``c^2 + c'^2`` for independent runs: ``(q * q')(j) = sum_i q(i) q'(j - i)``.
 
         Two labelled mixtures with the same sigma compose exactly into the labelled mixture of this law,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..accountants import registry
 from ..errors import DPValueError, check_positive, check_positive_int
 from .accountants import GDPBoundAccountant, MixtureAccountant
 from .mechanisms import ShuffledBatchClipping, ShuffledIndividualClipping, SubsampledBatchClipping
@@ -76,10 +77,6 @@ def _refined_builder(run: type, law: str = "exact"):
 
 
 def _register() -> None:
-    try:
-        from ..accountants import registry
-    except ImportError:  # pragma: no cover
-        return
     # only --sigma of the common options: the mechanism is fixed by the accountant, the number of rounds by
     # --epochs (and --dataset-size/--batch-size), and the strong-adversary bounds are symmetric (no --direction)
     common = dict(add_arguments=_add_shuffle_arguments, uses_mechanism=False, noise_parameter="sigma",

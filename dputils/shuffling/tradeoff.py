@@ -17,14 +17,23 @@ profile are the foundation's (:mod:`dputils.curves`); this module adds the mixtu
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy import optimize, special
 
 from .. import curves
-from ..errors import DPValueError, NumericalError
-from ..errors import check_delta, check_epsilon, check_nonnegative, check_positive, check_positive_int, check_probability
+from ..curves import gdp_epsilon  # noqa: F401  (one GDP conversion: re-exported by dputils.shuffling)
+from ..errors import (
+    DPValueError,
+    NumericalError,
+    check_delta,
+    check_epsilon,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+    check_probability,
+)
 from .laws import C2Law
 
 #: Relative width of the epsilon brackets of :func:`mixture_epsilon` and :func:`lower_bound_epsilon`.
@@ -101,13 +110,6 @@ def _invert_decreasing(log_delta_fn: Callable[[float], float], delta: float, wha
             raise
         raise NumericalError(f"{what}: {exc}") from None
     return (max(0.0, hi - _EPS_REL_TOL * max(1.0, hi)), hi) if hi > 0 else (0.0, 0.0)
-
-
-def gdp_epsilon(delta: float, mu: float) -> float:
-    """eps(delta) of mu-GDP; the foundation's conservative :func:`dputils.curves.gdp_epsilon` (0 for mu = 0)."""
-    delta = check_delta(delta)
-    mu = check_nonnegative("mu", mu)
-    return 0.0 if mu == 0 else float(curves.gdp_epsilon(delta, mu))
 
 
 def bc_shuffle_mu(sigma: float, epochs: int, group_size: int = 1) -> float:

@@ -36,15 +36,23 @@ every round's indices, clean sum U and released Ubar.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from ..errors import DPValueError, check_choice, check_nonnegative, check_nonnegative_int, check_positive, check_positive_int
+from ..errors import (
+    DPValueError,
+    check_choice,
+    check_nonnegative,
+    check_nonnegative_int,
+    check_positive,
+    check_positive_int,
+)
 from .fastgrad import clipped_group_sum, fast_path_unsupported
 from .models import make_mlp  # noqa: F401  (public here too: dputils.training.make_mlp)
 

@@ -32,7 +32,7 @@ forward pass.  :func:`fast_path_unsupported` says why a model is not.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F

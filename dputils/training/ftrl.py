@@ -61,18 +61,35 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from ..curves import gdp_epsilon, gdp_mu
-from ..errors import (DPValueError, check_choice, check_delta, check_nonnegative, check_nonnegative_int,
-                      check_positive, check_positive_int)
-from .dpsgd import (GRAD_MODES, _ghost_sum, clip_rows, evaluate, flatten_params, per_sample_gradients,
-                    resolve_grad_mode, setup_run, unflatten_params)
+from ..errors import (
+    DPValueError,
+    check_choice,
+    check_delta,
+    check_nonnegative,
+    check_nonnegative_int,
+    check_positive,
+    check_positive_int,
+)
+from .dpsgd import (
+    GRAD_MODES,
+    _ghost_sum,
+    clip_rows,
+    evaluate,
+    flatten_params,
+    per_sample_gradients,
+    resolve_grad_mode,
+    setup_run,
+    unflatten_params,
+)
 
 __all__ = [
     "tree_depth",
