@@ -254,5 +254,6 @@ for _name, _cls in MECHANISMS.items():
     register_accountant(_name, _cls, force=True)
 
 from . import opacus_shuffle  # noqa: E402,F401  (registers dputils-shuffle and dputils-shuffle-bc)
+
 # the one-run audit of a training loop (issue 27, item 1)
 from .opacus_audit import OpacusAuditReport, OpacusCanaryAudit  # noqa: F401
