@@ -66,7 +66,7 @@ from opacus.accountants import IAccountant, register_accountant
 
 from ..accountants.base import Accountant, AccountingResult
 from ..errors import DPValueError, check_delta, check_positive_int
-from .opacus import DputilsOpacusAccountant
+from ._opacus_base import DputilsOpacusAccountant
 
 __all__ = ["SHUFFLE_MECHANISMS", "ShuffleBCOpacusAccountant", "ShuffleOpacusAccountant", "steps_per_epoch"]
 
