@@ -177,13 +177,12 @@ def test_values_on_the_pinned_settings(name):
         assert eps <= ref + 0.01 + 2e-3  # the PLD is tight to its grid (spa's Theorem-5 end: within 10%)
 
 
-@pytest.mark.xfail(strict=True, reason="known defect: spa's certified Theorem-5 upper end jumps with sigma (1.4647 -> "
-                                       "1.5428 over 1e-12 in sigma), so Opacus's bisection can loop forever")
 def test_spa_upper_end_is_continuous_in_sigma():
     """Found by Opacus's overshoot test at a random draw (q 0.002, 13 epochs = 26000 steps, delta 1e-6): dputils-spa
-    answers 1.4647 at sigma 1.1968049000828165 and 1.5428 at 1.19680490008 (its own bracket, under 10% wide, so no
-    PLD fallback); Opacus's get_noise_multiplier then never gets within its tolerance and never stops. An epsilon
-    of a continuous family of mechanisms should not jump by 5% over 1e-12 in sigma."""
+    answered 1.4647 at sigma 1.1968049000828165 and 1.5428 at 1.19680490008 (its own bracket, under 10% wide, so no
+    PLD fallback); Opacus's get_noise_multiplier then never got within its tolerance and never stopped. The
+    Theorem-5 upper delta-bound crosses the target twice along the saddle-point path there, and the root finder
+    returned either crossing; spa now returns the first (spa._first_crossing): 1.4647 at both."""
     answers = []
     for sigma in (1.19680490008, 1.1968049000828165):
         acc = create_accountant("dputils-spa")

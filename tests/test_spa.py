@@ -237,3 +237,20 @@ def test_accuracy_scan_bad_counts():
         spa_accuracy_scan(pair, [0], 1e-5)
     with pytest.raises(DPValueError):
         spa_accuracy_scan(pair, [100], 1.5)
+
+
+def test_upper_end_is_the_first_crossing_and_stays_certified():
+    """In the degraded regime the Theorem-5 upper delta-bound crosses the target twice along the path (q 0.002,
+    T 26000, delta 1e-6): the upper epsilon is the first crossing at nearby sigmas (it used to jump from 1.4647
+    to 1.5428 over 1e-12 in sigma), and it stays above the PLD's certified lower end of the exact epsilon."""
+    from dputils.accountants.pld import PLDAccountant
+
+    ups = []
+    for sigma in (1.19680490008, 1.1968049000828165, 1.1968, 1.19681):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", S.SaddlePointWarning)
+            ups.append(S.SaddlePointAccountant().compose(SubsampledGaussianMechanism(sigma, 0.002), 26000)
+                       .get_epsilon(1e-6).upper)
+    assert max(ups) - min(ups) < 1e-4 and max(ups) < 1.47
+    pld = PLDAccountant().compose(SubsampledGaussianMechanism(1.1968, 0.002), 26000).get_epsilon(1e-6)
+    assert pld.lower <= ups[2]

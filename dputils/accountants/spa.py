@@ -328,6 +328,32 @@ def _t_at_eps_zero(ledger: Ledger) -> float:
     return saddle_point(ledger, 0.0)
 
 
+#: grid points of the scan for the first crossing of the certified upper delta-bound (:func:`_first_crossing`)
+_UPPER_SCAN = 64
+
+
+def _first_crossing(h, u0: float, u: float) -> float:
+    """The first root of ``h`` on the path from ``u0`` (where ``h > 0``) up to the root ``u`` found.
+
+    The certified upper delta-bound along the saddle-point path is not monotone in the degraded regime, so
+    ``h`` may cross 0 more than once; every eps with upper-delta(eps) <= delta is a certified upper bound on
+    eps(delta), and the smallest is the best. A root finder returns whichever crossing its bracket holds, so
+    the answer jumped between crossings as sigma moved by 1e-12 (1.4647 and 1.5428 at q 0.002, T 26000,
+    delta 1e-6), which made calibrations by bisection loop. Here ``h`` is scanned on :data:`_UPPER_SCAN`
+    equal steps of log t from ``u0`` to ``u``, and the first step where it is <= 0 is refined; a dip below
+    0 narrower than one step can still be missed (the answer is then the next crossing: certified, less tight).
+    """
+    if not u > u0:
+        return u
+    prev = u0
+    for k in range(1, _UPPER_SCAN):
+        x = u0 + (u - u0) * k / _UPPER_SCAN
+        if h(x) <= 0:
+            return optimize.brentq(h, prev, x, xtol=1e-13, rtol=1e-14, maxiter=200)
+        prev = x
+    return u
+
+
 def spa_epsilon(ledger: Ledger, delta: float, method: str = "clt",
                 t_start: float | None = None) -> tuple[float, SPAPoint | None]:
     """epsilon(delta) for ``method`` in clt, msd0, msd1, lower, upper, with the SPA point there.
@@ -374,6 +400,8 @@ def spa_epsilon(ledger: Ledger, delta: float, method: str = "clt",
             if hi > math.log(_T_MAX):
                 raise NumericalError(f"could not bracket epsilon for delta={delta!r} ({method})")
     u = optimize.brentq(h, lo, hi, xtol=1e-13, rtol=1e-14, maxiter=200)
+    if method == "upper":
+        u = _first_crossing(h, u0, u)
     if method in ("upper", "clt", "msd0", "msd1"):
         # move right until the condition delta_X(eps) <= delta holds at the returned point
         k = 0
