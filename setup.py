@@ -13,16 +13,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 #: What a book folder needs, relative to the repository root (files, or folders copied whole).
-BOOK_SOURCES = (
-    "notebooks",
-    "params",
-    "book",
-    "_static",
-    "_config.yml",
-    "_toc.yml",
-    "benchmarks/results",
-    "data/atlas",
-)
+BOOK_SOURCES = ("notebooks", "params", "book", "_static", "_config.yml", "_toc.yml", "benchmarks/results", "data/atlas")
 #: Generated files under those folders that never ship.
 SKIP = ("methods", "scorecard.md", "__pycache__", ".ipynb_checkpoints")
 

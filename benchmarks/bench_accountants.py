@@ -95,16 +95,21 @@ def _registry_methods(sigma: float, q: float) -> dict[str, dict[str, Any]]:
         extra = vars(parser.parse_args([]))
 
         def build(T: int, spec=spec, extra=extra):
-            ns = argparse.Namespace(mechanism="subsampled-gaussian", sigma=sigma, q=q, scale=None, steps=T,
-                                    direction="both", **extra)
+            ns = argparse.Namespace(
+                mechanism="subsampled-gaussian", sigma=sigma, q=q, scale=None, steps=T, direction="both", **extra
+            )
             return spec.build(ns)
 
         try:
             build(1)  # composes: refuses an unsupported mechanism
         except ValueError:
             continue
-        out[name] = {"build": build, "settings": {k: v for k, v in extra.items()}, "help": spec.help,
-                     "mechanism": repr(mech)}
+        out[name] = {
+            "build": build,
+            "settings": {k: v for k, v in extra.items()},
+            "help": spec.help,
+            "mechanism": repr(mech),
+        }
     return out
 
 
@@ -115,8 +120,12 @@ _OURS = {
     "rdp-classic": ("RDP classic (dputils)", "upper bound (classic conversion)", True, False),
     "gdp": ("GDP/CLT (dputils)", "approximation (CLT), not a bound", False, False),
     "spa": ("SPA (dputils)", "estimate with a certified bracket (Theorem 5)", False, True),
-    "edgeworth": ("Edgeworth (dputils)", "estimate with a certified bracket (EEAI; infinite where vacuous)",
-                  False, True),
+    "edgeworth": (
+        "Edgeworth (dputils)",
+        "estimate with a certified bracket (EEAI; infinite where vacuous)",
+        False,
+        True,
+    ),
 }
 
 
@@ -145,8 +154,12 @@ def _dpa_rdp(sigma, q, T, delta, opts):
 def _prv(sigma, q, T, delta, opts):
     from prv_accountant import PoissonSubsampledGaussianMechanism, PRVAccountant
 
-    acc = PRVAccountant(prvs=PoissonSubsampledGaussianMechanism(sampling_probability=q, noise_multiplier=sigma),
-                        eps_error=opts.prv_eps_error, delta_error=delta / 1000, max_self_compositions=T)
+    acc = PRVAccountant(
+        prvs=PoissonSubsampledGaussianMechanism(sampling_probability=q, noise_multiplier=sigma),
+        eps_error=opts.prv_eps_error,
+        delta_error=delta / 1000,
+        max_self_compositions=T,
+    )
     low, est, up = acc.compute_epsilon(delta, T)
     return {"epsilon": float(est), "lower": float(low), "upper": float(up), "kind": "estimate"}
 
@@ -164,26 +177,56 @@ def _opacus(kind):
             else:
                 eps = float(acc.get_epsilon(delta))
         bound = kind in ("rdp", "prv")
-        return {"epsilon": eps, "lower": None, "upper": eps if bound else None,
-                "kind": "upper-bound" if bound else "approximation"}
+        return {
+            "epsilon": eps,
+            "lower": None,
+            "upper": eps if bound else None,
+            "kind": "upper-bound" if bound else "approximation",
+        }
 
     return call
 
 
 #: Peers: name -> (label, library, answer, bound, certified interval, our counterpart, call)
 PEERS = {
-    "dp_accounting-pld": ("PLD (dp_accounting)", "dp-accounting",
-                          "upper bound (pessimistic connect-the-dots PLD; FFT rounding not bounded)", True, False,
-                          "pld", _dpa_pld),
-    "dp_accounting-rdp": ("RDP (dp_accounting)", "dp-accounting", "upper bound (default orders)", True, False,
-                          "rdp", _dpa_rdp),
-    "prv_accountant": ("PRV (prv_accountant)", "prv-accountant",
-                       "estimate with the package's error bounds [lower, upper]", False, True, "pld", _prv),
+    "dp_accounting-pld": (
+        "PLD (dp_accounting)",
+        "dp-accounting",
+        "upper bound (pessimistic connect-the-dots PLD; FFT rounding not bounded)",
+        True,
+        False,
+        "pld",
+        _dpa_pld,
+    ),
+    "dp_accounting-rdp": (
+        "RDP (dp_accounting)",
+        "dp-accounting",
+        "upper bound (default orders)",
+        True,
+        False,
+        "rdp",
+        _dpa_rdp,
+    ),
+    "prv_accountant": (
+        "PRV (prv_accountant)",
+        "prv-accountant",
+        "estimate with the package's error bounds [lower, upper]",
+        False,
+        True,
+        "pld",
+        _prv,
+    ),
     "opacus-rdp": ("RDP (Opacus)", "opacus", "upper bound (default orders)", True, False, "rdp", _opacus("rdp")),
-    "opacus-prv": ("PRV (Opacus)", "opacus", "upper end of the PRV error bounds", True, False, "pld",
-                   _opacus("prv")),
-    "opacus-gdp": ("GDP/CLT (Opacus)", "opacus", "approximation (CLT), not a bound", False, False, "gdp",
-                   _opacus("gdp")),
+    "opacus-prv": ("PRV (Opacus)", "opacus", "upper end of the PRV error bounds", True, False, "pld", _opacus("prv")),
+    "opacus-gdp": (
+        "GDP/CLT (Opacus)",
+        "opacus",
+        "approximation (CLT), not a bound",
+        False,
+        False,
+        "gdp",
+        _opacus("gdp"),
+    ),
 }
 
 
@@ -206,25 +249,51 @@ def collect_methods(args) -> tuple[list[dict[str, Any]], dict[str, Callable]]:
     order = {n: i for i, n in enumerate(_OURS)}  # the known ones in the book's order, new ones after
     for name, m in sorted(ours.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])):
         label, answer, bound, cert = _OURS.get(name, (f"{name} (dputils)", m["help"], False, True))
-        infos.append({"name": name, "label": label, "family": "dputils", "library": "dputils", "version": version,
-                      "answer": answer, "bound": bound, "certified_interval": cert, "counterpart": None,
-                      "settings": {**m["settings"], "direction": "both", "registry_help": m["help"]}})
+        infos.append(
+            {
+                "name": name,
+                "label": label,
+                "family": "dputils",
+                "library": "dputils",
+                "version": version,
+                "answer": answer,
+                "bound": bound,
+                "certified_interval": cert,
+                "counterpart": None,
+                "settings": {**m["settings"], "direction": "both", "registry_help": m["help"]},
+            }
+        )
         calls[name] = functools.partial(_ours_call, m["build"])
     for name, (label, lib, answer, bound, cert, counterpart, fn) in PEERS.items():
         ver = _peer_available(lib)
         if ver is None:
             print(f"peer {name}: {lib} is not installed, left out", file=sys.stderr)
             continue
-        settings = {"dp_accounting-pld": {"value_discretization_interval": args.dpa_discretization,
-                                          "neighboring_relation": "ADD_OR_REMOVE_ONE"},
-                    "dp_accounting-rdp": {"orders": "default", "neighboring_relation": "ADD_OR_REMOVE_ONE"},
-                    "prv_accountant": {"eps_error": args.prv_eps_error, "delta_error": "delta/1000"},
-                    "opacus-rdp": {"alphas": "default"},
-                    "opacus-prv": {"eps_error": args.prv_eps_error, "delta_error": "delta/1000"},
-                    "opacus-gdp": {"poisson": True}}[name]
-        infos.append({"name": name, "label": label, "family": "peer", "library": lib, "version": ver,
-                      "answer": answer, "bound": bound, "certified_interval": cert,
-                      "counterpart": counterpart if counterpart in ours else None, "settings": settings})
+        settings = {
+            "dp_accounting-pld": {
+                "value_discretization_interval": args.dpa_discretization,
+                "neighboring_relation": "ADD_OR_REMOVE_ONE",
+            },
+            "dp_accounting-rdp": {"orders": "default", "neighboring_relation": "ADD_OR_REMOVE_ONE"},
+            "prv_accountant": {"eps_error": args.prv_eps_error, "delta_error": "delta/1000"},
+            "opacus-rdp": {"alphas": "default"},
+            "opacus-prv": {"eps_error": args.prv_eps_error, "delta_error": "delta/1000"},
+            "opacus-gdp": {"poisson": True},
+        }[name]
+        infos.append(
+            {
+                "name": name,
+                "label": label,
+                "family": "peer",
+                "library": lib,
+                "version": ver,
+                "answer": answer,
+                "bound": bound,
+                "certified_interval": cert,
+                "counterpart": counterpart if counterpart in ours else None,
+                "settings": settings,
+            }
+        )
         calls[name] = functools.partial(fn, args.sigma, args.q, opts=args)
     if args.methods:
         unknown = sorted(set(args.methods) - set(calls))
@@ -270,8 +339,15 @@ def _worker(conn, job: Callable, memory_gib: float) -> None:
     try:
         job(conn.send)
     except BaseException as exc:  # noqa: BLE001 - everything is reported to the parent
-        conn.send({"event": "crash", "status": _classify(exc), "reason": _one_line(exc),
-                   "error_type": type(exc).__name__, "traceback": traceback.format_exc()[-2000:]})
+        conn.send(
+            {
+                "event": "crash",
+                "status": _classify(exc),
+                "reason": _one_line(exc),
+                "error_type": type(exc).__name__,
+                "traceback": traceback.format_exc()[-2000:],
+            }
+        )
     finally:
         conn.send({"event": "end"})
         conn.close()
@@ -316,8 +392,15 @@ def _timed_job(call: Callable, T: int, delta: float, repeat: int, slow: float) -
             try:
                 out = call(T, delta)
             except Exception as exc:  # noqa: BLE001
-                send({"event": "error", "status": _classify(exc), "reason": _one_line(exc),
-                      "error_type": type(exc).__name__, "seconds": time.perf_counter() - t0})
+                send(
+                    {
+                        "event": "error",
+                        "status": _classify(exc),
+                        "reason": _one_line(exc),
+                        "error_type": type(exc).__name__,
+                        "seconds": time.perf_counter() - t0,
+                    }
+                )
                 return
             secs = time.perf_counter() - t0
             send({"event": "answer", "seconds": secs, **out})
@@ -329,10 +412,23 @@ def _timed_job(call: Callable, T: int, delta: float, repeat: int, slow: float) -
 
 def measure(name: str, call: Callable, T: int, delta: float, args) -> dict[str, Any]:
     """One record: the median time of cold calls and the answer, or the reason there is none."""
-    rec: dict[str, Any] = {"method": name, "T": T, "delta": delta, "status": None, "reason": None,
-                           "error_type": None, "seconds": None, "times": [], "repeats": 0, "epsilon": None,
-                           "lower": None, "upper": None, "upper_vacuous": False, "kind": None,
-                           "load1": round(os.getloadavg()[0], 2)}
+    rec: dict[str, Any] = {
+        "method": name,
+        "T": T,
+        "delta": delta,
+        "status": None,
+        "reason": None,
+        "error_type": None,
+        "seconds": None,
+        "times": [],
+        "repeats": 0,
+        "epsilon": None,
+        "lower": None,
+        "upper": None,
+        "upper_vacuous": False,
+        "kind": None,
+        "load1": round(os.getloadavg()[0], 2),
+    }
     msgs, problem = run_isolated(_timed_job(call, T, delta, args.repeat, args.slow), args.timeout, args.memory_gib)
     answers = [m for m in msgs if m["event"] == "answer"]
     errors = [m for m in msgs if m["event"] in ("error", "crash")]
@@ -355,8 +451,10 @@ def measure(name: str, call: Callable, T: int, delta: float, args) -> dict[str, 
             rec["upper"] = up if up is not None and math.isfinite(up) else None
             rec["upper_vacuous"] = up is not None and math.isinf(up)
         if problem == "timeout":
-            rec["reason"] = (f"timed out after {len(answers)} of {args.repeat} calls (limit {args.timeout:g} s); "
-                             "the median is over the completed calls")
+            rec["reason"] = (
+                f"timed out after {len(answers)} of {args.repeat} calls (limit {args.timeout:g} s); "
+                "the median is over the completed calls"
+            )
     elif errors:
         e = errors[0]
         rec.update(status=e["status"], reason=e["reason"], error_type=e["error_type"], seconds=e.get("seconds"))
@@ -377,35 +475,62 @@ def _reference_job(sigma: float, q: float, T: int, deltas: list[float], h: float
         for d in deltas:
             try:
                 r = acc.get_epsilon(d)
-                send({"event": "answer", "delta": d, "lower": r.lower, "upper": r.upper, "epsilon": r.value,
-                      "seconds": time.perf_counter() - t0})
+                send(
+                    {
+                        "event": "answer",
+                        "delta": d,
+                        "lower": r.lower,
+                        "upper": r.upper,
+                        "epsilon": r.value,
+                        "seconds": time.perf_counter() - t0,
+                    }
+                )
             except Exception as exc:  # noqa: BLE001
-                send({"event": "error", "delta": d, "status": _classify(exc), "reason": _one_line(exc),
-                      "seconds": time.perf_counter() - t0})
+                send(
+                    {
+                        "event": "error",
+                        "delta": d,
+                        "status": _classify(exc),
+                        "reason": _one_line(exc),
+                        "seconds": time.perf_counter() - t0,
+                    }
+                )
 
     return job
 
 
 def references(T: int, deltas: list[float], args) -> dict[float, dict[str, Any]]:
     """The certified PLD bracket at each delta for this T (see the module docstring for the ladder)."""
-    out = {d: {"T": T, "delta": d, "status": None, "lower": None, "upper": None, "discretization": None,
-               "seconds": None, "reason": None, "attempts": []} for d in deltas}
+    out = {
+        d: {
+            "T": T,
+            "delta": d,
+            "status": None,
+            "lower": None,
+            "upper": None,
+            "discretization": None,
+            "seconds": None,
+            "reason": None,
+            "attempts": [],
+        }
+        for d in deltas
+    }
     todo = list(deltas)
     for factor in REF_LADDER:
         if not todo:
             break
         h = args.ref_discretization * factor
         t0 = time.perf_counter()
-        msgs, problem = run_isolated(_reference_job(args.sigma, args.q, T, todo, h), args.ref_timeout,
-                                     args.memory_gib)
+        msgs, problem = run_isolated(_reference_job(args.sigma, args.q, T, todo, h), args.ref_timeout, args.memory_gib)
         secs = time.perf_counter() - t0
         got = {m["delta"]: m for m in msgs if "delta" in m}
         crash = next((m for m in msgs if m["event"] == "crash"), None)
         for d in list(todo):
             m = got.get(d)
             if m is not None and m["event"] == "answer":
-                out[d].update(status="ok", lower=m["lower"], upper=m["upper"], discretization=h, seconds=secs,
-                              reason=None)
+                out[d].update(
+                    status="ok", lower=m["lower"], upper=m["upper"], discretization=h, seconds=secs, reason=None
+                )
                 out[d]["attempts"].append({"discretization": h, "status": "ok"})
                 todo.remove(d)
                 continue
@@ -429,11 +554,15 @@ def references(T: int, deltas: list[float], args) -> dict[float, dict[str, Any]]
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true",
-                    help=f"small grid (T {QUICK['steps']}, delta {QUICK['deltas']}, 1 call, reference h "
-                         f"{QUICK['ref_discretization']:g}): well under a minute; for the format test")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"small grid (T {QUICK['steps']}, delta {QUICK['deltas']}, 1 call, reference h "
+        f"{QUICK['ref_discretization']:g}): well under a minute; for the format test",
+    )
     ap.add_argument("--sigma", type=float, default=1.0, help="noise multiplier (default 1)")
     ap.add_argument("--q", type=float, default=0.01, help="sampling rate (default 0.01)")
     ap.add_argument("--steps", type=int, nargs="+", default=None, help=f"T values (default {FULL['steps']})")
@@ -442,15 +571,28 @@ def parse_args(argv=None):
     ap.add_argument("--repeat", type=int, default=None, help="cold calls per point, median reported (default 3)")
     ap.add_argument("--slow", type=float, default=10.0, help="a call slower than this many seconds is not repeated")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per (method, T, delta) before giving up")
-    ap.add_argument("--memory-gib", type=float, default=8.0,
-                    help="address space a worker may add, GiB (0: no limit); beyond it the method fails")
-    ap.add_argument("--ref-discretization", type=float, default=None,
-                    help="grid width of the reference PLD (default 1e-5; retried 4x and 16x coarser)")
+    ap.add_argument(
+        "--memory-gib",
+        type=float,
+        default=8.0,
+        help="address space a worker may add, GiB (0: no limit); beyond it the method fails",
+    )
+    ap.add_argument(
+        "--ref-discretization",
+        type=float,
+        default=None,
+        help="grid width of the reference PLD (default 1e-5; retried 4x and 16x coarser)",
+    )
     ap.add_argument("--ref-timeout", type=float, default=900.0, help="seconds per reference attempt")
-    ap.add_argument("--dpa-discretization", type=float, default=1e-4,
-                    help="dp_accounting PLD value_discretization_interval (default 1e-4, its own default)")
-    ap.add_argument("--prv-eps-error", type=float, default=0.01,
-                    help="eps_error of the PRV peers (default 0.01, Opacus' default)")
+    ap.add_argument(
+        "--dpa-discretization",
+        type=float,
+        default=1e-4,
+        help="dp_accounting PLD value_discretization_interval (default 1e-4, its own default)",
+    )
+    ap.add_argument(
+        "--prv-eps-error", type=float, default=0.01, help="eps_error of the PRV peers (default 0.01, Opacus' default)"
+    )
     ap.add_argument("--note", default="", help="free text stored in the metadata (e.g. the machine's load)")
     ap.add_argument("--out", default=str(DEFAULT_OUT), help=f"output JSON (default {DEFAULT_OUT.relative_to(ROOT)})")
     ap.add_argument("--list", action="store_true", help="print the methods and their settings, then exit")
@@ -484,8 +626,11 @@ def main(argv=None) -> int:
             pass
     meta = bm.run_metadata(ROOT, note=args.note)
     run = meta["run_id"]
-    print(f"run {run}: {len(infos)} methods, T {args.steps}, delta {args.deltas}, load {meta['load_before']}",
-          file=sys.stderr, flush=True)
+    print(
+        f"run {run}: {len(infos)} methods, T {args.steps}, delta {args.deltas}, load {meta['load_before']}",
+        file=sys.stderr,
+        flush=True,
+    )
     refs_out, recs = [], []
     timed_out: dict[str, int] = {}
     for T in args.steps:
@@ -493,18 +638,33 @@ def main(argv=None) -> int:
         refs = references(T, args.deltas, args)
         for d in args.deltas:
             refs_out.append({"run_id": run, **refs[d]})
-        brief = ", ".join(f"{d:.0e}: " + (f"[{r['lower']:.6g}, {r['upper']:.6g}]" if r["status"] == "ok"
-                                            else r["status"]) for d, r in refs.items())
+        brief = ", ".join(
+            f"{d:.0e}: " + (f"[{r['lower']:.6g}, {r['upper']:.6g}]" if r["status"] == "ok" else r["status"])
+            for d, r in refs.items()
+        )
         print(f"T={T:.0e} reference ({time.perf_counter() - t0:.1f} s) {brief}", file=sys.stderr, flush=True)
         for d in args.deltas:
             ref = refs[d]
             for m in infos:
                 name = m["name"]
                 if name in timed_out:
-                    rec = {"method": name, "T": T, "delta": d, "status": "skipped", "error_type": None,
-                           "reason": f"timed out at T={timed_out[name]} (limit {args.timeout:g} s): not run at "
-                                     "larger T", "seconds": None, "times": [], "repeats": 0, "epsilon": None,
-                           "lower": None, "upper": None, "upper_vacuous": False, "kind": None, "load1": None}
+                    rec = {
+                        "method": name,
+                        "T": T,
+                        "delta": d,
+                        "status": "skipped",
+                        "error_type": None,
+                        "reason": f"timed out at T={timed_out[name]} (limit {args.timeout:g} s): not run at larger T",
+                        "seconds": None,
+                        "times": [],
+                        "repeats": 0,
+                        "epsilon": None,
+                        "lower": None,
+                        "upper": None,
+                        "upper_vacuous": False,
+                        "kind": None,
+                        "load1": None,
+                    }
                 else:
                     rec = measure(name, calls[name], T, d, args)
                     if rec["status"] == "timeout":
@@ -515,8 +675,11 @@ def main(argv=None) -> int:
                 rec["err_vs_ref_lower"] = rec["epsilon"] - ref["lower"] if ok else None
                 rec["err_vs_ref_upper"] = rec["epsilon"] - ref["upper"] if ok else None
                 recs.append(rec)
-                shown = (f"eps {rec['epsilon']:.8g} in {rec['seconds']:.4f} s" if rec["status"] == "ok"
-                         else f"{rec['status']}: {rec['reason']}"[:150])
+                shown = (
+                    f"eps {rec['epsilon']:.8g} in {rec['seconds']:.4f} s"
+                    if rec["status"] == "ok"
+                    else f"{rec['status']}: {rec['reason']}"[:150]
+                )
                 print(f"  T={T:.0e} delta={d:.0e} {name:18s} {shown}", file=sys.stderr, flush=True)
         write(args, meta, infos, refs_out, recs, done=args.steps[: args.steps.index(T) + 1])
     return 0
@@ -533,15 +696,25 @@ def write(args, meta: dict[str, Any], infos, refs_out, recs, done: list[int]) ->
     payload = {
         "schema": bm.ACCOUNTANTS_SCHEMA,
         "meta": meta,
-        "mechanism": {"name": "subsampled-gaussian", "sigma": args.sigma, "q": args.q,
-                      "neighbouring": "add or remove one (the worse direction) unless a method says otherwise"},
+        "mechanism": {
+            "name": "subsampled-gaussian",
+            "sigma": args.sigma,
+            "q": args.q,
+            "neighbouring": "add or remove one (the worse direction) unless a method says otherwise",
+        },
         "grid": {"steps": done, "deltas": args.deltas},
-        "settings": {"repeat": args.repeat, "slow_s": args.slow, "timeout_s": args.timeout,
-                     "memory_gib": args.memory_gib, "ref_discretization": args.ref_discretization,
-                     "ref_ladder": [args.ref_discretization * f for f in REF_LADDER],
-                     "ref_timeout_s": args.ref_timeout, "quick": args.quick,
-                     "timing": "median of cold calls (construct, compose, get_epsilon) in a forked worker, "
-                               "dputils functools caches cleared before each call, imports not timed"},
+        "settings": {
+            "repeat": args.repeat,
+            "slow_s": args.slow,
+            "timeout_s": args.timeout,
+            "memory_gib": args.memory_gib,
+            "ref_discretization": args.ref_discretization,
+            "ref_ladder": [args.ref_discretization * f for f in REF_LADDER],
+            "ref_timeout_s": args.ref_timeout,
+            "quick": args.quick,
+            "timing": "median of cold calls (construct, compose, get_epsilon) in a forked worker, "
+            "dputils functools caches cleared before each call, imports not timed",
+        },
         "methods": infos,
         "references": refs_out,
         "records": recs,
@@ -549,8 +722,11 @@ def write(args, meta: dict[str, Any], infos, refs_out, recs, done: list[int]) ->
     bm.validate_accountants(payload)
     path = bm.write_json(args.out, payload)
     state = "complete" if meta["complete"] else f"partial: T up to {done[-1]:.0e}"
-    print(f"wrote {path} ({state}; {meta['wall_s']} s, load {meta['load_before']} -> {meta['load_after']})",
-          file=sys.stderr, flush=True)
+    print(
+        f"wrote {path} ({state}; {meta['wall_s']} s, load {meta['load_before']} -> {meta['load_after']})",
+        file=sys.stderr,
+        flush=True,
+    )
     return path
     return 0
 

@@ -153,19 +153,40 @@ def worker(args) -> dict:
         mode = "vmap" if method.endswith("-vmap") else "auto"
 
         def fcfg(k):
-            return FTRLConfig(steps=k, batch_size=B, clip=CLIP, sigma_node=SIGMA * CLIP, lr=LR, device=str(device),
-                              seed=0, grad_mode=mode, history=False)
+            return FTRLConfig(
+                steps=k,
+                batch_size=B,
+                clip=CLIP,
+                sigma_node=SIGMA * CLIP,
+                lr=LR,
+                device=str(device),
+                seed=0,
+                grad_mode=mode,
+                history=False,
+            )
 
-        res, secs = timed_run(lambda: train_ftrl(model, X[:B], y[:B], fcfg(1)),
-                              lambda: train_ftrl(model, X, y, fcfg(steps)))
+        res, secs = timed_run(
+            lambda: train_ftrl(model, X[:B], y[:B], fcfg(1)), lambda: train_ftrl(model, X, y, fcfg(steps))
+        )
         assert res.steps == steps
         used = res.grad_mode
     elif method.startswith("dputils"):
         mode = "vmap" if method == "dputils-vmap" else "auto"
 
         def cfg(k):
-            return DPSGDConfig(epochs=1, sub_batch_size=1, sub_batches=B, clip=CLIP, sigma=SIGMA, lr=LR,
-                               noise_multiplier_scale=1.0, device=str(device), seed=0, grad_mode=mode, history=False)
+            return DPSGDConfig(
+                epochs=1,
+                sub_batch_size=1,
+                sub_batches=B,
+                clip=CLIP,
+                sigma=SIGMA,
+                lr=LR,
+                noise_multiplier_scale=1.0,
+                device=str(device),
+                seed=0,
+                grad_mode=mode,
+                history=False,
+            )
 
         res, secs = timed_run(lambda: train(model, X[:B], y[:B], cfg(1)), lambda: train(model, X, y, cfg(steps)))
         assert res.rounds == steps
@@ -180,9 +201,16 @@ def worker(args) -> dict:
             loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X, y), batch_size=B)
             engine = PrivacyEngine()
             mode = "ghost" if method == "opacus-ghost" else "hooks"
-            out = engine.make_private(module=model, optimizer=opt, data_loader=loader, noise_multiplier=SIGMA,
-                                      max_grad_norm=CLIP, poisson_sampling=False, grad_sample_mode=mode,
-                                      criterion=loss_fn)
+            out = engine.make_private(
+                module=model,
+                optimizer=opt,
+                data_loader=loader,
+                noise_multiplier=SIGMA,
+                max_grad_norm=CLIP,
+                poisson_sampling=False,
+                grad_sample_mode=mode,
+                criterion=loss_fn,
+            )
             if mode == "ghost":
                 model, opt, crit, _ = out
             else:
@@ -199,8 +227,14 @@ def worker(args) -> dict:
 
         _, secs = timed_run(lambda: step(0), lambda: [step(b) for b in range(steps)])
     memory = mem.stop(device)
-    return {"method": method, "model": args.model, "steps_per_s": steps / secs, "path": used, **memory,
-            "params": sum(p.numel() for p in make().parameters())}
+    return {
+        "method": method,
+        "model": args.model,
+        "steps_per_s": steps / secs,
+        "path": used,
+        **memory,
+        "params": sum(p.numel() for p in make().parameters()),
+    }
 
 
 def main() -> None:
@@ -214,8 +248,14 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=128, help="MLP hidden units (3072 -> hidden -> 10, tanh)")
     ap.add_argument("--threads", type=int, default=2, help="torch threads (0: torch's default)")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--json", nargs="?", const=str(DEFAULT_JSON), default=None, metavar="PATH",
-                    help=f"write the summary with the run's metadata (no PATH: {DEFAULT_JSON.relative_to(ROOT)})")
+    ap.add_argument(
+        "--json",
+        nargs="?",
+        const=str(DEFAULT_JSON),
+        default=None,
+        metavar="PATH",
+        help=f"write the summary with the run's metadata (no PATH: {DEFAULT_JSON.relative_to(ROOT)})",
+    )
     ap.add_argument("--note", default="", help="free text stored in the metadata (e.g. the machine's load)")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--model", default=None, help=argparse.SUPPRESS)
@@ -235,20 +275,50 @@ def main() -> None:
     for r in range(args.rounds):
         for model in args.models:
             for method in args.methods:
-                cmd = [sys.executable, __file__, "--worker", method, "--model", model, "--batch", str(args.batch),
-                       "--steps", str(args.mlp_steps if model == "mlp" else args.steps), "--hidden", str(args.hidden), "--threads", str(args.threads),
-                       "--device", args.device]
+                cmd = [
+                    sys.executable,
+                    __file__,
+                    "--worker",
+                    method,
+                    "--model",
+                    model,
+                    "--batch",
+                    str(args.batch),
+                    "--steps",
+                    str(args.mlp_steps if model == "mlp" else args.steps),
+                    "--hidden",
+                    str(args.hidden),
+                    "--threads",
+                    str(args.threads),
+                    "--device",
+                    args.device,
+                ]
                 out = subprocess.run(cmd, capture_output=True, text=True)
                 if out.returncode:
                     print(f"{model}/{method} failed:\n{out.stderr[-2000:]}", file=sys.stderr)
                     continue
                 rec = json.loads(out.stdout.strip().splitlines()[-1])
                 runs.setdefault((model, method), []).append(rec)
-                print(f"round {r + 1} {model:4s} {method:17s} {rec['steps_per_s']:9.2f} steps/s "
-                      f"{rec['mem_mib']:8.1f} MiB ({rec['path']})", file=sys.stderr, flush=True)
-    res = {"torch": torch.__version__, "threads": args.threads, "device": args.device, "batch": args.batch,
-           "steps": args.steps, "mlp_steps": args.mlp_steps, "rounds": args.rounds, "hidden": args.hidden, "cpus": os.cpu_count(),
-           "loadavg_start": load_start, "loadavg_end": os.getloadavg(), "models": {}}
+                print(
+                    f"round {r + 1} {model:4s} {method:17s} {rec['steps_per_s']:9.2f} steps/s "
+                    f"{rec['mem_mib']:8.1f} MiB ({rec['path']})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    res = {
+        "torch": torch.__version__,
+        "threads": args.threads,
+        "device": args.device,
+        "batch": args.batch,
+        "steps": args.steps,
+        "mlp_steps": args.mlp_steps,
+        "rounds": args.rounds,
+        "hidden": args.hidden,
+        "cpus": os.cpu_count(),
+        "loadavg_start": load_start,
+        "loadavg_end": os.getloadavg(),
+        "models": {},
+    }
     try:
         import opacus
 
@@ -260,10 +330,14 @@ def main() -> None:
         entry = {"params": next((v[0]["params"] for v in rows.values() if v), None)}
         for m, v in rows.items():
             if v:
-                entry[m] = {"steps_per_s": statistics.median(x["steps_per_s"] for x in v),
-                            "mem_mib": statistics.median(x["mem_mib"] for x in v), "path": v[0]["path"],
-                            "mem_source": v[0].get("mem_source"), "all_steps_per_s": [x["steps_per_s"] for x in v],
-                            "all_mem_mib": [x["mem_mib"] for x in v]}
+                entry[m] = {
+                    "steps_per_s": statistics.median(x["steps_per_s"] for x in v),
+                    "mem_mib": statistics.median(x["mem_mib"] for x in v),
+                    "path": v[0]["path"],
+                    "mem_source": v[0].get("mem_source"),
+                    "all_steps_per_s": [x["steps_per_s"] for x in v],
+                    "all_mem_mib": [x["mem_mib"] for x in v],
+                }
                 if all("gpu_mem_mib" in x for x in v):
                     entry[m]["gpu_mem_mib"] = statistics.median(x["gpu_mem_mib"] for x in v)
         # ratios per round (same round = closest in time), then their median

@@ -54,7 +54,8 @@ def time_pld(m: int, repeats: int) -> float:
     for _ in range(repeats):
         t0 = time.perf_counter()
         pl = dp_accounting.pld.privacy_loss_distribution.from_gaussian_mechanism(
-            standard_deviation=SIGMA, sensitivity=1.0, sampling_prob=P, value_discretization_interval=1e-4)
+            standard_deviation=SIGMA, sensitivity=1.0, sampling_prob=P, value_discretization_interval=1e-4
+        )
         pl.self_compose(m).get_epsilon_for_delta(DELTA)
         out.append(time.perf_counter() - t0)
     return statistics.median(out)
@@ -71,9 +72,18 @@ def main() -> None:
     pld = time_pld(10**5, 1 if a.quick else 3)
     flat = max(aea.values()) / min(aea.values())
     speedup = pld / aea[10**5]
-    print(json.dumps({"aea_seconds": {str(k): v for k, v in aea.items()},
-                      "aea_with_eeai_seconds": {str(k): v for k, v in full.items()}, "pld_seconds_1e5": pld,
-                      "aea_max_over_min": flat, "speedup_at_1e5": speedup}, indent=2))
+    print(
+        json.dumps(
+            {
+                "aea_seconds": {str(k): v for k, v in aea.items()},
+                "aea_with_eeai_seconds": {str(k): v for k, v in full.items()},
+                "pld_seconds_1e5": pld,
+                "aea_max_over_min": flat,
+                "speedup_at_1e5": speedup,
+            },
+            indent=2,
+        )
+    )
     assert flat < 5.0, f"AEA time is not flat in m (max/min = {flat:.2f})"
     assert speedup >= 10.0, f"AEA only {speedup:.1f}x faster than dp_accounting PLD at m=1e5"
 

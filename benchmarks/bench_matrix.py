@@ -83,17 +83,27 @@ def _condcomp_once(strategy, direct: bool, sigma: float = 1.0) -> dict:
         t2, c2 = time.perf_counter(), time.process_time()
     finally:
         condcomp._per_step_hazards = saved
-    return {"pairs_s": t1 - t0, "pld_s": t2 - t1, "total_s": t2 - t0, "pairs_cpu_s": c1 - c0, "pld_cpu_s": c2 - c1,
-            "total_cpu_s": c2 - c0, "epsilon": eps}
+    return {
+        "pairs_s": t1 - t0,
+        "pld_s": t2 - t1,
+        "total_s": t2 - t0,
+        "pairs_cpu_s": c1 - c0,
+        "pld_cpu_s": c2 - c1,
+        "total_cpu_s": c2 - c0,
+        "epsilon": eps,
+    }
 
 
-def bench_condcomp_batches(rows: list, batches, repeat: int, direct: bool, direct_max: int, sigma: float = 1.0,
-                           matrices=("identity", "bsr")) -> None:
+def bench_condcomp_batches(
+    rows: list, batches, repeat: int, direct: bool, direct_max: int, sigma: float = 1.0, matrices=("identity", "bsr")
+) -> None:
     """Section 6: matrix-condcomp time against b (N = b steps, one epoch)."""
     import os
 
-    print(f"matrix-condcomp, one epoch, sigma = {sigma:g}, delta = 1e-5, delta_E = 5e-6 (load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    print(
+        f"matrix-condcomp, one epoch, sigma = {sigma:g}, delta = 1e-5, delta_E = 5e-6 (load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})"
+    )
     for name, p in [(m, 1 if m == "identity" else 4) for m in matrices]:
         prev = {}
         for b in batches:
@@ -104,18 +114,30 @@ def bench_condcomp_batches(rows: list, batches, repeat: int, direct: bool, direc
                 for _ in range(repeat):
                     r = _condcomp_once(s, path == "direct", sigma)
                     best = r if best is None or r["total_s"] < best["total_s"] else best
-                line = (f"  {name:8s} b={b:5d} {path:6s}: wall {best['total_s']:8.2f}s, CPU {best['total_cpu_s']:8.2f}s "
-                        f"(pairs {best['pairs_cpu_s']:7.2f}s, PLD {best['pld_cpu_s']:7.2f}s)  eps {best['epsilon']:.12g}")
+                line = (
+                    f"  {name:8s} b={b:5d} {path:6s}: wall {best['total_s']:8.2f}s, CPU {best['total_cpu_s']:8.2f}s "
+                    f"(pairs {best['pairs_cpu_s']:7.2f}s, PLD {best['pld_cpu_s']:7.2f}s)  eps {best['epsilon']:.12g}"
+                )
                 if path in prev:
                     pb, pt, pp = prev[path]
                     g, gp = best["total_cpu_s"] / pt, best["pairs_cpu_s"] / pp
-                    line += (f"  CPU growth x{g:.2f} (pairs x{gp:.2f}) for x{b / pb:.2f} b "
-                             f"(ratio {g / (b / pb):.2f}, pairs {gp / (b / pb):.2f})")
+                    line += (
+                        f"  CPU growth x{g:.2f} (pairs x{gp:.2f}) for x{b / pb:.2f} b "
+                        f"(ratio {g / (b / pb):.2f}, pairs {gp / (b / pb):.2f})"
+                    )
                 prev[path] = (b, best["total_cpu_s"], best["pairs_cpu_s"])
                 print(line, flush=True)
-                rows.append({"case": "condcomp_batches", "matrix": name, "bands": p, "sigma": sigma, "batches": b,
-                             "path": path,
-                             **best})
+                rows.append(
+                    {
+                        "case": "condcomp_batches",
+                        "matrix": name,
+                        "bands": p,
+                        "sigma": sigma,
+                        "batches": b,
+                        "path": path,
+                        **best,
+                    }
+                )
 
 
 def main() -> None:
@@ -123,18 +145,27 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--json", default=None)
     ap.add_argument("--only-backends", action="store_true", help="run only sections 4 and 5")
-    ap.add_argument("--batches", type=int, nargs="+", default=None,
-                    help="run only section 6: matrix-condcomp time at these numbers of batches (e.g. 100 300 1000 3000)")
+    ap.add_argument(
+        "--batches",
+        type=int,
+        nargs="+",
+        default=None,
+        help="run only section 6: matrix-condcomp time at these numbers of batches (e.g. 100 300 1000 3000)",
+    )
     ap.add_argument("--direct", action="store_true", help="section 6: also time the direct per-step computation")
     ap.add_argument("--direct-max", type=int, default=1000, help="section 6: largest b for --direct (default 1000)")
     ap.add_argument("--sigma", type=float, default=1.0, help="section 6: noise multiplier (default 1)")
-    ap.add_argument("--matrices", nargs="+", default=["identity", "bsr"], choices=["identity", "bsr"],
-                    help="section 6: strategies (identity, bsr with 4 bands)")
+    ap.add_argument(
+        "--matrices",
+        nargs="+",
+        default=["identity", "bsr"],
+        choices=["identity", "bsr"],
+        help="section 6: strategies (identity, bsr with 4 bands)",
+    )
     args = ap.parse_args()
     rows: list[dict] = []
     if args.batches:
-        bench_condcomp_batches(rows, args.batches, args.repeat, args.direct, args.direct_max, args.sigma,
-                               args.matrices)
+        bench_condcomp_batches(rows, args.batches, args.repeat, args.direct, args.direct_max, args.sigma, args.matrices)
         if args.json:
             with open(args.json, "w") as fh:
                 json.dump(rows, fh, indent=2)
@@ -152,7 +183,9 @@ def main() -> None:
             t_dp, r_dp = best_time(lambda: rho_remove(np.eye(b), sigma, range(2, alpha + 1), 1)[0][-1], args.repeat)
             t_fs, r_fs = best_time(lambda: feldman_shenfeld_rdp(b, sigma, alpha), 1)
             print(f"  b={b:5d} alpha={alpha:2d}: DP {t_dp:7.3f}s  F-S {t_fs:7.3f}s   rho {r_dp:.10g} vs {r_fs:.10g}")
-            rows.append({"case": "dpsgd", "b": b, "alpha": alpha, "dp_s": t_dp, "fs_s": t_fs, "rho_dp": r_dp, "rho_fs": r_fs})
+            rows.append(
+                {"case": "dpsgd", "b": b, "alpha": alpha, "dp_s": t_dp, "fs_s": t_fs, "rho_dp": r_dp, "rho_fs": r_fs}
+            )
     print("BSR single epoch, b = 100: DP time against bands p and the largest order")
     for p in (1, 2, 3, 4):
         Gp, _ = truncate_gram(build_strategy("bsr", 1, 100, p).gram, p)

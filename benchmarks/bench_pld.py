@@ -56,15 +56,23 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--max-steps", type=float, default=1e7)
     ap.add_argument("--no-memory", action="store_true", help="skip the tracemalloc runs")
-    ap.add_argument("--json", nargs="?", const=str(ROOT / "benchmarks" / "results" / "pld.json"), default=None,
-                    metavar="PATH", help="write the rows with the run's metadata (no PATH: benchmarks/results/pld.json)")
+    ap.add_argument(
+        "--json",
+        nargs="?",
+        const=str(ROOT / "benchmarks" / "results" / "pld.json"),
+        default=None,
+        metavar="PATH",
+        help="write the rows with the run's metadata (no PATH: benchmarks/results/pld.json)",
+    )
     args = ap.parse_args()
     meta = bm.run_metadata(ROOT)
     q, sigma, delta = 0.01, 1.0, 1e-5
     mech = SubsampledGaussianMechanism(sigma, q)
     rows = []
-    print(f"{'steps':>9} | {'ours s':>7} {'dp_acc s':>8} {'ratio':>6} | {'MiB ours':>8} {'MiB dpa':>8} | "
-          f"{'eps ours (upper)':>17} {'eps ours lower':>15} {'eps dp_acc':>15} {'exact (contour)':>15}")
+    print(
+        f"{'steps':>9} | {'ours s':>7} {'dp_acc s':>8} {'ratio':>6} | {'MiB ours':>8} {'MiB dpa':>8} | "
+        f"{'eps ours (upper)':>17} {'eps ours lower':>15} {'eps dp_acc':>15} {'exact (contour)':>15}"
+    )
     for T in (1_000, 10_000, 100_000, 1_000_000, 10_000_000):
         if T > args.max_steps:
             break
@@ -79,7 +87,7 @@ def main() -> None:
 
         t_o, t_d = [], []
         for rnd in range(args.repeat):  # interleaved, order alternating
-            for who in ((ours, theirs) if rnd % 2 == 0 else (theirs, ours)):
+            for who in (ours, theirs) if rnd % 2 == 0 else (theirs, ours):
                 dt, v = _timed(who)
                 if who is ours:
                     t_o.append(dt)
@@ -91,15 +99,27 @@ def main() -> None:
         mem_o = mem_d = float("nan")
         if not args.no_memory:
             mem_o, mem_d = _peak_mib(ours), _peak_mib(theirs)
-        row = dict(steps=T, seconds_ours=mo, seconds_dp_accounting=md, speedup=md / mo,
-                   seconds_ours_all=t_o, seconds_dp_accounting_all=t_d,
-                   peak_mib_ours=mem_o, peak_mib_dp_accounting=mem_d,
-                   eps_ours=r.value, eps_ours_lower=r.lower, eps_dp_accounting=e_dpa)
+        row = dict(
+            steps=T,
+            seconds_ours=mo,
+            seconds_dp_accounting=md,
+            speedup=md / mo,
+            seconds_ours_all=t_o,
+            seconds_dp_accounting_all=t_d,
+            peak_mib_ours=mem_o,
+            peak_mib_dp_accounting=mem_d,
+            eps_ours=r.value,
+            eps_ours_lower=r.lower,
+            eps_dp_accounting=e_dpa,
+        )
         exact, exact_err = truth.composition_epsilon([(mech, T)], delta)
         row.update(eps_exact=exact, eps_exact_err=exact_err)
         rows.append(row)
-        print(f"{T:9d} | {mo:7.3f} {md:8.3f} {md / mo:6.2f} | {mem_o:8.1f} {mem_d:8.1f} | "
-              f"{r.value:17.9f} {r.lower:15.9f} {e_dpa:15.9f} {exact:15.9f}", flush=True)
+        print(
+            f"{T:9d} | {mo:7.3f} {md:8.3f} {md / mo:6.2f} | {mem_o:8.1f} {mem_d:8.1f} | "
+            f"{r.value:17.9f} {r.lower:15.9f} {e_dpa:15.9f} {exact:15.9f}",
+            flush=True,
+        )
     if args.json:
         payload = {"schema": bm.PLD_SCHEMA, "meta": bm.finish_metadata(meta), "rows": rows}
         print(f"wrote {bm.write_json(args.json, payload)}")

@@ -52,14 +52,21 @@ def _median_time(fn, repeat):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--json", nargs="?", const=str(ROOT / "benchmarks" / "results" / "rdp.json"), default=None,
-                    metavar="PATH", help="write the rows with the run's metadata (no PATH: benchmarks/results/rdp.json)")
+    ap.add_argument(
+        "--json",
+        nargs="?",
+        const=str(ROOT / "benchmarks" / "results" / "rdp.json"),
+        default=None,
+        metavar="PATH",
+        help="write the rows with the run's metadata (no PATH: benchmarks/results/rdp.json)",
+    )
     args = ap.parse_args()
     meta = bm.run_metadata(ROOT)
     warnings.filterwarnings("ignore")
     q, sigma, delta = 0.01, 1.0, 1e-5
     rows = []
     for T in (10**2, 10**3, 10**4, 10**5, 10**6, 10**7):
+
         def ours():
             return float(RDPAccountant().compose(SubsampledGaussianMechanism(sigma, q), T).get_epsilon(delta))
 
@@ -76,30 +83,41 @@ def main() -> None:
         for name, fn in (("ours", ours), ("opacus", opacus), ("dp_accounting", dpa)):
             row[f"{name}_s"], row[f"{name}_eps"] = _median_time(fn, args.repeat)
         rows.append(row)
-        print(f"T={T:>9}  eps ours {row['ours_eps']:.6f}  opacus {row['opacus_eps']:.6f}  "
-              f"dp_accounting {row['dp_accounting_eps']:.6f}  |  time ours {row['ours_s']:.4f} s  "
-              f"opacus {row['opacus_s']:.4f} s  dp_accounting {row['dp_accounting_s']:.4f} s", flush=True)
+        print(
+            f"T={T:>9}  eps ours {row['ours_eps']:.6f}  opacus {row['opacus_eps']:.6f}  "
+            f"dp_accounting {row['dp_accounting_eps']:.6f}  |  time ours {row['ours_s']:.4f} s  "
+            f"opacus {row['opacus_s']:.4f} s  dp_accounting {row['dp_accounting_s']:.4f} s",
+            flush=True,
+        )
 
     target, steps = 2.0, 10_000
 
     def cal_ours():
-        res = calibrate_noise(lambda s: RDPAccountant().compose(SubsampledGaussianMechanism(s, q), steps),
-                              target, delta, rel_tol=1e-3)
+        res = calibrate_noise(
+            lambda s: RDPAccountant().compose(SubsampledGaussianMechanism(s, q), steps), target, delta, rel_tol=1e-3
+        )
         return res.value
 
     def cal_opacus():
-        return get_noise_multiplier(target_epsilon=target, target_delta=delta, sample_rate=q, steps=steps,
-                                    accountant="rdp", epsilon_tolerance=0.01)
+        return get_noise_multiplier(
+            target_epsilon=target,
+            target_delta=delta,
+            sample_rate=q,
+            steps=steps,
+            accountant="rdp",
+            epsilon_tolerance=0.01,
+        )
 
     cal = {}
     for name, fn in (("ours", cal_ours), ("opacus", cal_opacus)):
         cal[f"{name}_s"], cal[f"{name}_sigma"] = _median_time(fn, args.repeat)
-    print(f"calibrate sigma (eps {target}, T {steps}): ours {cal['ours_sigma']:.5f} in {cal['ours_s']:.3f} s, "
-          f"opacus {cal['opacus_sigma']:.5f} in {cal['opacus_s']:.3f} s, "
-          f"opacus/ours time {cal['opacus_s'] / cal['ours_s']:.2f}")
+    print(
+        f"calibrate sigma (eps {target}, T {steps}): ours {cal['ours_sigma']:.5f} in {cal['ours_s']:.3f} s, "
+        f"opacus {cal['opacus_sigma']:.5f} in {cal['opacus_s']:.3f} s, "
+        f"opacus/ours time {cal['opacus_s'] / cal['ours_s']:.2f}"
+    )
     if args.json:
-        payload = {"schema": "dpbook-bench-rdp/1", "meta": bm.finish_metadata(meta), "rows": rows,
-                   "calibration": cal}
+        payload = {"schema": "dpbook-bench-rdp/1", "meta": bm.finish_metadata(meta), "rows": rows, "calibration": cal}
         print(f"wrote {bm.write_json(args.json, payload)}")
 
 

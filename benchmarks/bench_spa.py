@@ -80,11 +80,19 @@ def test_bench_spa():
 if __name__ == "__main__":
     rows = run()
     print(f"sigma={SIGMA}, q={Q}, delta={DELTA}")
-    print("         n   SPA eps [lower, upper]              SPA eps(d) s  SPA d(eps) s   PLD eps      PLD eps(d) s  PLD d(eps) s")
+    print(
+        "         n   SPA eps [lower, upper]              SPA eps(d) s  SPA d(eps) s   PLD eps      PLD eps(d) s  PLD d(eps) s"
+    )
     for r in rows:
-        pld = (f"{r['pld_eps']:.6f}  {r['pld_eps_s']:11.3f}  {r['pld_delta_s']:11.3f}" if "pld_eps" in r else "   (not run: n too large for the FFT)")
-        print(f"{r['n']:>10d}   {r['spa_eps']:.6f} [{r['spa_lower']:.4f}, {r['spa_upper']:.4f}]  "
-              f"{r['spa_eps_s']:11.3f}  {r['spa_delta_s']:11.3f}   {pld}")
+        pld = (
+            f"{r['pld_eps']:.6f}  {r['pld_eps_s']:11.3f}  {r['pld_delta_s']:11.3f}"
+            if "pld_eps" in r
+            else "   (not run: n too large for the FFT)"
+        )
+        print(
+            f"{r['n']:>10d}   {r['spa_eps']:.6f} [{r['spa_lower']:.4f}, {r['spa_upper']:.4f}]  "
+            f"{r['spa_eps_s']:11.3f}  {r['spa_delta_s']:11.3f}   {pld}"
+        )
     probs = check(rows)
     for p in probs:
         print("FAIL:", p)

@@ -63,8 +63,18 @@ from typing import Any
 from .errors import DPValueError, NumericalError, check_delta, check_positive, check_positive_int
 
 __all__ = [
-    "ACCOUNTANTS", "GRIDS", "COLUMNS", "grid_points", "atlas_point", "atlas_table", "signed_relative_error",
-    "verdict", "pld_reference", "write_csv", "read_csv", "TOLERANCES",
+    "ACCOUNTANTS",
+    "GRIDS",
+    "COLUMNS",
+    "grid_points",
+    "atlas_point",
+    "atlas_table",
+    "signed_relative_error",
+    "verdict",
+    "pld_reference",
+    "write_csv",
+    "read_csv",
+    "TOLERANCES",
 ]
 
 #: Every accountant of the atlas, in the order of the maps.
@@ -78,12 +88,18 @@ TOLERANCES = {"pld": 1e-6, "rdp": 1e-8, "gdp": 1e-9, "spa": 1e-6, "edgeworth": 1
 #: Grids of (sigma, q, T, delta): the cartesian product of the four lists.
 GRIDS: dict[str, dict[str, list]] = {
     "tiny": {"sigma": [1.0, 4.0], "q": [1e-3, 0.1], "T": [100, 10000], "delta": [1e-5]},
-    "small": {"sigma": [0.5, 1.0, 2.0, 4.0], "q": [1e-4, 1e-3, 1e-2, 0.1, 0.5],
-              "T": [100, 1000, 10000, 100000, 1000000], "delta": [1e-5, 1e-10]},
-    "full": {"sigma": [0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0],
-             "q": [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.2, 0.5],
-             "T": [100, 300, 1000, 3000, 10000, 30000, 100000, 300000, 1000000],
-             "delta": [1e-5, 1e-8, 1e-10, 1e-12]},
+    "small": {
+        "sigma": [0.5, 1.0, 2.0, 4.0],
+        "q": [1e-4, 1e-3, 1e-2, 0.1, 0.5],
+        "T": [100, 1000, 10000, 100000, 1000000],
+        "delta": [1e-5, 1e-10],
+    },
+    "full": {
+        "sigma": [0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0],
+        "q": [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.2, 0.5],
+        "T": [100, 300, 1000, 3000, 10000, 30000, 100000, 300000, 1000000],
+        "delta": [1e-5, 1e-8, 1e-10, 1e-12],
+    },
 }
 
 _PARAMS = ("sigma", "q", "T", "delta")
@@ -95,8 +111,9 @@ COLUMNS = _PARAMS + _REF + tuple(f"{a}_{f}" for a in ACCOUNTANTS for f in _FIELD
 VERDICTS = ("inside", "pessimistic", "optimistic", "failed", "no reference")
 
 
-def grid_points(grid: str | dict[str, Sequence], sigmas: Sequence[float] | None = None,
-                deltas: Sequence[float] | None = None) -> list[dict[str, Any]]:
+def grid_points(
+    grid: str | dict[str, Sequence], sigmas: Sequence[float] | None = None, deltas: Sequence[float] | None = None
+) -> list[dict[str, Any]]:
     """The points of a grid (a name of :data:`GRIDS` or a dict of the four lists), sigma varying slowest.
 
     ``sigmas`` / ``deltas``, when given and non-empty, keep only those values (a slice of the grid, e.g. one
@@ -121,8 +138,10 @@ def grid_points(grid: str | dict[str, Sequence], sigmas: Sequence[float] | None 
             if bad:
                 raise DPValueError(f"{name}s: {bad} not in the grid's {name} values {spec[name]}")
             spec[name] = [g for g in spec[name] if any(math.isclose(float(v), g, rel_tol=1e-12) for v in keep)]
-    return [{"sigma": float(s), "q": float(q), "T": int(T), "delta": float(d)}
-            for s, q, T, d in itertools.product(spec["sigma"], spec["q"], spec["T"], spec["delta"])]
+    return [
+        {"sigma": float(s), "q": float(q), "T": int(T), "delta": float(d)}
+        for s, q, T, d in itertools.product(spec["sigma"], spec["q"], spec["T"], spec["delta"])
+    ]
 
 
 def signed_relative_error(value: float, lower: float, upper: float) -> float:
@@ -152,8 +171,15 @@ def _mechanism(sigma: float, q: float):
     return SubsampledGaussianMechanism(sigma, q)
 
 
-def pld_reference(sigma: float, q: float, T: int, delta: float, eps_guess: float, ref_rel_width: float = 0.01,
-                  pld_max_points: int = 1 << 20) -> dict[str, Any]:
+def pld_reference(
+    sigma: float,
+    q: float,
+    T: int,
+    delta: float,
+    eps_guess: float,
+    ref_rel_width: float = 0.01,
+    pld_max_points: int = 1 << 20,
+) -> dict[str, Any]:
     """The PLD bracket by the deterministic ladder of the module docstring.
 
     Returns ``{"eps", "lower", "upper", "h", "points", "rel_width"}`` of the last bracket computed; raises
@@ -219,8 +245,12 @@ def _run_edgeworth(sigma, q, T, delta, eps_guess):
 def _run_prv(sigma, q, T, delta, eps_guess):
     from prv_accountant import PoissonSubsampledGaussianMechanism, PRVAccountant
 
-    acc = PRVAccountant(prvs=PoissonSubsampledGaussianMechanism(noise_multiplier=sigma, sampling_probability=q),
-                        eps_error=max(0.01 * eps_guess, 1e-3), delta_error=delta / 1000, max_self_compositions=T)
+    acc = PRVAccountant(
+        prvs=PoissonSubsampledGaussianMechanism(noise_multiplier=sigma, sampling_probability=q),
+        eps_error=max(0.01 * eps_guess, 1e-3),
+        delta_error=delta / 1000,
+        max_self_compositions=T,
+    )
     low, est, up = acc.compute_epsilon(delta, T)
     for name, v in (("estimate", est), ("lower", low), ("upper", up)):
         if not math.isfinite(v):
@@ -228,12 +258,24 @@ def _run_prv(sigma, q, T, delta, eps_guess):
     return float(est), float(low), float(up)
 
 
-_RUNNERS: dict[str, Callable] = {"rdp": _run_rdp, "gdp": _run_gdp, "spa": _run_spa,
-                                 "edgeworth": _run_edgeworth, "prv": _run_prv}
+_RUNNERS: dict[str, Callable] = {
+    "rdp": _run_rdp,
+    "gdp": _run_gdp,
+    "spa": _run_spa,
+    "edgeworth": _run_edgeworth,
+    "prv": _run_prv,
+}
 
 
-def atlas_point(sigma: float, q: float, T: int, delta: float, accountants: Sequence[str] = ACCOUNTANTS,
-                ref_rel_width: float = 0.01, pld_max_points: int = 1 << 20) -> dict[str, Any]:
+def atlas_point(
+    sigma: float,
+    q: float,
+    T: int,
+    delta: float,
+    accountants: Sequence[str] = ACCOUNTANTS,
+    ref_rel_width: float = 0.01,
+    pld_max_points: int = 1 << 20,
+) -> dict[str, Any]:
     """Every accountant's epsilon at one point, its time, and its distance to the PLD bracket.
 
     Returns a flat dict with the keys :data:`COLUMNS` (see the module docstring; empty strings where a value
@@ -283,11 +325,19 @@ def _atlas_point(sigma, q, T, delta, accountants, ref_rel_width, pld_max_points)
             if guess is None:
                 raise NumericalError(f"no RDP guess to size the grid ({guess_err})")
             ref = pld_reference(sigma, q, T, delta, guess, ref_rel_width, pld_max_points)
-            row.update(pld_eps=ref["eps"], pld_lower=ref["lower"], pld_upper=ref["upper"], ref_h=ref["h"],
-                       ref_points=ref["points"], ref_rel_width=ref["rel_width"])
+            row.update(
+                pld_eps=ref["eps"],
+                pld_lower=ref["lower"],
+                pld_upper=ref["upper"],
+                ref_h=ref["h"],
+                ref_points=ref["points"],
+                ref_rel_width=ref["rel_width"],
+            )
             if ref["rel_width"] > ref_rel_width:
-                row["ref_note"] = (f"PLD bracket too wide: relative width {ref['rel_width']:.3g} > "
-                                   f"{ref_rel_width:g} at h {ref['h']:.3g}")
+                row["ref_note"] = (
+                    f"PLD bracket too wide: relative width {ref['rel_width']:.3g} > "
+                    f"{ref_rel_width:g} at h {ref['h']:.3g}"
+                )
                 ref = None
         except Exception as exc:  # noqa: BLE001
             row["pld_error"] = _one_line(exc)
@@ -334,8 +384,9 @@ def _call(kw: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
     return atlas_point(**kw, **options)
 
 
-def atlas_table(points: Iterable[dict[str, Any]], client: Any = None, executor: Any = None,
-                **options: Any) -> list[dict[str, Any]]:
+def atlas_table(
+    points: Iterable[dict[str, Any]], client: Any = None, executor: Any = None, **options: Any
+) -> list[dict[str, Any]]:
     """:func:`atlas_point` at each point (dicts with sigma, q, T, delta), results in the order of ``points``.
 
     Serial when neither ``client`` (a ``dask.distributed.Client``) nor ``executor`` (a
@@ -353,8 +404,9 @@ def atlas_table(points: Iterable[dict[str, Any]], client: Any = None, executor: 
             raise DPValueError(f"points[{i}] must have exactly the keys sigma, q, T, delta, got {sorted(p)}")
     from .parallel import map_ordered
 
-    return map_ordered(functools.partial(_call, options=options), pts, client=client, executor=executor,
-                       desc="atlas points")
+    return map_ordered(
+        functools.partial(_call, options=options), pts, client=client, executor=executor, desc="atlas points"
+    )
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
@@ -395,8 +447,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--deltas", type=float, nargs="*", default=None, help="only these delta values of the grid")
     p.add_argument("--out", required=True, help="the CSV file to write")
     p.add_argument("--scheduler", default=None, help="a running Dask scheduler (tcp://host:8786)")
-    p.add_argument("--workers", type=int, default=None,
-                   help="run on a LocalCluster of this many processes (default without --scheduler: serial)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="run on a LocalCluster of this many processes (default without --scheduler: serial)",
+    )
     args = p.parse_args(argv)
     try:
         pts = grid_points(args.grid, args.sigmas, args.deltas)

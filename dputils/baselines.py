@@ -46,8 +46,15 @@ def rdp_epsilon(sigma: float, p: float, m: int, delta: float) -> float:
     return float(acc.get_epsilon(check_delta(delta)))
 
 
-def comparison_row(mechanism: Mechanism, m: int, delta: float, *, truth: bool = True, rdp: bool = True,
-                   orders: tuple[int, ...] = (0, 1, 2, 3)) -> dict[str, Any]:
+def comparison_row(
+    mechanism: Mechanism,
+    m: int,
+    delta: float,
+    *,
+    truth: bool = True,
+    rdp: bool = True,
+    orders: tuple[int, ...] = (0, 1, 2, 3),
+) -> dict[str, Any]:
     """One row of the reproduction tables: AEA of each order, EEAI bracket, Lemma 4.3 Deltas, truth, GDP, RDP.
 
     ``truth`` uses :func:`dputils.truth.composition_epsilon` (contour integral through the saddle point, with

@@ -57,12 +57,40 @@ from .jsonio import write_text_atomic
 from .tables import sci
 
 __all__ = [
-    "ACCOUNTANTS_SCHEMA", "DPSGD_SCHEMA", "RESULTS_DIR", "STATUSES", "run_metadata", "finish_metadata",
-    "write_json", "load_accountants", "load_dpsgd", "validate_accountants", "method_names", "method_info",
-    "records", "reference", "time_rows", "number_text", "points_text", "readable", "ratio_rows", "ratio_table",
-    "error_rows", "no_reference_points",
-    "refusals", "interval_problems", "dpsgd_rows", "plot_times", "plot_errors", "plot_dpsgd", "describe_machine",
-    "PLD_SCHEMA", "load_pld", "pld_rows", "pld_problems", "plot_pld",
+    "ACCOUNTANTS_SCHEMA",
+    "DPSGD_SCHEMA",
+    "RESULTS_DIR",
+    "STATUSES",
+    "run_metadata",
+    "finish_metadata",
+    "write_json",
+    "load_accountants",
+    "load_dpsgd",
+    "validate_accountants",
+    "method_names",
+    "method_info",
+    "records",
+    "reference",
+    "time_rows",
+    "number_text",
+    "points_text",
+    "readable",
+    "ratio_rows",
+    "ratio_table",
+    "error_rows",
+    "no_reference_points",
+    "refusals",
+    "interval_problems",
+    "dpsgd_rows",
+    "plot_times",
+    "plot_errors",
+    "plot_dpsgd",
+    "describe_machine",
+    "PLD_SCHEMA",
+    "load_pld",
+    "pld_rows",
+    "pld_problems",
+    "plot_pld",
 ]
 
 ACCOUNTANTS_SCHEMA = "dpbook-bench-accountants/1"
@@ -139,8 +167,13 @@ def run_metadata(root: Path | str | None = None, note: str = "") -> dict[str, An
     return {
         "run_id": uuid.uuid4().hex,
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "affinity": affinity, "cpu_model": _cpu_model(),
-                    "memory_gib": _memory_gib(), "platform": platform.platform()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "affinity": affinity,
+            "cpu_model": _cpu_model(),
+            "memory_gib": _memory_gib(),
+            "platform": platform.platform(),
+        },
         "load_before": [round(x, 2) for x in os.getloadavg()],
         "versions": _versions(),
         "git": {"commit": _git(root, "rev-parse", "HEAD"), "dirty": None if status is None else bool(status)},
@@ -210,8 +243,11 @@ def validate_accountants(data: Mapping[str, Any]) -> dict[str, Any]:
     _need(data["grid"], ("steps", "deltas"), "grid")
     names = []
     for m in data["methods"]:
-        _need(m, ("name", "label", "family", "library", "answer", "bound", "certified_interval", "counterpart"),
-              f"method {m.get('name')!r}")
+        _need(
+            m,
+            ("name", "label", "family", "library", "answer", "bound", "certified_interval", "counterpart"),
+            f"method {m.get('name')!r}",
+        )
         if m["family"] not in ("dputils", "peer"):
             raise BenchmarkFileError(f"method {m['name']}: family must be dputils or peer, got {m['family']!r}")
         names.append(m["name"])
@@ -233,8 +269,9 @@ def validate_accountants(data: Mapping[str, Any]) -> dict[str, Any]:
         raise BenchmarkFileError("references: not exactly one per (T, delta) of the grid")
     pts = Counter()
     for r in data["records"]:
-        _need(r, ("run_id", "method", "T", "delta", "status", "reason", "seconds", "epsilon", "lower", "upper"),
-              "record")
+        _need(
+            r, ("run_id", "method", "T", "delta", "status", "reason", "seconds", "epsilon", "lower", "upper"), "record"
+        )
         where = f"record {r['method']} T={r['T']} delta={r['delta']}"
         if r["method"] not in names:
             raise BenchmarkFileError(f"{where}: method not declared in methods")
@@ -285,9 +322,19 @@ def load_dpsgd(path: Path | str = RESULTS_DIR / "dpsgd.json") -> dict[str, Any]:
     return data
 
 
-_PLD_ROW_KEYS = ("steps", "seconds_ours", "seconds_dp_accounting", "speedup", "seconds_ours_all",
-                 "seconds_dp_accounting_all", "eps_ours", "eps_ours_lower", "eps_dp_accounting", "eps_exact",
-                 "eps_exact_err")
+_PLD_ROW_KEYS = (
+    "steps",
+    "seconds_ours",
+    "seconds_dp_accounting",
+    "speedup",
+    "seconds_ours_all",
+    "seconds_dp_accounting_all",
+    "eps_ours",
+    "eps_ours_lower",
+    "eps_dp_accounting",
+    "eps_exact",
+    "eps_exact_err",
+)
 
 
 def load_pld(path: Path | str = RESULTS_DIR / "pld.json") -> dict[str, Any]:
@@ -309,11 +356,21 @@ def load_pld(path: Path | str = RESULTS_DIR / "pld.json") -> dict[str, Any]:
 def pld_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per T: median seconds of both, dp_accounting's time over ours, peak memory of both, and the
     epsilons (our certified bracket, dp_accounting's answer, the exact value of the saddle contour)."""
-    return [{"T": r["steps"], "ours s": r["seconds_ours"], "dp_accounting s": r["seconds_dp_accounting"],
-             "dp_accounting / ours": r["speedup"], "ours MiB": r.get("peak_mib_ours"),
-             "dp_accounting MiB": r.get("peak_mib_dp_accounting"), "eps ours lower": r["eps_ours_lower"],
-             "eps ours upper": r["eps_ours"], "eps dp_accounting": r["eps_dp_accounting"],
-             "eps exact": r["eps_exact"]} for r in data["rows"]]
+    return [
+        {
+            "T": r["steps"],
+            "ours s": r["seconds_ours"],
+            "dp_accounting s": r["seconds_dp_accounting"],
+            "dp_accounting / ours": r["speedup"],
+            "ours MiB": r.get("peak_mib_ours"),
+            "dp_accounting MiB": r.get("peak_mib_dp_accounting"),
+            "eps ours lower": r["eps_ours_lower"],
+            "eps ours upper": r["eps_ours"],
+            "eps dp_accounting": r["eps_dp_accounting"],
+            "eps exact": r["eps_exact"],
+        }
+        for r in data["rows"]
+    ]
 
 
 def pld_problems(data: Mapping[str, Any]) -> list[str]:
@@ -324,8 +381,10 @@ def pld_problems(data: Mapping[str, Any]) -> list[str]:
     for r in data["rows"]:
         T, err = r["steps"], r["eps_exact_err"]
         if not r["eps_ours_lower"] - err <= r["eps_exact"] <= r["eps_ours"] + err:
-            out.append(f"T={T}: exact epsilon {r['eps_exact']!r} outside our bracket "
-                       f"[{r['eps_ours_lower']!r}, {r['eps_ours']!r}]")
+            out.append(
+                f"T={T}: exact epsilon {r['eps_exact']!r} outside our bracket "
+                f"[{r['eps_ours_lower']!r}, {r['eps_ours']!r}]"
+            )
         for who in ("ours", "dp_accounting"):
             if not math.isclose(r[f"seconds_{who}"], statistics.median(r[f"seconds_{who}_all"]), rel_tol=1e-12):
                 out.append(f"T={T}: seconds_{who} is not the median of its rounds")
@@ -349,12 +408,22 @@ def method_info(data: Mapping[str, Any], name: str) -> dict[str, Any]:
     raise KeyError(f"unknown method {name!r}; known: {', '.join(method_names(data))}")
 
 
-def records(data: Mapping[str, Any], method: str | None = None, delta: float | None = None,
-            T: int | None = None, status: str | None = None) -> list[dict[str, Any]]:
+def records(
+    data: Mapping[str, Any],
+    method: str | None = None,
+    delta: float | None = None,
+    T: int | None = None,
+    status: str | None = None,
+) -> list[dict[str, Any]]:
     """The records matching the given fields, sorted by (delta descending, T)."""
-    out = [r for r in data["records"]
-           if (method is None or r["method"] == method) and (delta is None or r["delta"] == delta)
-           and (T is None or r["T"] == T) and (status is None or r["status"] == status)]
+    out = [
+        r
+        for r in data["records"]
+        if (method is None or r["method"] == method)
+        and (delta is None or r["delta"] == delta)
+        and (T is None or r["T"] == T)
+        and (status is None or r["status"] == status)
+    ]
     return sorted(out, key=lambda r: (-r["delta"], r["T"]))
 
 
@@ -390,8 +459,10 @@ def ratio_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     ok = {}
     for r in data["records"]:
         if r["run_id"] != run:
-            raise BenchmarkFileError(f"record {r['method']} T={r['T']} delta={r['delta']} is from run "
-                                     f"{r['run_id']}, not this file's run {run}")
+            raise BenchmarkFileError(
+                f"record {r['method']} T={r['T']} delta={r['delta']} is from run "
+                f"{r['run_id']}, not this file's run {run}"
+            )
         if r["status"] == "ok":
             ok[(r["method"], r["T"], r["delta"])] = r
     out = []
@@ -404,9 +475,19 @@ def ratio_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
                 a, b = ok.get((ours, t, d)), ok.get((m["name"], t, d))
                 if a is None or b is None:
                     continue
-                out.append({"ours": ours, "peer": m["name"], "T": t, "delta": d, "ours_s": a["seconds"],
-                            "peer_s": b["seconds"], "ratio": b["seconds"] / a["seconds"],
-                            "ours_eps": a["epsilon"], "peer_eps": b["epsilon"]})
+                out.append(
+                    {
+                        "ours": ours,
+                        "peer": m["name"],
+                        "T": t,
+                        "delta": d,
+                        "ours_s": a["seconds"],
+                        "peer_s": b["seconds"],
+                        "ratio": b["seconds"] / a["seconds"],
+                        "ours_eps": a["epsilon"],
+                        "peer_eps": b["epsilon"],
+                    }
+                )
     return out
 
 
@@ -438,16 +519,29 @@ def error_rows(data: Mapping[str, Any], delta: float) -> list[dict[str, Any]]:
         ref = reference(data, r["T"], delta)
         if ref["status"] != "ok":
             continue
-        out.append({"method": r["method"], "T": r["T"], "epsilon": r["epsilon"], "lower": r["lower"],
-                    "upper": r["upper"], "ref_lower": ref["lower"], "ref_upper": ref["upper"],
-                    "err_vs_ref_lower": r["epsilon"] - ref["lower"], "err_vs_ref_upper": r["epsilon"] - ref["upper"]})
+        out.append(
+            {
+                "method": r["method"],
+                "T": r["T"],
+                "epsilon": r["epsilon"],
+                "lower": r["lower"],
+                "upper": r["upper"],
+                "ref_lower": ref["lower"],
+                "ref_upper": ref["upper"],
+                "err_vs_ref_lower": r["epsilon"] - ref["lower"],
+                "err_vs_ref_upper": r["epsilon"] - ref["upper"],
+            }
+        )
     return out
 
 
 def no_reference_points(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The (T, delta) points without a certified reference, with the reason."""
-    return [{"T": r["T"], "delta": r["delta"], "status": r["status"], "reason": r["reason"]}
-            for r in sorted(data["references"], key=lambda r: (-r["delta"], r["T"])) if r["status"] != "ok"]
+    return [
+        {"T": r["T"], "delta": r["delta"], "status": r["status"], "reason": r["reason"]}
+        for r in sorted(data["references"], key=lambda r: (-r["delta"], r["T"]))
+        if r["status"] != "ok"
+    ]
 
 
 def number_text(x: float) -> str:
@@ -457,7 +551,7 @@ def number_text(x: float) -> str:
     m, e = s.split("e")
     if float(f"{m}e{int(e)}") != x:
         return f"{x:g}"
-    power = sci(float(f"1e{int(e)}"), 1)[len("1\u00d7"):]
+    power = sci(float(f"1e{int(e)}"), 1)[len("1\u00d7") :]
     return power if m == "1" else f"{m}\u00d7{power}"
 
 
@@ -468,8 +562,10 @@ def points_text(points: Iterable[tuple[int, float]]) -> str:
         by_delta.setdefault(d, []).append(t)
     if not by_delta:
         return "none"
-    return "; ".join(f"δ = {number_text(d)} at T = {', '.join(number_text(t) for t in sorted(ts))}"
-                     for d, ts in sorted(by_delta.items(), reverse=True))
+    return "; ".join(
+        f"δ = {number_text(d)} at T = {', '.join(number_text(t) for t in sorted(ts))}"
+        for d, ts in sorted(by_delta.items(), reverse=True)
+    )
 
 
 _EXC_PREFIX = re.compile(r"\b([A-Z]\w*(?:Warning|Error)): ")
@@ -491,8 +587,15 @@ def refusals(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     out = []
     for (m, s, why), pts in groups.items():
         pts = sorted(pts, key=lambda p: (-p[1], p[0]))
-        out.append({"method": m, "status": s, "points": len(pts),
-                    "at (T, δ)": ", ".join(f"({t:.0e}, {d:.0e})" for t, d in pts), "reason": why})
+        out.append(
+            {
+                "method": m,
+                "status": s,
+                "points": len(pts),
+                "at (T, δ)": ", ".join(f"({t:.0e}, {d:.0e})" for t, d in pts),
+                "reason": why,
+            }
+        )
     order = {n: i for i, n in enumerate(method_names(data))}
     return sorted(out, key=lambda r: (order[r["method"]], r["status"]))
 
@@ -560,9 +663,17 @@ def peer_contradictions(data: Mapping[str, Any], tol: float = 1e-12) -> list[dic
             continue
         claim = r["upper"] if r["upper"] is not None else r["epsilon"]
         if claim < ref["lower"] * (1 - tol):
-            out.append({"method": r["method"], "T": r["T"], "delta": r["delta"], "epsilon": claim,
-                        "reference lower": ref["lower"], "reference upper": ref["upper"],
-                        "below by": ref["lower"] - claim})
+            out.append(
+                {
+                    "method": r["method"],
+                    "T": r["T"],
+                    "delta": r["delta"],
+                    "epsilon": claim,
+                    "reference lower": ref["lower"],
+                    "reference upper": ref["upper"],
+                    "below by": ref["lower"] - claim,
+                }
+            )
     return out
 
 
@@ -581,8 +692,13 @@ def describe_machine(meta: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- DP-SGD
 
 #: The DP-SGD methods of ``bench_dpsgd.py``, in the bar plot's order, with their labels.
-DPSGD_LABELS = {"nonprivate": "non-private", "dputils": "dputils train", "dputils-vmap": "dputils (vmap)",
-                "opacus": "Opacus hooks", "opacus-ghost": "Opacus ghost"}
+DPSGD_LABELS = {
+    "nonprivate": "non-private",
+    "dputils": "dputils train",
+    "dputils-vmap": "dputils (vmap)",
+    "opacus": "Opacus hooks",
+    "opacus-ghost": "Opacus ghost",
+}
 
 
 def dpsgd_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -595,16 +711,31 @@ def dpsgd_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
             if not isinstance(v, dict):
                 continue
             ratio = 1.0 if m == "dputils" else entry.get(f"dputils/{m}")
-            out.append({"model": model, "params": entry.get("params"), "method": label,
-                        "steps/s": v["steps_per_s"], "min": min(v["all_steps_per_s"]),
-                        "max": max(v["all_steps_per_s"]), "MiB": v["mem_mib"], "dputils / this": ratio})
+            out.append(
+                {
+                    "model": model,
+                    "params": entry.get("params"),
+                    "method": label,
+                    "steps/s": v["steps_per_s"],
+                    "min": min(v["all_steps_per_s"]),
+                    "max": max(v["all_steps_per_s"]),
+                    "MiB": v["mem_mib"],
+                    "dputils / this": ratio,
+                }
+            )
     return out
 
 
 # --------------------------------------------------------------------------- figures
 
-_PEER_STYLE = {"dp_accounting-pld": "#17becf", "dp_accounting-rdp": "#ff9896", "prv_accountant": "#bcbd22",
-               "opacus-rdp": "#e377c2", "opacus-prv": "#ff7f0e", "opacus-gdp": "#98df8a"}
+_PEER_STYLE = {
+    "dp_accounting-pld": "#17becf",
+    "dp_accounting-rdp": "#ff9896",
+    "prv_accountant": "#bcbd22",
+    "opacus-rdp": "#e377c2",
+    "opacus-prv": "#ff7f0e",
+    "opacus-gdp": "#98df8a",
+}
 
 
 def method_style(data: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -688,9 +819,20 @@ def plot_errors(data: Mapping[str, Any], delta: float, ax=None, linthresh: float
         if not xs:
             continue
         st = method_style(data, name)
-        ax.errorbar(xs, ys, yerr=np.array([lo_err, hi_err]), color=st["color"], marker=st["marker"],
-                    linestyle=st["linestyle"], markersize=4, capsize=2, lw=0.8, elinewidth=0.8, alpha=0.85,
-                    label=method_info(data, name)["label"])
+        ax.errorbar(
+            xs,
+            ys,
+            yerr=np.array([lo_err, hi_err]),
+            color=st["color"],
+            marker=st["marker"],
+            linestyle=st["linestyle"],
+            markersize=4,
+            capsize=2,
+            lw=0.8,
+            elinewidth=0.8,
+            alpha=0.85,
+            label=method_info(data, name)["label"],
+        )
     ax.set_xscale("log")
     ax.set_yscale("symlog", linthresh=linthresh)
     if extent:  # the data's range, padded; a vacuous bar is cut at the top
@@ -701,8 +843,11 @@ def plot_errors(data: Mapping[str, Any], delta: float, ax=None, linthresh: float
         k0 = math.floor(math.log10(linthresh))
         ticks = [0.0] + [s * 10.0**k for k in range(k0, 3, 2) for s in (1, -1)]
         ticks = sorted(t for t in ticks if lo_lim <= t <= hi_lim)
-        ax.set_yticks(ticks, [("0" if t == 0 else f"{'−' if t < 0 else ''}1e{round(math.log10(abs(t)))}")
-                              for t in ticks], fontsize=7)
+        ax.set_yticks(
+            ticks,
+            [("0" if t == 0 else f"{'−' if t < 0 else ''}1e{round(math.log10(abs(t)))}") for t in ticks],
+            fontsize=7,
+        )
         ax.minorticks_off()
     ax.axhline(0.0, color="black", lw=0.6)
     ax.set_xlabel("steps T")
@@ -721,8 +866,13 @@ def plot_dpsgd(data: Mapping[str, Any], axes=None):
     if axes is None:
         _, axes = plt.subplots(1, len(models), squeeze=False)
         axes = axes[0]
-    colors = {"nonprivate": "0.5", "dputils": plotting.color("pld"), "dputils-vmap": "#aec7e8",
-              "opacus": "#e377c2", "opacus-ghost": "#ff7f0e"}
+    colors = {
+        "nonprivate": "0.5",
+        "dputils": plotting.color("pld"),
+        "dputils-vmap": "#aec7e8",
+        "opacus": "#e377c2",
+        "opacus-ghost": "#ff7f0e",
+    }
     for ax, model in zip(axes, models):
         entry = data["models"][model]
         ms = [m for m in DPSGD_LABELS if isinstance(entry.get(m), dict)]
@@ -748,10 +898,20 @@ def plot_pld(data: Mapping[str, Any], axes=None):
         _, axes = plt.subplots(1, 2)
     rows = data["rows"]
     T = [r["steps"] for r in rows]
-    styles = {"ours": {"color": plotting.color("pld") or "#1f77b4", "marker": "o", "linestyle": "-",
-                       "label": "dputils PLD (certified)"},
-              "dp_accounting": {"color": _PEER_STYLE["dp_accounting-pld"], "marker": "s", "linestyle": "--",
-                                "label": "dp_accounting PLD"}}
+    styles = {
+        "ours": {
+            "color": plotting.color("pld") or "#1f77b4",
+            "marker": "o",
+            "linestyle": "-",
+            "label": "dputils PLD (certified)",
+        },
+        "dp_accounting": {
+            "color": _PEER_STYLE["dp_accounting-pld"],
+            "marker": "s",
+            "linestyle": "--",
+            "label": "dp_accounting PLD",
+        },
+    }
     for who, st in styles.items():
         med = [r[f"seconds_{who}"] for r in rows]
         lo = [m - min(r[f"seconds_{who}_all"]) for m, r in zip(med, rows)]

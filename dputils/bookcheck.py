@@ -59,11 +59,26 @@ from urllib.parse import urlsplit
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-INSTALL_HINT = ("headless Chromium is needed: install Debian's browser and driver with "
-                "`apt-get install -y chromium chromium-driver` (and `pip install selenium`)")
+INSTALL_HINT = (
+    "headless Chromium is needed: install Debian's browser and driver with "
+    "`apt-get install -y chromium chromium-driver` (and `pip install selenium`)"
+)
 
-KINDS = ("math", "image", "caption", "output", "repr", "overflow", "network", "console",
-         "duplicate", "split", "markup", "caption-code", "screenshot")
+KINDS = (
+    "math",
+    "image",
+    "caption",
+    "output",
+    "repr",
+    "overflow",
+    "network",
+    "console",
+    "duplicate",
+    "split",
+    "markup",
+    "caption-code",
+    "screenshot",
+)
 
 #: The kinds that make the check fail (exit status 1, and so ``python -m dputils book --check``); kinds left out
 #: would be reported and counted but pass (the switch used while a new kind's findings are being fixed).
@@ -123,7 +138,7 @@ _WARNING_PATTERN = re.compile(r"Traceback \(most recent call last\)|\b[A-Z]\w*(?
 
 
 def _snippet(text: str, start: int, end: int, pad: int = 30) -> str:
-    s = text[max(0, start - pad):end + pad]
+    s = text[max(0, start - pad) : end + pad]
     s = re.sub(r"\s+", " ", s).strip()
     return ("…" if start > pad else "") + s + ("…" if end + pad < len(text) else "")
 
@@ -145,8 +160,25 @@ def repr_leftovers(text: str) -> list[str]:
     return [f"{m.group(0)!r}: {_snippet(text, m.start(), m.end())!r}" for m in _REPR_PATTERN.finditer(text)]
 
 
-_GENERIC_ALT = {"image", "img", "figure", "fig", "plot", "png", "svg", "jpg", "jpeg", "output", "graph", "chart",
-                "picture", "photo", "untitled", "alt", "none"}
+_GENERIC_ALT = {
+    "image",
+    "img",
+    "figure",
+    "fig",
+    "plot",
+    "png",
+    "svg",
+    "jpg",
+    "jpeg",
+    "output",
+    "graph",
+    "chart",
+    "picture",
+    "photo",
+    "untitled",
+    "alt",
+    "none",
+}
 
 
 def is_meaningful_alt(alt: str | None) -> bool:
@@ -180,6 +212,7 @@ def external_urls(urls: Iterable[str], origin: str) -> list[str]:
 
 # --------------------------------------------------------------------------------------------------------
 # the loopback server and the browser
+
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):  # noqa: D401 - silence the access log
@@ -261,14 +294,26 @@ def start_browser(width: int = 1280, height: int = 1000) -> Browser:
     profile = tempfile.mkdtemp(prefix="bookcheck-chromium-")
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--no-first-run", "--no-default-browser-check", "--disable-extensions",
-                 "--hide-scrollbars", "--force-device-scale-factor=1", f"--window-size={width},{height}",
-                 f"--user-data-dir={profile}",
-                 # no network: names resolve to nothing, connections go to a dead proxy; loopback stays direct
-                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
-                 "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=127.0.0.1;localhost"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-extensions",
+        "--hide-scrollbars",
+        "--force-device-scale-factor=1",
+        f"--window-size={width},{height}",
+        f"--user-data-dir={profile}",
+        # no network: names resolve to nothing, connections go to a dead proxy; loopback stays direct
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
+        "--proxy-server=http://127.0.0.1:9",
+        "--proxy-bypass-list=127.0.0.1;localhost",
+    ):
         opts.add_argument(flag)
     opts.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
     try:
@@ -367,10 +412,13 @@ def check_math(driver, mathjax_state: dict | None = None) -> list[Finding]:
     found = []
     if mathjax_state and mathjax_state.get("math") and mathjax_state.get("state") != "typeset":
         found.append(Finding("math", f"MathJax did not typeset this page ({mathjax_state.get('state')})"))
-    errs = _js(driver, r"""
+    errs = _js(
+        driver,
+        r"""
       return Array.from(document.querySelectorAll('mjx-merror, .MathJax_Error, [data-mjx-error]'))
         .map(e => (e.getAttribute('data-mjx-error') || e.textContent || '').slice(0, 120));
-    """)
+    """,
+    )
     found += [Finding("math", f"MathJax error: {e!r}") for e in errs]
     chunks = _js(driver, "return texts(document.body, SKIP_CODE);")
     # one string per text node: a delimiter split over nodes is still caught by the per-node $ and \cmd rules
@@ -381,11 +429,14 @@ def check_math(driver, mathjax_state: dict | None = None) -> list[Finding]:
 
 def check_images(driver) -> list[Finding]:
     """Images that did not load, and images without meaningful alt text."""
-    imgs = _js(driver, r"""
+    imgs = _js(
+        driver,
+        r"""
       return Array.from(document.images).filter(i => !i.closest('mjx-container')).map(i => ({
         src: i.getAttribute('src') || '', alt: i.getAttribute('alt'), complete: i.complete, w: i.naturalWidth,
         hidden: i.getAttribute('aria-hidden') === 'true' || i.getAttribute('role') === 'presentation'}));
-    """)
+    """,
+    )
     found = []
     for im in imgs:
         name = im["src"] if not im["src"].startswith("data:") else im["src"][:40] + "…"
@@ -398,7 +449,9 @@ def check_images(driver) -> list[Finding]:
 
 def check_captions(driver) -> list[Finding]:
     """Every image in the content column sits in a ``<figure>`` with a non-empty ``<figcaption>``."""
-    bad = _js(driver, r"""
+    bad = _js(
+        driver,
+        r"""
       return Array.from(column().querySelectorAll('img')).filter(i => !i.closest('mjx-container')).filter(i => {
         const fig = i.closest('figure');
         const cap = fig && fig.querySelector('figcaption');
@@ -407,13 +460,16 @@ def check_captions(driver) -> list[Finding]:
         const sec = i.closest('section[id]');
         return (i.getAttribute('src') || '').split('/').pop() + (sec ? ' in #' + sec.id : '');
       });
-    """)
+    """,
+    )
     return [Finding("caption", f"figure without caption: {b}") for b in bad]
 
 
 def check_outputs(driver) -> list[Finding]:
     """stderr and traceback outputs, warnings printed in outputs, a visible papermill injected-parameters cell."""
-    res = _js(driver, r"""
+    res = _js(
+        driver,
+        r"""
       const pick = sel => Array.from(document.querySelectorAll(sel))
         .map(e => (e.innerText || e.textContent).replace(/\s+/g, ' ').trim().slice(0, 100));
       const outputs = Array.from(document.querySelectorAll('.cell_output, .output'))
@@ -425,12 +481,15 @@ def check_outputs(driver) -> list[Finding]:
                        return i.checkVisibility ? i.checkVisibility() : i.offsetParent !== null; }).length;
       return {stderr: pick('.output.stderr, .stderr'), traceback: pick('.output.traceback, .traceback'),
               outputs: outputs, injected: injected};
-    """)
+    """,
+    )
     found = [Finding("output", f"stderr output: {t!r}") for t in dict.fromkeys(res["stderr"])]
     found += [Finding("output", f"traceback output: {t!r}") for t in dict.fromkeys(res["traceback"])]
     for text in res["outputs"]:
         for m in _WARNING_PATTERN.finditer(text):
-            found.append(Finding("output", f"warning/traceback text in an output: {_snippet(text, m.start(), m.end())!r}"))
+            found.append(
+                Finding("output", f"warning/traceback text in an output: {_snippet(text, m.start(), m.end())!r}")
+            )
     if res["injected"]:
         found.append(Finding("output", f"papermill's injected-parameters cell is visible ({res['injected']}x)"))
     return found
@@ -438,7 +497,9 @@ def check_outputs(driver) -> list[Finding]:
 
 def check_reprs(driver) -> list[Finding]:
     """Python reprs in what the reader sees: prose and outputs (cell sources excluded)."""
-    chunks = _js(driver, "return texts(document.body, 'script, style, noscript, template, .cell_input, mjx-container');")
+    chunks = _js(
+        driver, "return texts(document.body, 'script, style, noscript, template, .cell_input, mjx-container');"
+    )
     return [Finding("repr", f"Python repr {x}") for t in chunks for x in repr_leftovers(t)]
 
 
@@ -447,7 +508,9 @@ def check_overflow(driver) -> list[Finding]:
     stick out of the column. A table's own scroll box (``dpbook-scroll`` of :mod:`dputils.tables`, or the theme's
     ``pst-scrollable-table-container``) may scroll: a wide table scrolls rather than break a number inside a
     cell (the ``split`` check)."""
-    res = _js(driver, r"""
+    res = _js(
+        driver,
+        r"""
       const col = column();
       const right = col.getBoundingClientRect().right, colW = col.clientWidth;
       const out = [];
@@ -476,10 +539,16 @@ def check_overflow(driver) -> list[Finding]:
         }
       }
       return {column: colW, items: out};
-    """)
-    return [Finding("overflow", f"{i['where']} {'scrolls' if i['scroll'] else 'sticks out'}: {i['width']} px wide in "
-                                f"{i['shown']} px ({res['column']} px column): {i['what']}")
-            for i in res["items"]]
+    """,
+    )
+    return [
+        Finding(
+            "overflow",
+            f"{i['where']} {'scrolls' if i['scroll'] else 'sticks out'}: {i['width']} px wide in "
+            f"{i['shown']} px ({res['column']} px column): {i['what']}",
+        )
+        for i in res["items"]
+    ]
 
 
 def check_network(urls: Iterable[str], origin: str) -> list[Finding]:
@@ -499,8 +568,11 @@ def check_console(driver) -> list[Finding]:
         logs = driver.get_log("browser")
     except Exception:
         return []
-    return [Finding("console", e["message"][:200]) for e in logs
-            if e.get("level") == "SEVERE" and not any(x in e.get("message", "") for x in IGNORED_CONSOLE)]
+    return [
+        Finding("console", e["message"][:200])
+        for e in logs
+        if e.get("level") == "SEVERE" and not any(x in e.get("message", "") for x in IGNORED_CONSOLE)
+    ]
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -650,27 +722,35 @@ def check_tables(driver) -> list[Finding]:
     for group in res["duplicates"]:
         first = group[0]
         where = ", ".join(f"y = {g['top']} px" for g in group)
-        found.append(Finding("duplicate", f"{first['name']} ({first['rows']} rows, {first['height']} px) is shown "
-                                          f"{len(group)} times on the page ({where})"))
+        found.append(
+            Finding(
+                "duplicate",
+                f"{first['name']} ({first['rows']} rows, {first['height']} px) is shown "
+                f"{len(group)} times on the page ({where})",
+            )
+        )
     for c in res["splits"]:
         toks = ", ".join(repr(t) for t in c["tokens"])
-        found.append(Finding("split", f"{c['table']}, {c['where']}: {toks} broken over lines in a "
-                                      f"{c['width']} px cell {c['text']!r}"))
+        found.append(
+            Finding(
+                "split", f"{c['table']}, {c['where']}: {toks} broken over lines in a {c['width']} px cell {c['text']!r}"
+            )
+        )
     return found
 
 
 _MARKUP_PATTERN = re.compile(
-    r"\{[a-z][\w:-]*\}`[^`\n]{0,80}`?"                        # any {role}`target`
+    r"\{[a-z][\w:-]*\}`[^`\n]{0,80}`?"  # any {role}`target`
     r"|\{(?:numref|ref|eq|cite(?::\w+)?|footcite|doc|download|glue(?::\w+)?|term|math|abbr|prf:ref|sub-ref|index"
     r"|label|figure|table|code-cell|code-block|admonition|note|warning|dropdown)\}"  # a role or directive name
-    r"|\{glue\b"                                            # {glue:figure} and the like
+    r"|\{glue\b"  # {glue:figure} and the like
     r"|\((?:eq|fig|tab|table|sec|thm|lem|def|prop|cor|alg|app|ch|chap|fn|note)[-:_][\w:.-]+\)"  # (eq-label)
-    r"|(?:^|\n)\s*\([\w-]+\)="                              # a MyST target "(label)=" at a line's start
-    r"|:{3,}|`{3,}"                                          # fences
-    r"|\{\{\s*[\w.-]+\s*\}\}"                                # a substitution
-    r"|\?\?+"                                                # Sphinx's unresolved number
-    r"|`[^`\s][^`\n]{0,80}`"                                 # inline code left in backticks
-    r"|\*\*[^*\s][^*\n]{0,80}\*\*"                           # bold left in asterisks
+    r"|(?:^|\n)\s*\([\w-]+\)="  # a MyST target "(label)=" at a line's start
+    r"|:{3,}|`{3,}"  # fences
+    r"|\{\{\s*[\w.-]+\s*\}\}"  # a substitution
+    r"|\?\?+"  # Sphinx's unresolved number
+    r"|`[^`\s][^`\n]{0,80}`"  # inline code left in backticks
+    r"|\*\*[^*\s][^*\n]{0,80}\*\*"  # bold left in asterisks
     r"|</?(?:sup|sub|br|b|i|em|strong|code|span|div|p|table|tr|td|th|a)\b[^<>]{0,80}>"  # HTML shown as text
 )
 
@@ -684,7 +764,9 @@ def markup_leftovers(text: str) -> list[str]:
 
 def check_markup(driver) -> list[Finding]:
     """Raw role/reference/markup text in the content column (code and cell sources excluded)."""
-    res = _js(driver, r"""
+    res = _js(
+        driver,
+        r"""
       const SUSPECT = /[{}`<>=]|:::|\?\?|\*\*|\(\w+[-:_]/;  // a coarse filter; the patterns are applied in Python
       const out = [];
       const w = document.createTreeWalker(column(), NodeFilter.SHOW_TEXT);
@@ -700,14 +782,17 @@ def check_markup(driver) -> list[Finding]:
         out.push({text: n.nodeValue, where: where + (sec ? ' in #' + sec.id : '')});
       }
       return out;
-    """)
+    """,
+    )
     return [Finding("markup", f"raw markup in {c['where']}: {x}") for c in res for x in markup_leftovers(c["text"])]
 
 
 def check_caption_code(driver) -> list[Finding]:
     """Identifiers in code font (a ``<code>``) inside a figure or table caption: the reader needs the value or
     the meaning, not the program's name for it."""
-    res = _js(driver, r"""
+    res = _js(
+        driver,
+        r"""
       const caps = Array.from(column().querySelectorAll('figcaption, caption, .caption'))
         .filter(c => !c.parentElement.closest('figcaption, caption, .caption'));
       return caps.map(c => ({caption: (c.textContent || '').replace(/\s+/g, ' ').trim().slice(0, 90),
@@ -716,9 +801,15 @@ def check_caption_code(driver) -> list[Finding]:
                                      .map(e => e.textContent.trim()).filter(Boolean),
                              kind: c.closest('table') ? 'table' : 'figure'}))
                  .filter(c => c.code.length);
-    """)
-    return [Finding("caption-code", f"code font in a {c['kind']} caption: {', '.join(map(repr, c['code']))} in "
-                                    f"{c['caption']!r}") for c in res]
+    """,
+    )
+    return [
+        Finding(
+            "caption-code", f"code font in a {c['kind']} caption: {', '.join(map(repr, c['code']))} in {c['caption']!r}"
+        )
+        for c in res
+    ]
+
 
 #: the tallest screenshot taken in one piece (CSS px): a taller page is tiled (Chromium's textures stop at 16,384 px)
 TILE_HEIGHT = 16000
@@ -734,8 +825,11 @@ def png_size(path: str | os.PathLike) -> tuple[int, int]:
 
 
 def _page_height(driver) -> int:
-    return int(driver.execute_script(
-        "return Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0)"))
+    return int(
+        driver.execute_script(
+            "return Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0)"
+        )
+    )
 
 
 def screenshot(driver, path: Path, width: int, tile: int = TILE_HEIGHT) -> tuple[list[Path], list[Finding]]:
@@ -756,17 +850,28 @@ def screenshot(driver, path: Path, width: int, tile: int = TILE_HEIGHT) -> tuple
         y, h = k * tile, min(tile, height - k * tile)
         p = path if n == 1 else path.with_name(f"{path.stem}.{k + 1:02d}.png")
         try:
-            shot = driver.execute_cdp_cmd("Page.captureScreenshot", {
-                "format": "png", "captureBeyondViewport": True, "fromSurface": True, "optimizeForSpeed": True,
-                "clip": {"x": 0, "y": y, "width": width, "height": max(h, 1), "scale": 1}})
+            shot = driver.execute_cdp_cmd(
+                "Page.captureScreenshot",
+                {
+                    "format": "png",
+                    "captureBeyondViewport": True,
+                    "fromSurface": True,
+                    "optimizeForSpeed": True,
+                    "clip": {"x": 0, "y": y, "width": width, "height": max(h, 1), "scale": 1},
+                },
+            )
             p.write_bytes(base64.b64decode(shot["data"]))
         except Exception as e:  # noqa: BLE001 - reported, the other checks go on
             found.append(Finding("screenshot", f"tile {k + 1}/{n} (y = {y}..{y + h} px) failed: {e}"[:300]))
             continue
         w_png, h_png = png_size(p)
         if (w_png, h_png) != (width, h):
-            found.append(Finding("screenshot", f"tile {k + 1}/{n} {p.name} is {w_png}x{h_png} px, "
-                                               f"expected {width}x{h} (y = {y}..{y + h} px)"))
+            found.append(
+                Finding(
+                    "screenshot",
+                    f"tile {k + 1}/{n} {p.name} is {w_png}x{h_png} px, expected {width}x{h} (y = {y}..{y + h} px)",
+                )
+            )
         covered += min(h_png, h) if w_png else 0
         files.append(p)
     after = _page_height(driver)
@@ -831,8 +936,9 @@ def pages(root: str | os.PathLike) -> list[str]:
     return out
 
 
-def check_book(root: str | os.PathLike, shots: str | os.PathLike | None = None, only: Iterable[str] = (),
-               width: int = 1280) -> Iterator[PageResult]:
+def check_book(
+    root: str | os.PathLike, shots: str | os.PathLike | None = None, only: Iterable[str] = (), width: int = 1280
+) -> Iterator[PageResult]:
     root = Path(root)
     todo = pages(root)
     if only:
@@ -871,13 +977,18 @@ def report(results: list[PageResult], per_kind: int = 8, out=None, fail_kinds: I
     n = sum(total.values())
     dirty = sum(1 for r in results if r.findings)
     kinds = ", ".join(f"{k} {total[k]}" for k in KINDS if total[k])
-    print(f"bookcheck: {len(results)} page(s), {dirty} with findings, {n} finding(s)" + (f" ({kinds})" if n else ""),
-          file=out)
+    print(
+        f"bookcheck: {len(results)} page(s), {dirty} with findings, {n} finding(s)" + (f" ({kinds})" if n else ""),
+        file=out,
+    )
     advisory = [k for k in KINDS if total[k] and k not in fail]
     if advisory:
         nf = sum(total[k] for k in fail)
-        print(f"bookcheck: {nf} finding(s) fail the check; reported only (not in the failing kinds): "
-              + ", ".join(f"{k} {total[k]}" for k in advisory), file=out)
+        print(
+            f"bookcheck: {nf} finding(s) fail the check; reported only (not in the failing kinds): "
+            + ", ".join(f"{k} {total[k]}" for k in advisory),
+            file=out,
+        )
     return n
 
 
@@ -889,9 +1000,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--width", type=int, default=1280, help="browser window width in CSS pixels")
     ap.add_argument("--per-kind", type=int, default=8, help="findings printed per kind and page")
     ap.add_argument("--json", help="also write the findings as JSON to this file")
-    ap.add_argument("--fail-on", nargs="+", metavar="KIND", choices=(*KINDS, "all"), default=None,
-                    help="the kinds of finding that fail the check ('all' for every kind; default: "
-                         + " ".join(k for k in KINDS if k in FAIL_KINDS) + ")")
+    ap.add_argument(
+        "--fail-on",
+        nargs="+",
+        metavar="KIND",
+        choices=(*KINDS, "all"),
+        default=None,
+        help="the kinds of finding that fail the check ('all' for every kind; default: "
+        + " ".join(k for k in KINDS if k in FAIL_KINDS)
+        + ")",
+    )
     a = ap.parse_args(argv)
     fail_kinds = FAIL_KINDS if a.fail_on is None else set(KINDS) if "all" in a.fail_on else set(a.fail_on)
     if not (Path(a.root) / "index.html").exists() and not pages(a.root):

@@ -56,8 +56,10 @@ def materialize(dest: Path | str, *, quiet: bool = False) -> Path:
     src = packaged_sources()
     dest = Path(dest).expanduser().resolve()
     if src is None:
-        raise ValueError("this dputils has no shipped book sources (it is not installed from a wheel): "
-                         "run from a dpbook checkout or pass --root PATH")
+        raise ValueError(
+            "this dputils has no shipped book sources (it is not installed from a wheel): "
+            "run from a dpbook checkout or pass --root PATH"
+        )
     marker = dest / MARKER
     written = None
     if marker.is_file():
@@ -68,8 +70,9 @@ def materialize(dest: Path | str, *, quiet: bool = False) -> Path:
     elif dest.exists() and any(dest.iterdir()):
         if is_book_folder(dest):
             return dest  # a checkout or a folder the user laid out: theirs, used as it is
-        raise ValueError(f"root: {dest} is neither empty nor a dpbook folder; choose another with --root PATH "
-                         "or set DPBOOK_HOME")
+        raise ValueError(
+            f"root: {dest} is neither empty nor a dpbook folder; choose another with --root PATH or set DPBOOK_HOME"
+        )
     if written == __version__:
         return dest
     dest.mkdir(parents=True, exist_ok=True)
@@ -82,6 +85,10 @@ def materialize(dest: Path | str, *, quiet: bool = False) -> Path:
     marker.write_text(json.dumps({"version": __version__, "copied_from": str(src)}, indent=1) + "\n")
     if not quiet:
         what = "refreshed" if written else "made"
-        print(f"dpbook: no checkout here; {what} the book folder {dest} from the sources shipped with dputils "
-              f"{__version__} (choose another with --root PATH or DPBOOK_HOME)", file=sys.stderr, flush=True)
+        print(
+            f"dpbook: no checkout here; {what} the book folder {dest} from the sources shipped with dputils "
+            f"{__version__} (choose another with --root PATH or DPBOOK_HOME)",
+            file=sys.stderr,
+            flush=True,
+        )
     return dest

@@ -70,10 +70,19 @@ def check_rel_tol(rel_tol: Any) -> float:
     return t
 
 
-def calibrate(value: Callable[[float], float], target: float, *, monotone: str = "decreasing",
-              start: float = 1.0, limits: tuple[float, float] = (1e-3, 1e4), rel_tol: float = 1e-3,
-              integer: bool = False, max_evaluations: int = MAX_EVALUATIONS, name: str = "x",
-              failures: str = "miss") -> Calibration:
+def calibrate(
+    value: Callable[[float], float],
+    target: float,
+    *,
+    monotone: str = "decreasing",
+    start: float = 1.0,
+    limits: tuple[float, float] = (1e-3, 1e4),
+    rel_tol: float = 1e-3,
+    integer: bool = False,
+    max_evaluations: int = MAX_EVALUATIONS,
+    name: str = "x",
+    failures: str = "miss",
+) -> Calibration:
     """The ``x`` in ``limits`` at which ``value(x) <= target`` holds at the conservative end (module docstring).
 
     Args:
@@ -112,8 +121,10 @@ def calibrate(value: Callable[[float], float], target: float, *, monotone: str =
         if x in cache:
             return cache[x]
         if len(cache) >= max_evaluations:
-            raise NumericalError(f"calibrate {name}: no convergence within {max_evaluations} accountant "
-                                 "evaluations; use a larger rel_tol")
+            raise NumericalError(
+                f"calibrate {name}: no convergence within {max_evaluations} accountant "
+                "evaluations; use a larger rel_tol"
+            )
         try:
             v = float(value(int(x) if integer else x))
         except NumericalError:
@@ -137,8 +148,14 @@ def calibrate(value: Callable[[float], float], target: float, *, monotone: str =
                 x = float(round(x)) if x != good else good + (1 if increasing else -1)
             if x > hi_lim or x < lo_lim:
                 edge = "largest" if increasing else "smallest"
-                return _result(good, f(good), target, len(cache), rel_tol, {"at_limit": True,
-                               "note": f"the target is met at the {edge} {name} searched ({good:g})"})
+                return _result(
+                    good,
+                    f(good),
+                    target,
+                    len(cache),
+                    rel_tol,
+                    {"at_limit": True, "note": f"the target is met at the {edge} {name} searched ({good:g})"},
+                )
             if meets(x):
                 good = x
             else:
@@ -151,8 +168,10 @@ def calibrate(value: Callable[[float], float], target: float, *, monotone: str =
             if integer:
                 x = float(round(x)) if round(x) != bad else bad + (-1 if increasing else 1)
             if x > hi_lim or x < lo_lim:
-                raise NumericalError(f"calibrate {name}: no {name} in [{lo_lim:g}, {hi_lim:g}] meets the target "
-                                     f"{target:g} (the accountant gives {f(bad):g} at {name}={bad:g})")
+                raise NumericalError(
+                    f"calibrate {name}: no {name} in [{lo_lim:g}, {hi_lim:g}] meets the target "
+                    f"{target:g} (the accountant gives {f(bad):g} at {name}={bad:g})"
+                )
             if meets(x):
                 good = x
                 break
@@ -178,13 +197,21 @@ def calibrate(value: Callable[[float], float], target: float, *, monotone: str =
                 lo = mid
     elif hi / lo - 1 > rel_tol:
         try:
-            root = optimize.brentq(g, math.log(lo), math.log(hi), xtol=rel_tol / 4, rtol=4 * 2.3e-16,
-                                   maxiter=max(1, max_evaluations - len(cache)))
+            root = optimize.brentq(
+                g,
+                math.log(lo),
+                math.log(hi),
+                xtol=rel_tol / 4,
+                rtol=4 * 2.3e-16,
+                maxiter=max(1, max_evaluations - len(cache)),
+            )
         except NumericalError:
             raise
         except RuntimeError:  # brentq's maxiter: the evaluation budget is spent
-            raise NumericalError(f"calibrate {name}: no convergence within {max_evaluations} accountant "
-                                 "evaluations; use a larger rel_tol") from None
+            raise NumericalError(
+                f"calibrate {name}: no convergence within {max_evaluations} accountant "
+                "evaluations; use a larger rel_tol"
+            ) from None
         except ValueError as exc:  # no sign change in g despite the bracket: a non-monotone value
             raise NumericalError(f"calibrate {name}: Brent's method failed on [{lo:g}, {hi:g}]: {exc}") from None
         r = math.exp(root)
@@ -207,16 +234,33 @@ def calibrate(value: Callable[[float], float], target: float, *, monotone: str =
     return _result(good, f(good), target, len(cache), rel_tol, {"bracket": (lo, hi)})
 
 
-def _result(value: float, achieved: float, target: float, n: int, rel_tol: float,
-            details: dict[str, Any]) -> Calibration:
+def _result(
+    value: float, achieved: float, target: float, n: int, rel_tol: float, details: dict[str, Any]
+) -> Calibration:
     bracket = tuple(details.pop("bracket", (value, value)))
-    return Calibration(value=float(value), achieved=float(achieved), bracket=(float(bracket[0]), float(bracket[1])),
-                       target=float(target), evaluations=n, rel_tol=rel_tol, details=details)
+    return Calibration(
+        value=float(value),
+        achieved=float(achieved),
+        bracket=(float(bracket[0]), float(bracket[1])),
+        target=float(target),
+        evaluations=n,
+        rel_tol=rel_tol,
+        details=details,
+    )
 
 
-def calibrate_noise(make_accountant: Callable[[float], Any], epsilon: float, delta: float, *, use: str = "upper",
-                    start: float = 1.0, limits: tuple[float, float] = (1e-3, 1e4), rel_tol: float = 1e-3,
-                    quantity: str = "epsilon", max_evaluations: int = MAX_EVALUATIONS) -> Calibration:
+def calibrate_noise(
+    make_accountant: Callable[[float], Any],
+    epsilon: float,
+    delta: float,
+    *,
+    use: str = "upper",
+    start: float = 1.0,
+    limits: tuple[float, float] = (1e-3, 1e4),
+    rel_tol: float = 1e-3,
+    quantity: str = "epsilon",
+    max_evaluations: int = MAX_EVALUATIONS,
+) -> Calibration:
     """The smallest noise multiplier sigma (to ``rel_tol``, rounded up) at which the accountant
     ``make_accountant(sigma)`` certifies (epsilon, delta).
 
@@ -238,5 +282,13 @@ def calibrate_noise(make_accountant: Callable[[float], Any], epsilon: float, del
         up = getattr(r, "upper", None)
         return float(up if use == "upper" and up is not None else getattr(r, "value", r))
 
-    return calibrate(value, epsilon if quantity == "epsilon" else delta, monotone="decreasing", start=start,
-                     limits=limits, rel_tol=rel_tol, max_evaluations=max_evaluations, name="sigma")
+    return calibrate(
+        value,
+        epsilon if quantity == "epsilon" else delta,
+        monotone="decreasing",
+        start=start,
+        limits=limits,
+        rel_tol=rel_tol,
+        max_evaluations=max_evaluations,
+        name="sigma",
+    )

@@ -55,9 +55,26 @@ from .jsonio import write_text_atomic
 
 RECORD_VERSION = 1
 #: Distributions whose installed version is part of every chapter's inputs.
-KEY_DEPENDENCIES = ("numpy", "scipy", "mpmath", "numba", "torch", "opacus", "dp-accounting", "prv-accountant",
-                    "scikit-learn", "matplotlib", "papermill", "jupytext", "nbformat", "nbclient", "ipykernel",
-                    "dask", "distributed", "pyyaml")
+KEY_DEPENDENCIES = (
+    "numpy",
+    "scipy",
+    "mpmath",
+    "numba",
+    "torch",
+    "opacus",
+    "dp-accounting",
+    "prv-accountant",
+    "scikit-learn",
+    "matplotlib",
+    "papermill",
+    "jupytext",
+    "nbformat",
+    "nbclient",
+    "ipykernel",
+    "dask",
+    "distributed",
+    "pyyaml",
+)
 #: Package files left out of the inputs (they never run while a chapter executes).
 NOT_INPUTS = ("bookcheck.py",)
 HASH_LIMIT = 16 * 2**20  # files up to this size are hashed; larger ones go by size and mtime
@@ -156,8 +173,12 @@ def path_fingerprint(path: Path) -> dict[str, Any]:
 
 
 def _looks_like_path(value: str) -> bool:
-    return bool(value) and len(value) < 1000 and "\n" not in value and (
-        "/" in value or bool(re.search(r"\.[A-Za-z0-9]{1,5}$", value)))
+    return (
+        bool(value)
+        and len(value) < 1000
+        and "\n" not in value
+        and ("/" in value or bool(re.search(r"\.[A-Za-z0-9]{1,5}$", value)))
+    )
 
 
 def data_inputs(source: Path, parameters: dict[str, Any], root: Path) -> dict[str, Any]:
@@ -201,9 +222,15 @@ def results_read(source: Path) -> list[str]:
     return sorted({n for n in _LOAD.findall(text) if n != source.stem})
 
 
-def chapter_inputs(source: Path, parameters: dict[str, Any], profile: str, root: Path, results_dir: Path,
-                   package: dict[str, str] | None = None, dependencies: dict[str, str | None] | None = None
-                   ) -> dict[str, Any]:
+def chapter_inputs(
+    source: Path,
+    parameters: dict[str, Any],
+    profile: str,
+    root: Path,
+    results_dir: Path,
+    package: dict[str, str] | None = None,
+    dependencies: dict[str, str | None] | None = None,
+) -> dict[str, Any]:
     """Everything the chapter's run depends on, as strict JSON data (see the module docstring).
 
     ``package`` and ``dependencies`` may be passed in when many chapters are checked at once (they are the same
@@ -219,15 +246,17 @@ def chapter_inputs(source: Path, parameters: dict[str, Any], profile: str, root:
     for other in results_read(source):
         f = results_dir / f"{other}.json"
         reads[other] = sha256_file(f) if f.is_file() else "absent"
-    return _canonical({
-        "notebook": {"path": nb_rel, "sha256": sha256_file(source)},
-        "profile": profile,
-        "parameters": parameters or {},
-        "package": package,
-        "data": data_inputs(source, parameters, root),
-        "results_read": reads,
-        "dependencies": dependencies if dependencies is not None else dependency_versions(),
-    })
+    return _canonical(
+        {
+            "notebook": {"path": nb_rel, "sha256": sha256_file(source)},
+            "profile": profile,
+            "parameters": parameters or {},
+            "package": package,
+            "data": data_inputs(source, parameters, root),
+            "results_read": reads,
+            "dependencies": dependencies if dependencies is not None else dependency_versions(),
+        }
+    )
 
 
 def record_path(methods_dir: Path, name: str) -> Path:
@@ -251,13 +280,25 @@ def _write(path: Path, obj: dict[str, Any]) -> None:
     write_text_atomic(path, json.dumps(obj, indent=1, sort_keys=True, allow_nan=False) + "\n")
 
 
-def write_success(methods_dir: Path, results_dir: Path, name: str, inputs: dict[str, Any],
-                  results_files: Iterable[str], seconds: float) -> Path:
+def write_success(
+    methods_dir: Path,
+    results_dir: Path,
+    name: str,
+    inputs: dict[str, Any],
+    results_files: Iterable[str],
+    seconds: float,
+) -> Path:
     """Record a successful, published run: its inputs and the hashes of what it published."""
     nb = Path(methods_dir) / f"{name}.ipynb"
-    rec = {"version": RECORD_VERSION, "ok": True, "finished": _now(), "seconds": float(seconds),
-           "inputs": inputs, "executed": sha256_file(nb),
-           "results": {f: sha256_file(Path(results_dir) / f) for f in sorted(results_files)}}
+    rec = {
+        "version": RECORD_VERSION,
+        "ok": True,
+        "finished": _now(),
+        "seconds": float(seconds),
+        "inputs": inputs,
+        "executed": sha256_file(nb),
+        "results": {f: sha256_file(Path(results_dir) / f) for f in sorted(results_files)},
+    }
     p = record_path(methods_dir, name)
     _write(p, rec)
     return p
@@ -289,8 +330,11 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     op, np_ = old.get("parameters") or {}, new.get("parameters") or {}
     if op != np_:
         keys = sorted(k for k in set(op) | set(np_) if op.get(k, "<default>") != np_.get(k, "<default>"))
-        out.append("parameters changed (" + _list(
-            [f"{k}: {_short(op.get(k, '<default>'))} -> {_short(np_.get(k, '<default>'))}" for k in keys]) + ")")
+        out.append(
+            "parameters changed ("
+            + _list([f"{k}: {_short(op.get(k, '<default>'))} -> {_short(np_.get(k, '<default>'))}" for k in keys])
+            + ")"
+        )
     opk, npk = old.get("package") or {}, new.get("package") or {}
     if opk != npk:
         changed = [f"dputils/{f} changed" for f in sorted(set(opk) & set(npk)) if opk[f] != npk[f]]
@@ -302,12 +346,18 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         out.append("data changed (" + _list(sorted(k for k in set(od) | set(nd) if od.get(k) != nd.get(k))) + ")")
     orr, nrr = old.get("results_read") or {}, new.get("results_read") or {}
     if orr != nrr:
-        out.append("results read changed (" + _list(
-            [f"results/{k}.json" for k in sorted(set(orr) | set(nrr)) if orr.get(k) != nrr.get(k)]) + ")")
+        out.append(
+            "results read changed ("
+            + _list([f"results/{k}.json" for k in sorted(set(orr) | set(nrr)) if orr.get(k) != nrr.get(k)])
+            + ")"
+        )
     odp, ndp = old.get("dependencies") or {}, new.get("dependencies") or {}
     if odp != ndp:
-        out.append(_list([f"{k} {odp.get(k)} -> {ndp.get(k)}" for k in sorted(set(odp) | set(ndp))
-                          if odp.get(k) != ndp.get(k)]))
+        out.append(
+            _list(
+                [f"{k} {odp.get(k)} -> {ndp.get(k)}" for k in sorted(set(odp) | set(ndp)) if odp.get(k) != ndp.get(k)]
+            )
+        )
     return out
 
 

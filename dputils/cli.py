@@ -119,8 +119,10 @@ def _validate_common(args: argparse.Namespace, spec) -> None:
     if h is not None:
         check_positive("discretization", h)
         if not h <= MAX_DISCRETIZATION:
-            raise DPValueError(f"discretization must be in (0, {MAX_DISCRETIZATION:g}] (the privacy-loss grid "
-                               f"width; default 1e-4), got {h!r}")
+            raise DPValueError(
+                f"discretization must be in (0, {MAX_DISCRETIZATION:g}] (the privacy-loss grid "
+                f"width; default 1e-4), got {h!r}"
+            )
     if args.direction is None:
         args.direction = "both"
     if spec.uses_mechanism and args.mechanism is None:
@@ -142,9 +144,12 @@ def _spec_and_args(command: str, argv: Sequence[str]):
     else:  # calibrate
         parser.add_argument("--epsilon", type=_float, required=True, help="target epsilon > 0")
         parser.add_argument("--delta", type=_float, required=True, help="target delta in (0, 1)")
-        parser.add_argument("--tolerance", type=_float, default=1e-3,
-                            help=f"relative width of the final bracket, in [{TOLERANCE_MIN:g}, {TOLERANCE_MAX:g}] "
-                                 "(default 1e-3)")
+        parser.add_argument(
+            "--tolerance",
+            type=_float,
+            default=1e-3,
+            help=f"relative width of the final bracket, in [{TOLERANCE_MIN:g}, {TOLERANCE_MAX:g}] (default 1e-3)",
+        )
     spec = None
     if known.accountant is not None:
         try:
@@ -192,8 +197,15 @@ def check_tolerance(tolerance: Any) -> float:
     return t
 
 
-def calibrate(build, args: argparse.Namespace, parameter: str, epsilon: float, delta: float,
-              tolerance: float = 1e-3, max_evaluations: int = MAX_EVALUATIONS) -> dict[str, Any]:
+def calibrate(
+    build,
+    args: argparse.Namespace,
+    parameter: str,
+    epsilon: float,
+    delta: float,
+    tolerance: float = 1e-3,
+    max_evaluations: int = MAX_EVALUATIONS,
+) -> dict[str, Any]:
     """Smallest value of ``parameter`` (a noise level: larger is more private) whose epsilon(delta) <= target.
 
     :func:`dputils.calibration.calibrate` over :data:`CALIBRATE_RANGE`: doubling up from 1 (or halving down)
@@ -215,14 +227,29 @@ def calibrate(build, args: argparse.Namespace, parameter: str, epsilon: float, d
         r = build(args).get_epsilon(delta)
         return float(r.upper if r.upper is not None else r.value)
 
-    c = _search(eps_at, epsilon, monotone="decreasing", start=1.0, limits=(lo_lim, hi_lim), rel_tol=tolerance,
-                max_evaluations=max_evaluations, name=parameter)
+    c = _search(
+        eps_at,
+        epsilon,
+        monotone="decreasing",
+        start=1.0,
+        limits=(lo_lim, hi_lim),
+        rel_tol=tolerance,
+        max_evaluations=max_evaluations,
+        name=parameter,
+    )
     if c.details.get("at_limit"):
         raise DPValueError(
             f"epsilon: target {epsilon:g} is met already at {parameter}={c.value:g}; calibrate searches "
-            f"{parameter} in [{lo_lim:g}, {hi_lim:g}], so give a smaller target epsilon")
-    return {parameter: c.value, "epsilon": c.achieved, "bracket": list(c.bracket), "target_epsilon": epsilon,
-            "delta": delta, "evaluations": c.evaluations}
+            f"{parameter} in [{lo_lim:g}, {hi_lim:g}], so give a smaller target epsilon"
+        )
+    return {
+        parameter: c.value,
+        "epsilon": c.achieved,
+        "bracket": list(c.bracket),
+        "target_epsilon": epsilon,
+        "delta": delta,
+        "evaluations": c.evaluations,
+    }
 
 
 #: Peak bytes per privacy-loss grid point of a grid (PLD-type) accountant, measured for the PLD accountant
@@ -245,9 +272,12 @@ def _check_grid_for_target(args: argparse.Namespace, epsilon: float) -> None:
         return
     h = check_positive("discretization", h)
     points = 4.0 * epsilon / h
-    check_memory("epsilon", points * GRID_BYTES_PER_POINT,
-                 f"calibrating to epsilon={epsilon:g} at discretization {h:g} (about {points:.2g} grid points)",
-                 hint="give a smaller target --epsilon or a coarser --discretization")
+    check_memory(
+        "epsilon",
+        points * GRID_BYTES_PER_POINT,
+        f"calibrating to epsilon={epsilon:g} at discretization {h:g} (about {points:.2g} grid points)",
+        hint="give a smaller target --epsilon or a coarser --discretization",
+    )
 
 
 def _calibrate(argv: Sequence[str]) -> dict[str, Any]:
@@ -273,6 +303,7 @@ def _calibrate(argv: Sequence[str]) -> dict[str, Any]:
 
 def _audit(argv: Sequence[str]) -> dict[str, Any]:
     from .audit import cli as audit_cli  # a missing optional package is reported by main() in one line
+
     p = _Parser(prog="python -m dputils audit")
     audit_cli.add_arguments(p)
     return audit_cli.run(p.parse_args(argv))

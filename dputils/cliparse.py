@@ -48,8 +48,7 @@ def _refuse_repeated(parser: argparse.ArgumentParser, argv: Sequence[str]) -> No
         if not tok.startswith("-") or NEGATIVE_NUMBER.match(tok):
             continue
         action = parser._option_string_actions.get(tok.split("=", 1)[0])
-        if action is None or isinstance(action, (argparse._HelpAction, argparse._AppendAction,
-                                                 argparse._CountAction)):
+        if action is None or isinstance(action, (argparse._HelpAction, argparse._AppendAction, argparse._CountAction)):
             continue
         flag = tok.split("=", 1)[0]
         if action.dest in seen:

@@ -172,7 +172,9 @@ def _panel_edges(breaks: Sequence[float], width: float) -> np.ndarray:
     e = np.unique(np.asarray(breaks, dtype=float))
     n = np.maximum(1, np.ceil(np.diff(e) / width)).astype(int)
     if int(n.sum()) * _GL_U.size > _MAX_NODES:
-        raise NumericalError(f"quadrature grid too large ({int(n.sum()) * _GL_U.size} nodes); the tilt or frequency is out of range")
+        raise NumericalError(
+            f"quadrature grid too large ({int(n.sum()) * _GL_U.size} nodes); the tilt or frequency is out of range"
+        )
     return np.concatenate([np.linspace(a, b, k + 1)[:-1] for a, b, k in zip(e[:-1], e[1:], n)] + [e[-1:]])
 
 
@@ -281,8 +283,13 @@ def _laplace_law(b: float, d: float, t: float, freq: float) -> _Law:
     if freq > 0:
         width = min(width, 12.0 / freq)  # at most 12 radians of phase y L per panel
     edges = _panel_edges([-s, s], width)
-    return _Law(edges, lambda l: (l, math.log(0.25) + 0.5 * (l - s)), lambda l: l if -s < l < s else None,
-                atom_values=[s, -s], atom_log_mass=[-math.log(2.0), -s - math.log(2.0)])
+    return _Law(
+        edges,
+        lambda l: (l, math.log(0.25) + 0.5 * (l - s)),
+        lambda l: l if -s < l < s else None,
+        atom_values=[s, -s],
+        atom_log_mass=[-math.log(2.0), -s - math.log(2.0)],
+    )
 
 
 def _slap_law(b: float, q: float, d: float, direction: str, t: float, freq: float) -> _Law:
@@ -402,8 +409,9 @@ def _gaussian_eval(sigma: float, d: float, t: float) -> tuple:
     v = 2.0 * eta
     derivs = (eta * t * (1.0 + t), eta * (1.0 + 2.0 * t), v) + (0.0,) * (MAX_ORDER - 2)
     # central moments of N(0, v): (k-1)!! v^{k/2} for even k, 0 for odd k
-    central = tuple(float(math.prod(range(k - 1, 0, -2)) * v ** (k // 2)) if k % 2 == 0 else 0.0
-                    for k in range(2, MAX_ORDER + 1))
+    central = tuple(
+        float(math.prod(range(k - 1, 0, -2)) * v ** (k // 2)) if k % 2 == 0 else 0.0 for k in range(2, MAX_ORDER + 1)
+    )
     abs1 = math.sqrt(2.0 * v / math.pi)
     abs3 = 2.0 * math.sqrt(2.0 / math.pi) * v**1.5
     return derivs, central, abs1, abs3
@@ -440,7 +448,9 @@ def _eval_cached(key: tuple, t: float) -> tuple:
     else:
         abs1, abs3 = float(np.dot(pi, a)), float(np.dot(pi, a**3))
     out = (tuple(float(v) for v in derivs), tuple(central), abs1, abs3)
-    if not (np.all(np.isfinite(out[0])) and np.all(np.isfinite(out[1])) and math.isfinite(abs1) and math.isfinite(abs3)):
+    if not (
+        np.all(np.isfinite(out[0])) and np.all(np.isfinite(out[1])) and math.isfinite(abs1) and math.isfinite(abs3)
+    ):
         raise NumericalError(f"CGF derivatives are not finite at t={t!r}")
     return out
 
@@ -600,6 +610,8 @@ def subsampled_gaussian_cgf_binomial(sigma: float, q: float, alpha: int, sensiti
         raise DPValueError(f"q must be in (0, 1) for the binomial CGF, got {q!r}")
     eta = sensitivity * sensitivity / (2.0 * sigma * sigma)
     i = np.arange(alpha + 1, dtype=float)
-    logc = np.array([math.lgamma(alpha + 1) - math.lgamma(k + 1) - math.lgamma(alpha - k + 1) for k in range(alpha + 1)])
+    logc = np.array(
+        [math.lgamma(alpha + 1) - math.lgamma(k + 1) - math.lgamma(alpha - k + 1) for k in range(alpha + 1)]
+    )
     terms = logc + i * math.log(q) + (alpha - i) * math.log1p(-q) + (i * i - i) * eta
     return float(logsumexp(terms))

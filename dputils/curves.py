@@ -85,8 +85,12 @@ def gaussian_log_delta_vec(eps, mu_p, s_p, mu_q, s_q) -> np.ndarray:
         # A < 0: interval (lo, hi) if disc > 0, else empty
         m_int = (~a_zero) & (A < 0) & (disc > 0)
         if np.any(m_int):
-            log_p[m_int] = _log_interval_mass((lo[m_int] - mu_p[m_int]) / s_p[m_int], (hi[m_int] - mu_p[m_int]) / s_p[m_int])
-            log_q[m_int] = _log_interval_mass((lo[m_int] - mu_q[m_int]) / s_q[m_int], (hi[m_int] - mu_q[m_int]) / s_q[m_int])
+            log_p[m_int] = _log_interval_mass(
+                (lo[m_int] - mu_p[m_int]) / s_p[m_int], (hi[m_int] - mu_p[m_int]) / s_p[m_int]
+            )
+            log_q[m_int] = _log_interval_mass(
+                (lo[m_int] - mu_q[m_int]) / s_q[m_int], (hi[m_int] - mu_q[m_int]) / s_q[m_int]
+            )
         # A > 0: two tails if disc > 0, else the whole line
         m_two = (~a_zero) & (A > 0) & (disc > 0)
         if np.any(m_two):

@@ -33,11 +33,32 @@ import numpy as np
 
 from .errors import DPValueError, check_positive, check_positive_int
 
-__all__ = ["gaussian_blobs", "train_test_split", "load_cifar10", "write_cifar10_like", "synthetic_images", "image_data",
-           "CIFAR10_TRAIN_FILES", "read_idx", "write_idx", "fashion_mnist", "fashion_mnist_available",
-           "fashion_mnist_root", "fashion_mnist_data", "FASHION_MNIST_DIR", "FASHION_MNIST_FILES", "sklearn_digits",
-           "digits_available", "classification_kind", "classification_label", "fit_split", "classification_plan",
-           "DataPlan", "DATA_KINDS", "DIGITS_SIZE"]
+__all__ = [
+    "gaussian_blobs",
+    "train_test_split",
+    "load_cifar10",
+    "write_cifar10_like",
+    "synthetic_images",
+    "image_data",
+    "CIFAR10_TRAIN_FILES",
+    "read_idx",
+    "write_idx",
+    "fashion_mnist",
+    "fashion_mnist_available",
+    "fashion_mnist_root",
+    "fashion_mnist_data",
+    "FASHION_MNIST_DIR",
+    "FASHION_MNIST_FILES",
+    "sklearn_digits",
+    "digits_available",
+    "classification_kind",
+    "classification_label",
+    "fit_split",
+    "classification_plan",
+    "DataPlan",
+    "DATA_KINDS",
+    "DIGITS_SIZE",
+]
 
 CIFAR10_TRAIN_FILES = tuple(f"data_batch_{i}" for i in range(1, 6))
 
@@ -117,13 +138,18 @@ def write_cifar10_like(folder: str | Path, n_per_batch: int = 10, seed: int = 0,
     rng = np.random.default_rng(seed)
     n = check_positive_int("n_per_batch", n_per_batch)
     for name in list(CIFAR10_TRAIN_FILES[: check_positive_int("batches", batches)]) + ["test_batch"]:
-        d = {b"data": rng.integers(0, 256, size=(n, 3072), dtype=np.uint8), b"labels": rng.integers(0, 10, size=n).tolist()}
+        d = {
+            b"data": rng.integers(0, 256, size=(n, 3072), dtype=np.uint8),
+            b"labels": rng.integers(0, 10, size=n).tolist(),
+        }
         with open(folder / name, "wb") as fh:
             pickle.dump(d, fh)
     return folder
 
 
-def synthetic_images(n: int, n_classes: int = 10, separation: float = 2.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def synthetic_images(
+    n: int, n_classes: int = 10, separation: float = 2.0, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """``n`` standardised 3x32x32 "images": label y uniform on ``n_classes``; x = pattern_y + N(0, I), with smooth
     random class patterns (8x8 noise upsampled 4x, so convolutions have spatial structure to find) scaled so that
     every pattern has norm ``separation / sqrt(2)``. Returns (X float32 (n, 3, 32, 32), y int64)."""
@@ -187,8 +213,10 @@ def read_idx(path: str | Path) -> np.ndarray:
     dtype = np.dtype(_IDX_DTYPES[raw[2]])
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     if len(raw) - head != count * dtype.itemsize:
-        raise DPValueError(f"{path}: IDX header says {shape} of {dtype.name} ({count * dtype.itemsize} bytes), "
-                           f"the file has {len(raw) - head} bytes of data")
+        raise DPValueError(
+            f"{path}: IDX header says {shape} of {dtype.name} ({count * dtype.itemsize} bytes), "
+            f"the file has {len(raw) - head} bytes of data"
+        )
     return np.frombuffer(raw, dtype=dtype, count=count, offset=head).reshape(shape).astype(dtype.newbyteorder("="))
 
 
@@ -244,12 +272,15 @@ def fashion_mnist(split: str = "train", root: str | Path | None = None) -> tuple
     paths = [_idx_file(folder, stem) for stem in FASHION_MNIST_FILES[split]]
     missing = [stem for stem, p in zip(FASHION_MNIST_FILES[split], paths) if p is None]
     if missing:
-        raise DPValueError(f"folder {str(folder)!r} has no {', '.join(m + '[.gz]' for m in missing)} "
-                           "(Debian: apt-get install dataset-fashion-mnist)")
+        raise DPValueError(
+            f"folder {str(folder)!r} has no {', '.join(m + '[.gz]' for m in missing)} "
+            "(Debian: apt-get install dataset-fashion-mnist)"
+        )
     images, labels = read_idx(paths[0]), read_idx(paths[1])
     if images.ndim != 3 or images.dtype != np.uint8:
-        raise DPValueError(f"{paths[0]}: expected uint8 images of shape (n, rows, cols), got {images.dtype} "
-                           f"{images.shape}")
+        raise DPValueError(
+            f"{paths[0]}: expected uint8 images of shape (n, rows, cols), got {images.dtype} {images.shape}"
+        )
     if labels.ndim != 1 or len(labels) != len(images):
         raise DPValueError(f"{paths[1]}: expected {len(images)} labels, got shape {labels.shape}")
     if labels.size and (labels.min() < 0 or labels.max() > 9):
@@ -263,8 +294,11 @@ def fashion_mnist(split: str = "train", root: str | Path | None = None) -> tuple
 DATA_KINDS = ("fashion-mnist", "sklearn-digits", "synthetic-blobs")  # best first
 DIGITS_SIZE = 1797  # images in scikit-learn's handwritten digits (one pool; no fixed train/test split)
 _DIMS = {"fashion-mnist": (784, 10), "sklearn-digits": (64, 10)}
-_LABELS = {"fashion-mnist": "Fashion-MNIST", "sklearn-digits": "scikit-learn's handwritten digits (8x8)",
-           "synthetic-blobs": "synthetic Gaussian blobs"}
+_LABELS = {
+    "fashion-mnist": "Fashion-MNIST",
+    "sklearn-digits": "scikit-learn's handwritten digits (8x8)",
+    "synthetic-blobs": "synthetic Gaussian blobs",
+}
 
 
 def sklearn_digits() -> tuple[np.ndarray, np.ndarray] | None:
@@ -281,8 +315,10 @@ def sklearn_digits() -> tuple[np.ndarray, np.ndarray] | None:
     X = np.asarray(d.data, dtype=np.float64)
     y = np.asarray(d.target, dtype=np.int64)
     if X.shape != (DIGITS_SIZE, 64) or y.shape != (DIGITS_SIZE,) or X.min() < 0 or X.max() > 16:
-        raise DPValueError(f"sklearn.datasets.load_digits returned data of shape {X.shape}, levels "
-                           f"{X.min()}..{X.max()}; expected ({DIGITS_SIZE}, 64) in 0..16")
+        raise DPValueError(
+            f"sklearn.datasets.load_digits returned data of shape {X.shape}, levels "
+            f"{X.min()}..{X.max()}; expected ({DIGITS_SIZE}, 64) in 0..16"
+        )
     return (X / 16.0).astype(np.float32), y
 
 
@@ -365,20 +401,35 @@ class DataPlan:
         return f"{classification_label(self.kind)}, {self.n_train} training / {self.n_test} test {unit}"
 
 
-def classification_plan(n_train: int, n_test: int, root: str | Path | None = None, multiple: int = 1,
-                        fallback_dim: int = 20, fallback_classes: int = 2) -> DataPlan:
+def classification_plan(
+    n_train: int,
+    n_test: int,
+    root: str | Path | None = None,
+    multiple: int = 1,
+    fallback_dim: int = 20,
+    fallback_classes: int = 2,
+) -> DataPlan:
     """The data :func:`fashion_mnist_data` will use (:func:`classification_kind`) with sizes that fit them
     (:func:`fit_split`) and their input dimension and number of classes (784 and 10 for Fashion-MNIST, 64 and
     10 for the digits, ``fallback_dim`` and ``fallback_classes`` for the blobs)."""
     kind = classification_kind(root)
     a, b = fit_split(n_train, n_test, kind, multiple)
-    dim, k = _DIMS.get(kind, (check_positive_int("fallback_dim", fallback_dim),
-                              check_positive_int("fallback_classes", fallback_classes)))
+    dim, k = _DIMS.get(
+        kind,
+        (check_positive_int("fallback_dim", fallback_dim), check_positive_int("fallback_classes", fallback_classes)),
+    )
     return DataPlan(kind=kind, n_train=a, n_test=b, dim=dim, n_classes=k, requested=(int(n_train), int(n_test)))
 
 
-def fashion_mnist_data(n_train: int, n_test: int, root: str | Path | None = None, seed: int = 0,
-                       fallback_dim: int = 20, fallback_classes: int = 2, fallback_separation: float = 2.0):
+def fashion_mnist_data(
+    n_train: int,
+    n_test: int,
+    root: str | Path | None = None,
+    seed: int = 0,
+    fallback_dim: int = 20,
+    fallback_classes: int = 2,
+    fallback_separation: float = 2.0,
+):
     """Training and test data for a small classification run from the best data at hand, saying which.
 
     1. With the Fashion-MNIST files present (:func:`fashion_mnist_available`): ``n_train`` images drawn at random
@@ -409,11 +460,14 @@ def fashion_mnist_data(n_train: int, n_test: int, root: str | Path | None = None
     if digits is not None:
         X, y = digits
         if n_train + n_test > len(X):
-            raise DPValueError(f"n_train + n_test must be <= the {len(X)} images of scikit-learn's digits, got "
-                               f"{n_train} + {n_test} (dputils.data.fit_split chooses sizes that fit)")
+            raise DPValueError(
+                f"n_train + n_test must be <= the {len(X)} images of scikit-learn's digits, got "
+                f"{n_train} + {n_test} (dputils.data.fit_split chooses sizes that fit)"
+            )
         perm = np.random.default_rng(seed).permutation(len(X))
-        a, b = np.sort(perm[:n_train]), np.sort(perm[n_train:n_train + n_test])
+        a, b = np.sort(perm[:n_train]), np.sort(perm[n_train : n_train + n_test])
         return X[a], y[a], X[b], y[b], f"sklearn-digits:scikit-learn {_sklearn_version()}"
-    X, y = gaussian_blobs(n_train + n_test, dim=fallback_dim, n_classes=fallback_classes,
-                          separation=fallback_separation, seed=seed)
+    X, y = gaussian_blobs(
+        n_train + n_test, dim=fallback_dim, n_classes=fallback_classes, separation=fallback_separation, seed=seed
+    )
     return (*train_test_split(X, y, n_train, seed=seed), "synthetic-blobs")

@@ -90,8 +90,11 @@ def check_probability(name: str, value: Any, *, allow_zero: bool = False, allow_
 
 
 def _check_int(name: str, value: Any, low: int) -> int:
-    if _is_bool(value) or isinstance(value, bytes) or (
-            isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real)):
+    if (
+        _is_bool(value)
+        or isinstance(value, bytes)
+        or (isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real))
+    ):
         raise DPValueError(f"{name} must be an integer >= {low}, got {value!r}")
     if isinstance(value, numbers.Integral):
         if int(value) < low:

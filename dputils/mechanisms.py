@@ -142,8 +142,10 @@ class PrivacyLossPair(ABC):
                     return hi_ if step_sign > 0 else lo_
                 a = b
                 step *= 2.0
-            raise NumericalError("could not bracket the privacy-loss quantile (the loss leaves the floating-point "
-                                 "range: noise too small?)")
+            raise NumericalError(
+                "could not bracket the privacy-loss quantile (the loss leaves the floating-point "
+                "range: noise too small?)"
+            )
 
         centre = float(np.clip(0.0, lo_s, hi_s)) if math.isfinite(lo_s) or math.isfinite(hi_s) else 0.0
         hi = hi_s if math.isfinite(hi_s) else find(lambda e: float(self.log_sf_p(e)), centre, +1)
@@ -258,7 +260,11 @@ class SubsampledGaussianPair(PrivacyLossPair):
         eps, u = self._u(eps)
         if self.direction == "remove":
             # P[x > x*] under the mixture
-            out = np.logaddexp(self.log1m_q + _log_ndtr(-u), self.log_q_ + _log_ndtr(self.mu - u)) if self.q < 1 else _log_ndtr(self.mu - u)
+            out = (
+                np.logaddexp(self.log1m_q + _log_ndtr(-u), self.log_q_ + _log_ndtr(self.mu - u))
+                if self.q < 1
+                else _log_ndtr(self.mu - u)
+            )
         else:
             out = _log_ndtr(u)  # P = N(0, sigma^2): P[x < x*]
         return _maybe_scalar(out, eps)
@@ -268,13 +274,21 @@ class SubsampledGaussianPair(PrivacyLossPair):
         if self.direction == "remove":
             out = _log_ndtr(-u)
         else:
-            out = np.logaddexp(self.log1m_q + _log_ndtr(u), self.log_q_ + _log_ndtr(u - self.mu)) if self.q < 1 else _log_ndtr(u - self.mu)
+            out = (
+                np.logaddexp(self.log1m_q + _log_ndtr(u), self.log_q_ + _log_ndtr(u - self.mu))
+                if self.q < 1
+                else _log_ndtr(u - self.mu)
+            )
         return _maybe_scalar(out, eps)
 
     def log_cdf_p(self, eps):
         eps, u = self._u(eps)
         if self.direction == "remove":
-            out = np.logaddexp(self.log1m_q + _log_ndtr(u), self.log_q_ + _log_ndtr(u - self.mu)) if self.q < 1 else _log_ndtr(u - self.mu)
+            out = (
+                np.logaddexp(self.log1m_q + _log_ndtr(u), self.log_q_ + _log_ndtr(u - self.mu))
+                if self.q < 1
+                else _log_ndtr(u - self.mu)
+            )
         else:
             out = _log_ndtr(-u)
         return _maybe_scalar(out, eps)
@@ -427,9 +441,11 @@ MAX_MU = 1e150
 
 def _check_mu(sigma: float, sensitivity: float) -> None:
     if sensitivity / sigma > MAX_MU:
-        raise DPValueError(f"sigma must be at least sensitivity / {MAX_MU:g} (got sigma {sigma!r}, sensitivity "
-                           f"{sensitivity!r}): the privacy loss would exceed the floating-point range; the "
-                           "mechanism is effectively non-private")
+        raise DPValueError(
+            f"sigma must be at least sensitivity / {MAX_MU:g} (got sigma {sigma!r}, sensitivity "
+            f"{sensitivity!r}): the privacy loss would exceed the floating-point range; the "
+            "mechanism is effectively non-private"
+        )
 
 
 class GaussianMechanism(Mechanism):
@@ -453,7 +469,9 @@ class GaussianMechanism(Mechanism):
         return self.sensitivity / self.sigma
 
     def pair(self, direction: str) -> PrivacyLossPair:
-        return SubsampledGaussianPair(self.sigma, 1.0, self.sensitivity, check_choice("direction", direction, DIRECTIONS))
+        return SubsampledGaussianPair(
+            self.sigma, 1.0, self.sensitivity, check_choice("direction", direction, DIRECTIONS)
+        )
 
     def to_dp_event(self):
         import dp_accounting
@@ -478,7 +496,9 @@ class SubsampledGaussianMechanism(Mechanism):
         return {"sigma": self.sigma, "q": self.q, "sensitivity": self.sensitivity}
 
     def pair(self, direction: str) -> PrivacyLossPair:
-        return SubsampledGaussianPair(self.sigma, self.q, self.sensitivity, check_choice("direction", direction, DIRECTIONS))
+        return SubsampledGaussianPair(
+            self.sigma, self.q, self.sensitivity, check_choice("direction", direction, DIRECTIONS)
+        )
 
     def to_dp_event(self):
         import dp_accounting
@@ -721,13 +741,14 @@ class SubsampledLaplaceMechanism(Mechanism):
         return {"scale": self.scale, "q": self.q, "sensitivity": self.sensitivity}
 
     def pair(self, direction: str) -> PrivacyLossPair:
-        return SubsampledLaplacePair(self.scale, self.q, self.sensitivity, check_choice("direction", direction, ("remove", "add")))
+        return SubsampledLaplacePair(
+            self.scale, self.q, self.sensitivity, check_choice("direction", direction, ("remove", "add"))
+        )
 
     def to_dp_event(self):
         import dp_accounting
 
         return dp_accounting.PoissonSampledDpEvent(self.q, dp_accounting.LaplaceDpEvent(self.scale / self.sensitivity))
-
 
 
 class MixtureVsGaussianPair(PrivacyLossPair):
@@ -767,8 +788,10 @@ class MixtureVsGaussianPair(PrivacyLossPair):
         if self.sens.ndim != 1 or self.sens.shape != self.weights.shape or self.sens.size == 0:
             raise DPValueError("sensitivities and weights must be non-empty 1-D arrays of the same length")
         if np.any(np.diff(self.sens) <= 0) or self.sens[0] < 0 or self.sens[-1] <= 0 or np.any(self.weights <= 0):
-            raise DPValueError("sensitivities must be sorted, distinct, >= 0 with a positive one; weights > 0 "
-                               "(use GaussianMixtureMechanism, which normalises its input)")
+            raise DPValueError(
+                "sensitivities must be sorted, distinct, >= 0 with a positive one; weights > 0 "
+                "(use GaussianMixtureMechanism, which normalises its input)"
+            )
         self.log_w = np.log(self.weights)
         zero = self.sens[0] == 0.0
         self.W0 = float(self.weights[0]) if zero else 0.0
@@ -781,8 +804,10 @@ class MixtureVsGaussianPair(PrivacyLossPair):
         self._cache_val = None
 
     def __repr__(self) -> str:
-        return (f"MixtureVsGaussianPair(sigma={self.sigma}, sensitivities={self.sens.tolist()}, "
-                f"weights={self.weights.tolist()}, direction={self.direction!r})")
+        return (
+            f"MixtureVsGaussianPair(sigma={self.sigma}, sensitivities={self.sens.tolist()}, "
+            f"weights={self.weights.tolist()}, direction={self.direction!r})"
+        )
 
     # densities ---------------------------------------------------------------------------------
     def _log_norm(self, x, m):
@@ -1004,12 +1029,16 @@ class GaussianMixtureMechanism(Mechanism):
 
     @property
     def params(self) -> dict:
-        return {"sigma": self.sigma, "sensitivities": tuple(self.sensitivities.tolist()),
-                "weights": tuple(self.weights.tolist())}
+        return {
+            "sigma": self.sigma,
+            "sensitivities": tuple(self.sensitivities.tolist()),
+            "weights": tuple(self.weights.tolist()),
+        }
 
     def pair(self, direction: str) -> PrivacyLossPair:
-        return MixtureVsGaussianPair(self.sigma, self.sensitivities, self.weights,
-                                   check_choice("direction", direction, DIRECTIONS))
+        return MixtureVsGaussianPair(
+            self.sigma, self.sensitivities, self.weights, check_choice("direction", direction, DIRECTIONS)
+        )
 
 
 MECHANISM_NAMES = ("gaussian", "subsampled-gaussian", "laplace")
@@ -1017,8 +1046,14 @@ MECHANISM_NAMES = ("gaussian", "subsampled-gaussian", "laplace")
 _MECHANISM_PARAMETERS = {"gaussian": ("sigma",), "subsampled-gaussian": ("sigma", "q"), "laplace": ("scale",)}
 
 
-def make_mechanism(name: str, *, sigma: float | None = None, q: float | None = None, scale: float | None = None,
-                   sensitivity: float = 1.0) -> Mechanism:
+def make_mechanism(
+    name: str,
+    *,
+    sigma: float | None = None,
+    q: float | None = None,
+    scale: float | None = None,
+    sensitivity: float = 1.0,
+) -> Mechanism:
     """Build a mechanism by its command-line name, checking that its parameters are given.
 
     A parameter the named mechanism does not use (``q`` or ``scale`` for ``gaussian``, ``sigma`` or ``q``
@@ -1028,9 +1063,11 @@ def make_mechanism(name: str, *, sigma: float | None = None, q: float | None = N
     uses = _MECHANISM_PARAMETERS[name]
     for pname, value in (("sigma", sigma), ("q", q), ("scale", scale)):
         if value is not None and pname not in uses:
-            hint = {"q": "; use mechanism subsampled-gaussian for Poisson subsampling",
-                    "scale": "; scale is the Laplace mechanism's parameter",
-                    "sigma": "; sigma is the Gaussian mechanisms' parameter"}[pname]
+            hint = {
+                "q": "; use mechanism subsampled-gaussian for Poisson subsampling",
+                "scale": "; scale is the Laplace mechanism's parameter",
+                "sigma": "; sigma is the Gaussian mechanisms' parameter",
+            }[pname]
             raise DPValueError(f"{pname} is not a parameter of mechanism {name} (it takes {', '.join(uses)}){hint}")
     if name == "gaussian":
         if sigma is None:

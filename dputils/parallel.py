@@ -57,13 +57,21 @@ def chunk_seeds(k: int, seed: Any) -> list[np.random.SeedSequence]:
     k = check_positive_int("k", k)
     ss = _seed_sequence(seed)
     # spawn() advances ss.n_children_spawned; a fresh copy keeps the answer a function of the seed alone
-    base = np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key, pool_size=ss.pool_size,
-                                  n_children_spawned=ss.n_children_spawned)
+    base = np.random.SeedSequence(
+        ss.entropy, spawn_key=ss.spawn_key, pool_size=ss.pool_size, n_children_spawned=ss.n_children_spawned
+    )
     return base.spawn(k)
 
 
-def map_chunks(fn: Callable[[int, np.random.SeedSequence], Any], n_samples: int, chunk: int, seed: Any,
-               client: Any = None, executor: Any = None, desc: str | None = None) -> list[Any]:
+def map_chunks(
+    fn: Callable[[int, np.random.SeedSequence], Any],
+    n_samples: int,
+    chunk: int,
+    seed: Any,
+    client: Any = None,
+    executor: Any = None,
+    desc: str | None = None,
+) -> list[Any]:
     """``[fn(size_j, seed_j) for each chunk j]`` in chunk order (see the module docstring).
 
     Runs serially when neither ``client`` (a ``dask.distributed.Client``) nor ``executor`` (a
@@ -80,8 +88,9 @@ def map_chunks(fn: Callable[[int, np.random.SeedSequence], Any], n_samples: int,
     return map_ordered(fn, sizes, seeds, client=client, executor=executor, desc=desc or "chunks")
 
 
-def map_ordered(fn: Callable[..., Any], *iterables: Any, client: Any = None, executor: Any = None,
-                desc: str | None = None) -> list[Any]:
+def map_ordered(
+    fn: Callable[..., Any], *iterables: Any, client: Any = None, executor: Any = None, desc: str | None = None
+) -> list[Any]:
     """``[fn(*args) for args in zip(*iterables)]`` in input order, serially, on an executor or on Dask.
 
     Runs serially when neither ``client`` (a ``dask.distributed.Client``) nor ``executor`` (a

@@ -139,8 +139,7 @@ def _raise_small_texts(fig) -> None:
     small, label = _points(MIN_TEXT_PX, fig), _points(MIN_LABEL_PX, fig)
     titles = set()
     for ax in fig.axes:
-        titles.update({id(ax.title), id(ax.xaxis.label), id(ax.yaxis.label), id(ax._left_title),
-                       id(ax._right_title)})
+        titles.update({id(ax.title), id(ax.xaxis.label), id(ax.yaxis.label), id(ax._left_title), id(ax._right_title)})
         for axis, size in ((ax.xaxis, small), (ax.yaxis, small)):
             ticks = axis.get_major_ticks() + axis.get_minor_ticks()
             if ticks and ticks[0].label1.get_fontsize() < size:
@@ -168,10 +167,12 @@ def _fix_legends(fig) -> None:
         if leg is None or worst.get(i, 0.0) <= MAX_LEGEND_COVER:
             continue
         pos = boxes[i]
-        rightmost = all(b.x0 < pos.x1 - 1e-6 or abs(b.y0 - pos.y0) > 0.5 * pos.height
-                        for j, b in enumerate(boxes) if j != i)
-        bottom = all(b.y1 > pos.y0 + 1e-6 or abs(b.x0 - pos.x0) > 0.5 * pos.width
-                     for j, b in enumerate(boxes) if j != i)
+        rightmost = all(
+            b.x0 < pos.x1 - 1e-6 or abs(b.y0 - pos.y0) > 0.5 * pos.height for j, b in enumerate(boxes) if j != i
+        )
+        bottom = all(
+            b.y1 > pos.y0 + 1e-6 or abs(b.x0 - pos.x0) > 0.5 * pos.width for j, b in enumerate(boxes) if j != i
+        )
         tries = [("best", None)]
         if rightmost:
             tries.append(("upper left", (1.02, 1.0)))
@@ -195,8 +196,10 @@ def _fix_legends(fig) -> None:
                 break
         else:
             leg.set_loc(best[1])
-            leg.set_bbox_to_anchor(best[2] if isinstance(best[2], tuple) else None,
-                                   transform=ax.transAxes if isinstance(best[2], tuple) else None)
+            leg.set_bbox_to_anchor(
+                best[2] if isinstance(best[2], tuple) else None,
+                transform=ax.transAxes if isinstance(best[2], tuple) else None,
+            )
 
 
 def color(name: str) -> str | None:
@@ -215,9 +218,11 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float | None = None, heigh
 # --------------------------------------------------------------------------------------------------------
 # legends over the data: seen in matplotlib, not in the HTML image (dputils.bookcheck re-exports these)
 
+
 @dataclasses.dataclass(frozen=True)
 class LegendOverlap:
     """How much of the plotted data one legend hides."""
+
     axes: int  # index in ``fig.axes``; -1 for a figure legend (``fig.legend``), measured against every axes
     title: str  # the axes' title, else the legend's labels
     covered: int  # samples of the plotted data inside the legend box
@@ -226,8 +231,10 @@ class LegendOverlap:
 
     def __str__(self) -> str:
         where = "figure legend" if self.axes < 0 else f"legend of axes {self.axes}"
-        return (f"{where} ({self.title!r}) covers {100 * self.fraction:.1f}% of the plotted data "
-                f"({self.covered} of {self.samples} samples)")
+        return (
+            f"{where} ({self.title!r}) covers {100 * self.fraction:.1f}% of the plotted data "
+            f"({self.covered} of {self.samples} samples)"
+        )
 
 
 def _segment_samples(xy, step: float):
@@ -342,9 +349,15 @@ def legend_overlaps(fig, renderer=None, step: float = 2.0) -> list[LegendOverlap
         for ax in axes:
             pts = _plotted_samples(ax, step)
             samples += len(pts)
-            covered += int(np.count_nonzero((pts[:, 0] >= bb.x0) & (pts[:, 0] <= bb.x1)
-                                            & (pts[:, 1] >= bb.y0) & (pts[:, 1] <= bb.y1)))
-        title = axes[0].get_title() if i >= 0 and axes[0].get_title() else \
-            ", ".join(t.get_text() for t in leg.get_texts())[:80]
+            covered += int(
+                np.count_nonzero(
+                    (pts[:, 0] >= bb.x0) & (pts[:, 0] <= bb.x1) & (pts[:, 1] >= bb.y0) & (pts[:, 1] <= bb.y1)
+                )
+            )
+        title = (
+            axes[0].get_title()
+            if i >= 0 and axes[0].get_title()
+            else ", ".join(t.get_text() for t in leg.get_texts())[:80]
+        )
         out.append(LegendOverlap(i, title, covered, samples, covered / samples if samples else 0.0))
     return out

@@ -74,8 +74,10 @@ class MemoryLimit:
         if self.source == "env":
             return f"the limit of {_fmt_bytes(self.bytes)} set by DPUTILS_MAX_MEMORY_GB"
         if self.source == "cgroup":
-            return (f"this container's limit of {_fmt_bytes(self.bytes)} ({MEMORY_FRACTION:g} of the container "
-                    f"memory limit {_fmt_bytes(self.total)} in {self.path})")
+            return (
+                f"this container's limit of {_fmt_bytes(self.bytes)} ({MEMORY_FRACTION:g} of the container "
+                f"memory limit {_fmt_bytes(self.total)} in {self.path})"
+            )
         return f"this machine's limit of {_fmt_bytes(self.bytes)}"
 
 
@@ -186,8 +188,9 @@ def cgroup_memory_limit(self_cgroup: str | None = None, cgroup_root: str | None 
     return min(found) if found else None
 
 
-def memory_limit(meminfo: str | None = None, self_cgroup: str | None = None,
-                 cgroup_root: str | None = None) -> MemoryLimit:
+def memory_limit(
+    meminfo: str | None = None, self_cgroup: str | None = None, cgroup_root: str | None = None
+) -> MemoryLimit:
     """The memory limit of one computation: ``DPUTILS_MAX_MEMORY_GB`` GiB if set, else ``MEMORY_FRACTION``
     times min(physical memory, cgroup limit). The arguments default to the module's paths."""
     env = os.environ.get("DPUTILS_MAX_MEMORY_GB")
@@ -253,8 +256,10 @@ def check_work(parameter: str, units: float, what: str = "operations", hint: str
     """Refuse (``DPValueError`` naming ``parameter``) when ``units`` of work exceed :func:`max_work`."""
     limit = max_work()
     if not (units <= limit):
-        msg = f"{parameter}: would need about {units:.3g} {what}, over the limit of {limit:.3g} " \
-              "(set DPUTILS_MAX_WORK to raise it)"
+        msg = (
+            f"{parameter}: would need about {units:.3g} {what}, over the limit of {limit:.3g} "
+            "(set DPUTILS_MAX_WORK to raise it)"
+        )
         if hint:
             msg += f"; {hint}"
         raise DPValueError(msg)

@@ -120,8 +120,9 @@ def find_root(explicit: Path | str | None = None) -> Path:
         return pkg
     if booksources.packaged_sources() is not None:
         return booksources.materialize(booksources.default_home())
-    raise RootError(f"no repository root found (neither {Path.cwd()} nor {pkg} holds notebooks/ and params/); "
-                    "pass --root PATH")
+    raise RootError(
+        f"no repository root found (neither {Path.cwd()} nor {pkg} holds notebooks/ and params/); pass --root PATH"
+    )
 
 
 def notebook_paths(root: Path | None = None) -> list[Path]:
@@ -180,9 +181,17 @@ def output_dirs(profile: str, root: Path, output: Path | str | None = None) -> t
 # --------------------------------------------------------------------------- executing one notebook
 
 
-def execute_one(source: Path, output: Path, parameters: dict[str, Any], timeout: int = 3600,
-                results_dir: Path | None = None, root: Path | None = None, profile: str | None = None,
-                published_results: Path | None = None, link_dir: Path | None = None) -> dict[str, Any]:
+def execute_one(
+    source: Path,
+    output: Path,
+    parameters: dict[str, Any],
+    timeout: int = 3600,
+    results_dir: Path | None = None,
+    root: Path | None = None,
+    profile: str | None = None,
+    published_results: Path | None = None,
+    link_dir: Path | None = None,
+) -> dict[str, Any]:
     """Run one notebook into ``output`` (results into ``results_dir``); never raises. ``link_dir``: the folder
     the copy will be published in (default ``output``'s), for its download links.
 
@@ -208,11 +217,19 @@ def execute_one(source: Path, output: Path, parameters: dict[str, Any], timeout:
         nb = jupytext.read(source)
         for attempt in range(2):
             try:
-                pm.execute_notebook(nb, str(output), parameters=parameters, kernel_name="python3",
-                                    progress_bar=False, log_output=False, cwd=str(output.parent),
-                                    execution_timeout=timeout, start_timeout=120,
-                                    extra_arguments=list(KERNEL_ARGS),
-                                    kernel_manager_class=quiet_shutdown_kernel_manager())
+                pm.execute_notebook(
+                    nb,
+                    str(output),
+                    parameters=parameters,
+                    kernel_name="python3",
+                    progress_bar=False,
+                    log_output=False,
+                    cwd=str(output.parent),
+                    execution_timeout=timeout,
+                    start_timeout=120,
+                    extra_arguments=list(KERNEL_ARGS),
+                    kernel_manager_class=quiet_shutdown_kernel_manager(),
+                )
                 break
             except pm.PapermillExecutionError:
                 raise
@@ -356,13 +373,14 @@ def _md_cell_line(source: Path, k: int, src_lines: list[str]) -> int | None:
     end = fences[k] if k < len(fences) else len(md)
     n = len(src_lines)
     for j in range(start, end - n + 1):
-        if md[j:j + n] == src_lines:
+        if md[j : j + n] == src_lines:
             return j + 1
     return None
 
 
-def _finish_executed_copy(output: Path, source: Path, root: Path | None, profile: str | None,
-                          link_dir: Path | None = None) -> None:
+def _finish_executed_copy(
+    output: Path, source: Path, root: Path | None, profile: str | None, link_dir: Path | None = None
+) -> None:
     """Store the source path as input_path (papermill stores the whole notebook) and show parameters once."""
     import nbformat
 
@@ -426,10 +444,17 @@ def merge_parameter_cells(nb: Any, profile: str | None = None) -> bool:
     and the ``parameters`` cell is tagged ``remove-cell`` instead. Returns True when the cells were merged.
     """
     cells = nb.cells
-    pi = next((i for i, c in enumerate(cells) if c.cell_type == "code"
-               and "parameters" in c.metadata.get("tags", [])), None)
-    ii = next((i for i, c in enumerate(cells) if c.cell_type == "code"
-               and "injected-parameters" in c.metadata.get("tags", [])), None)
+    pi = next(
+        (i for i, c in enumerate(cells) if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])), None
+    )
+    ii = next(
+        (
+            i
+            for i, c in enumerate(cells)
+            if c.cell_type == "code" and "injected-parameters" in c.metadata.get("tags", [])
+        ),
+        None,
+    )
     if ii is None:
         return False
 
@@ -478,16 +503,16 @@ def merge_parameter_cells(nb: Any, profile: str | None = None) -> bool:
     for old, text in sorted(changed, key=lambda t: (t[0].lineno, t[0].col_offset), reverse=True):
         a, b = old.lineno - 1, old.end_lineno - 1  # type: ignore[operator]
         if a == b:
-            old_text = lines[a][old.col_offset:old.end_col_offset]
+            old_text = lines[a][old.col_offset : old.end_col_offset]
         else:
-            old_text = b" ".join([lines[a][old.col_offset:], *lines[a + 1:b], lines[b][:old.end_col_offset]])
+            old_text = b" ".join([lines[a][old.col_offset :], *lines[a + 1 : b], lines[b][: old.end_col_offset]])
         old_s = " ".join(old_text.decode().split())
         old_s = old_s if len(old_s) <= 60 else old_s[:57] + "..."
-        head, tail = lines[a][:old.col_offset], lines[b][old.end_col_offset:]
+        head, tail = lines[a][: old.col_offset], lines[b][old.end_col_offset :]
         note = f"[default {old_s}]"
         tail_s = tail.decode()
         tail_s = tail_s.rstrip() + f" {note}" if "#" in tail_s else tail_s.rstrip() + f"  # {note}"
-        lines[a:b + 1] = [head + text.encode() + tail_s.encode()]
+        lines[a : b + 1] = [head + text.encode() + tail_s.encode()]
     if changed or extra:
         head = f"# Parameters of this run{f' (profile {profile})' if profile else ''}"
         head += "; values the run set show [default ...]" if changed else ""
@@ -656,9 +681,17 @@ def clean_stale_staging(staging_root: Path) -> list[Path]:
     return removed
 
 
-def run_staged(source: Path, methods_dir: Path, results_dir: Path, parameters: dict[str, Any],
-               timeout: int, staging: Path, root: Path, profile: str | None = None,
-               replace_results: bool = False) -> dict[str, Any]:
+def run_staged(
+    source: Path,
+    methods_dir: Path,
+    results_dir: Path,
+    parameters: dict[str, Any],
+    timeout: int,
+    staging: Path,
+    root: Path,
+    profile: str | None = None,
+    replace_results: bool = False,
+) -> dict[str, Any]:
     """Execute into ``staging/NAME/`` and publish the copy and its results (:func:`publish_atomically`) only if
     the notebook passed, and only while the run that started this worker is alive. ``replace_results``: the
     results folder belongs to this notebook alone (a sweep point), so result files the new run did not write
@@ -670,14 +703,24 @@ def run_staged(source: Path, methods_dir: Path, results_dir: Path, parameters: d
     stage_results = stage / "results"
     stage_results.mkdir(parents=True)
     staged_nb = stage / f"{name}.ipynb"
-    report = execute_one(source, staged_nb, parameters, timeout, results_dir=stage_results, root=root,
-                         profile=profile, published_results=results_dir, link_dir=methods_dir)
+    report = execute_one(
+        source,
+        staged_nb,
+        parameters,
+        timeout,
+        results_dir=stage_results,
+        root=root,
+        profile=profile,
+        published_results=results_dir,
+        link_dir=methods_dir,
+    )
     if not report["ok"]:
         report["output"] = str(staged_nb)
         return report
     if owner_gone():
-        report.update(ok=False, error=f"not published: the run that started it (pid {_OWNER}) is gone",
-                      output=str(staged_nb))
+        report.update(
+            ok=False, error=f"not published: the run that started it (pid {_OWNER}) is gone", output=str(staged_nb)
+        )
         return report
     new = sorted(stage_results.glob("*.json"))
     moves: list[tuple[Path | None, Path]] = [(f, results_dir / f.name) for f in new]
@@ -726,16 +769,26 @@ def describe_failure(rep: dict[str, Any], root: Path | None = None) -> list[str]
     if "line" in rep:
         parts.append(f"line {rep['line']}")
     where = ", ".join(parts) if parts else "before any cell"
-    out = [f"{where}: {rep['source']}" if rep.get("source") else where,
-           rep.get("error", "unknown error"),
-           f"executed copy with the error: {_rel(rep['output'], root) if root else rep['output']}"]
+    out = [
+        f"{where}: {rep['source']}" if rep.get("source") else where,
+        rep.get("error", "unknown error"),
+        f"executed copy with the error: {_rel(rep['output'], root) if root else rep['output']}",
+    ]
     return out
 
 
-def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int = 2, timeout: int = 3600,
-                out_dir: Path | None = None, results_dir: Path | None = None, root: Path | None = None,
-                output: Path | str | None = None, heartbeat: float = HEARTBEAT_S,
-                changed: bool = False) -> list[dict[str, Any]]:
+def execute_all(
+    profile: str = "full",
+    only: list[str] | None = None,
+    jobs: int = 2,
+    timeout: int = 3600,
+    out_dir: Path | None = None,
+    results_dir: Path | None = None,
+    root: Path | None = None,
+    output: Path | str | None = None,
+    heartbeat: float = HEARTBEAT_S,
+    changed: bool = False,
+) -> list[dict[str, Any]]:
     """Execute notebooks with atomic publishing; print progress lines; return the reports (run order, then the
     reused ones).
 
@@ -785,7 +838,9 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
                 running = [o for o in chg.results_read(src) if o in inputs and o not in reused]
                 if running:
                     reused.remove(name)
-                    why[name] = f"reads the results of {', '.join(running)}, which rerun{'s' if len(running) == 1 else ''}"
+                    why[name] = (
+                        f"reads the results of {', '.join(running)}, which rerun{'s' if len(running) == 1 else ''}"
+                    )
                     again = True
     else:
         why = {src.stem: "run without --changed" for src in sources}
@@ -794,10 +849,19 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
     for src in sources:
         if src.stem in reused:
             rec = chg.read_record(m_dir, src.stem) or {}
-            reports.append({"name": src.stem, "ok": True, "action": "reused", "reason": why[src.stem],
-                            "seconds": round(check_s[src.stem], 2), "profile": profile,
-                            "output": str(m_dir / f"{src.stem}.ipynb"), "last_run_seconds": rec.get("seconds"),
-                            "last_run_finished": rec.get("finished")})
+            reports.append(
+                {
+                    "name": src.stem,
+                    "ok": True,
+                    "action": "reused",
+                    "reason": why[src.stem],
+                    "seconds": round(check_s[src.stem], 2),
+                    "profile": profile,
+                    "output": str(m_dir / f"{src.stem}.ipynb"),
+                    "last_run_seconds": rec.get("seconds"),
+                    "last_run_finished": rec.get("finished"),
+                }
+            )
             _say(f"{src.stem}: reused ({why[src.stem]})")
     sources = [p for p in sources if p.stem not in reused]
     for src in sources:
@@ -812,9 +876,11 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
     for d in clean_stale_staging(staging.parent):
         _say(f"removed the staging folder of a killed run: {_rel(d, root)}")
     n, workers = len(sources), max(1, min(jobs, len(sources)))
-    _say(f"running {_plural(n, 'notebook')} (profile {profile}, {_plural(workers, 'job')}): "
-         f"notebooks -> {_rel(m_dir, root)}, results -> {_rel(r_dir, root)}"
-         + (f"; {len(reused)} reused" if reused else ""))
+    _say(
+        f"running {_plural(n, 'notebook')} (profile {profile}, {_plural(workers, 'job')}): "
+        f"notebooks -> {_rel(m_dir, root)}, results -> {_rel(r_dir, root)}"
+        + (f"; {len(reused)} reused" if reused else "")
+    )
     t_all = time.perf_counter()
     ran: list[dict[str, Any]] = []
     # largest source first: with parallel jobs the long chapters (also the largest files) start at once
@@ -828,8 +894,9 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
                 src = pending.pop(0)
                 i = n - len(pending)
                 _say(f"[start  {i}/{n}] {src.stem}")
-                fut = pool.submit(run_staged, src, m_dir, r_dir, params.get(src.stem, {}), timeout, staging, root,
-                                  profile)
+                fut = pool.submit(
+                    run_staged, src, m_dir, r_dir, params.get(src.stem, {}), timeout, staging, root, profile
+                )
                 started[fut] = (src.stem, time.perf_counter(), i)
             done, _ = wait(list(started), timeout=min(heartbeat, 60.0), return_when=FIRST_COMPLETED)
             now = time.perf_counter()
@@ -838,8 +905,13 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
                 try:
                     rep = fut.result()
                 except Exception as exc:  # the worker died: report, keep going
-                    rep = {"name": name, "ok": False, "error": f"{type(exc).__name__}: {exc}",
-                           "output": str(staging / name), "seconds": round(now - t0, 2)}
+                    rep = {
+                        "name": name,
+                        "ok": False,
+                        "error": f"{type(exc).__name__}: {exc}",
+                        "output": str(staging / name),
+                        "seconds": round(now - t0, 2),
+                    }
                 rep.update(action="run", reason=why[name], profile=profile)
                 _record(chg, m_dir, r_dir, name, inputs[name], rep)
                 ran.append(rep)
@@ -860,8 +932,10 @@ def execute_all(profile: str = "full", only: list[str] | None = None, jobs: int 
         if staging.is_dir():  # failed notebooks' copies stay for inspection; not a killed run's leftovers
             (staging / FINISHED_MARK).touch()
     failed = [r for r in ran if not r["ok"]]
-    _say(f"{len(ran) - len(failed)} passed, {len(failed)} failed in {time.perf_counter() - t_all:.1f} s"
-         + (f"; {len(reused)} reused" if reused else ""))
+    _say(
+        f"{len(ran) - len(failed)} passed, {len(failed)} failed in {time.perf_counter() - t_all:.1f} s"
+        + (f"; {len(reused)} reused" if reused else "")
+    )
     return ran + reports
 
 
@@ -880,7 +954,9 @@ def _record(chg: Any, m_dir: Path, r_dir: Path, name: str, inputs: dict[str, Any
             pass
 
 
-def check_profile(params: dict[str, dict[str, Any]], sources: Sequence[Path], profile: str) -> dict[str, dict[str, Any]]:
+def check_profile(
+    params: dict[str, dict[str, Any]], sources: Sequence[Path], profile: str
+) -> dict[str, dict[str, Any]]:
     """The profile's values for each notebook in ``sources``, checked against the notebook's ``parameters``
     cell with :func:`check_parameters` (the sweep's check): a name the notebook does not declare,
     or a value not of the declared type (``steps: 'abc'``, ``.nan``), is refused before anything runs."""
@@ -899,9 +975,16 @@ def check_profile(params: dict[str, dict[str, Any]], sources: Sequence[Path], pr
     return out
 
 
-def run_notebooks(profile: str = "full", only: list[str] | None = None, jobs: int = 2, timeout: int = 3600,
-                  out_dir: Path | None = None, results_dir: Path | None = None, root: Path | None = None,
-                  output: Path | str | None = None) -> bool:
+def run_notebooks(
+    profile: str = "full",
+    only: list[str] | None = None,
+    jobs: int = 2,
+    timeout: int = 3600,
+    out_dir: Path | None = None,
+    results_dir: Path | None = None,
+    root: Path | None = None,
+    output: Path | str | None = None,
+) -> bool:
     """Execute notebooks (see ``execute_all``); True when all passed."""
     reports = execute_all(profile, only, jobs, timeout, out_dir, results_dir, root, output)
     return all(r["ok"] for r in reports)
@@ -923,8 +1006,9 @@ REPORT_FORMAT = "dpbook-run-report"
 REPORT_VERSION = 1
 
 
-def report_path(command: str, profile: str, root: Path, output: Path | str | None = None,
-                explicit: Path | str | None = None) -> Path:
+def report_path(
+    command: str, profile: str, root: Path, output: Path | str | None = None, explicit: Path | str | None = None
+) -> Path:
     """Where ``run``/``book`` write their JSON report: ``explicit`` (``--report``), else ``DIR/report.json`` for
     ``run --output DIR`` (DIR not ``book``), else ``_build/<profile>/report.json`` (``run`` and ``book`` alike: the
     last command's report; its ``command`` field says which)."""
@@ -947,24 +1031,42 @@ def _finite(x: Any) -> Any:
 
 def chapter_entry(rep: dict[str, Any], root: Path | None = None) -> dict[str, Any]:
     """One chapter of the JSON report (see :func:`run_report`)."""
-    out = {"name": rep["name"], "status": "ok" if rep["ok"] else "failed", "action": rep.get("action", "run"),
-           "reason": rep.get("reason"), "seconds": _finite(float(rep.get("seconds", 0.0))),
-           "profile": rep.get("profile"),
-           "output": _rel(rep["output"], root) if root and rep.get("output") else rep.get("output")}
+    out = {
+        "name": rep["name"],
+        "status": "ok" if rep["ok"] else "failed",
+        "action": rep.get("action", "run"),
+        "reason": rep.get("reason"),
+        "seconds": _finite(float(rep.get("seconds", 0.0))),
+        "profile": rep.get("profile"),
+        "output": _rel(rep["output"], root) if root and rep.get("output") else rep.get("output"),
+    }
     if rep.get("action") == "reused":
         out["last_run_seconds"] = _finite(rep.get("last_run_seconds"))
         out["last_run_finished"] = rep.get("last_run_finished")
     if not rep["ok"]:
         out["failure"] = {
             "location": f"notebooks/{rep['name']}.md:{rep['md_line']}" if "md_line" in rep else None,
-            "code_cell": rep.get("code_cell"), "execution_count": rep.get("cell"), "line": rep.get("line"),
-            "source": rep.get("source"), "error": rep.get("error", "unknown error"),
-            "lines": describe_failure(rep, root)}
+            "code_cell": rep.get("code_cell"),
+            "execution_count": rep.get("cell"),
+            "line": rep.get("line"),
+            "source": rep.get("source"),
+            "error": rep.get("error", "unknown error"),
+            "lines": describe_failure(rep, root),
+        }
     return out
 
 
-def run_report(command: str, profile: str, reports: list[dict[str, Any]], root: Path, *, changed: bool,
-               wall_seconds: float, exit_code: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_report(
+    command: str,
+    profile: str,
+    reports: list[dict[str, Any]],
+    root: Path,
+    *,
+    changed: bool,
+    wall_seconds: float,
+    exit_code: int,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The machine-readable report of a ``run``/``book``: ``format``, ``version``, ``command``, ``profile``,
     ``changed``, ``finished`` (UTC), ``ok``, ``exit_code``, ``chapters`` (sorted by name; each ``name``,
     ``status`` ok/failed, ``action`` run/reused, ``reason``, ``seconds``, ``profile``, ``output``; a failure
@@ -975,15 +1077,27 @@ def run_report(command: str, profile: str, reports: list[dict[str, Any]], root: 
     import datetime as _dt
 
     chapters = [chapter_entry(r, root) for r in sorted(reports, key=lambda r: r["name"])]
-    totals = {"chapters": len(chapters), "ok": sum(c["status"] == "ok" for c in chapters),
-              "failed": sum(c["status"] == "failed" for c in chapters),
-              "run": sum(c["action"] == "run" for c in chapters),
-              "reused": sum(c["action"] == "reused" for c in chapters),
-              "seconds": round(sum(c["seconds"] or 0.0 for c in chapters), 2),
-              "wall_seconds": round(wall_seconds, 2)}
-    out = {"format": REPORT_FORMAT, "version": REPORT_VERSION, "command": command, "profile": profile,
-           "changed": changed, "finished": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
-           "ok": exit_code == 0, "exit_code": exit_code, "chapters": chapters, "totals": totals}
+    totals = {
+        "chapters": len(chapters),
+        "ok": sum(c["status"] == "ok" for c in chapters),
+        "failed": sum(c["status"] == "failed" for c in chapters),
+        "run": sum(c["action"] == "run" for c in chapters),
+        "reused": sum(c["action"] == "reused" for c in chapters),
+        "seconds": round(sum(c["seconds"] or 0.0 for c in chapters), 2),
+        "wall_seconds": round(wall_seconds, 2),
+    }
+    out = {
+        "format": REPORT_FORMAT,
+        "version": REPORT_VERSION,
+        "command": command,
+        "profile": profile,
+        "changed": changed,
+        "finished": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
+        "ok": exit_code == 0,
+        "exit_code": exit_code,
+        "chapters": chapters,
+        "totals": totals,
+    }
     if extra:
         out.update(extra)
     return out
@@ -993,7 +1107,6 @@ def write_report(path: Path, report: dict[str, Any]) -> Path:
     """Write the report atomically as strict JSON (a NaN or infinity is refused, never written)."""
     import json
 
-
     path.parent.mkdir(parents=True, exist_ok=True)
     return write_text_atomic(path, json.dumps(report, indent=1, allow_nan=False) + "\n")
 
@@ -1001,9 +1114,11 @@ def write_report(path: Path, report: dict[str, Any]) -> Path:
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: jupyter-book's banner around a build: its version, folders, rules and where to open the result (the runner
 #: says where the book is in one line of its own)
-_BOOK_BANNER = re.compile(r"^(Running Jupyter-Book v|Source Folder:|Config Path:|Output Path:|=+$|Finished generating "
-                          r"HTML for book\.|Your book's HTML pages are here:|_build/html/?$|You can look at your book "
-                          r"by opening|Or paste this line directly|file://|\S*_build/html/index\.html$)")
+_BOOK_BANNER = re.compile(
+    r"^(Running Jupyter-Book v|Source Folder:|Config Path:|Output Path:|=+$|Finished generating "
+    r"HTML for book\.|Your book's HTML pages are here:|_build/html/?$|You can look at your book "
+    r"by opening|Or paste this line directly|file://|\S*_build/html/index\.html$)"
+)
 
 
 def book_log_line(line: str) -> str | None:
@@ -1037,8 +1152,9 @@ def build_book(root: Path | None = None) -> int:
     env.pop("MPLBACKEND", None)
     env["NO_COLOR"] = "1"
     _say("$ " + " ".join(cmd))
-    with subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          errors="replace") as proc:
+    with subprocess.Popen(
+        cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    ) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
             kept = book_log_line(line)
@@ -1055,35 +1171,54 @@ def build_book(root: Path | None = None) -> int:
 
 def _parser(command: str) -> argparse.ArgumentParser:
 
-    p = _Parser(prog=f"python -m dputils {command}",
-                description="execute the notebooks" + (", then build the book" if command == "book" else ""))
+    p = _Parser(
+        prog=f"python -m dputils {command}",
+        description="execute the notebooks" + (", then build the book" if command == "book" else ""),
+    )
     p.add_argument("--profile", default="full", choices=PROFILES, help="parameter profile (default full)")
     p.add_argument("--only", nargs="+", default=None, metavar="NAME", help="only these notebooks (stems)")
     p.add_argument("--jobs", type=int, default=2, help="notebooks executed in parallel (default 2)")
     p.add_argument("--timeout", type=int, default=3600, help="per-cell timeout in seconds (default 3600)")
     p.add_argument("--root", default=None, metavar="PATH", help="repository root (holds notebooks/ and params/)")
-    p.add_argument("--changed", action="store_true",
-                   help="rerun a notebook only when its inputs changed since its last successful run (its source, "
-                        "the profile's values, the dputils sources, the data files it reads, the results of "
-                        "chapters it reads, the key dependencies' versions); otherwise keep its last good copy "
-                        "and results. Says which were reused and why the others ran; one that failed last time "
-                        "always reruns (see dputils.changed)")
-    p.add_argument("--report", default=None, metavar="PATH",
-                   help="where to write the JSON report (each notebook's status, seconds, run or reused and why, "
-                        "the failing cell and line; totals); default _build/<profile>/report.json"
-                        + (", or DIR/report.json with --output DIR" if command == "run" else ""))
+    p.add_argument(
+        "--changed",
+        action="store_true",
+        help="rerun a notebook only when its inputs changed since its last successful run (its source, "
+        "the profile's values, the dputils sources, the data files it reads, the results of "
+        "chapters it reads, the key dependencies' versions); otherwise keep its last good copy "
+        "and results. Says which were reused and why the others ran; one that failed last time "
+        "always reruns (see dputils.changed)",
+    )
+    p.add_argument(
+        "--report",
+        default=None,
+        metavar="PATH",
+        help="where to write the JSON report (each notebook's status, seconds, run or reused and why, "
+        "the failing cell and line; totals); default _build/<profile>/report.json"
+        + (", or DIR/report.json with --output DIR" if command == "run" else ""),
+    )
     if command == "book":
-        p.add_argument("--check", action="store_true",
-                       help="after the build, open every page in headless Chromium and fail on findings "
-                            "(python -m dputils.bookcheck; screenshots in _build/screenshots), and fail when a "
-                            "target's status differs from params/targets_ledger.yml")
-        p.add_argument("--update-ledger", action="store_true",
-                       help="rewrite params/targets_ledger.yml from this run's targets (a target that now passes "
-                            "is recorded in the same commit as the change that made it pass)")
+        p.add_argument(
+            "--check",
+            action="store_true",
+            help="after the build, open every page in headless Chromium and fail on findings "
+            "(python -m dputils.bookcheck; screenshots in _build/screenshots), and fail when a "
+            "target's status differs from params/targets_ledger.yml",
+        )
+        p.add_argument(
+            "--update-ledger",
+            action="store_true",
+            help="rewrite params/targets_ledger.yml from this run's targets (a target that now passes "
+            "is recorded in the same commit as the change that made it pass)",
+        )
     if command == "run":
-        p.add_argument("--output", default=None, metavar="DIR",
-                       help="write DIR/methods and DIR/results ('book': the book's places); default: the "
-                            "book's for full, _build/<profile>/ for smoke and paper")
+        p.add_argument(
+            "--output",
+            default=None,
+            metavar="DIR",
+            help="write DIR/methods and DIR/results ('book': the book's places); default: the "
+            "book's for full, _build/<profile>/ for smoke and paper",
+        )
     return p
 
 
@@ -1108,8 +1243,15 @@ def cli_main(command: str, argv: Sequence[str]) -> int:
         root = find_root(args.root)
         output = "book" if command == "book" else args.output
         rpath = report_path(command, args.profile, root, output, args.report)
-        reports = execute_all(profile=args.profile, only=args.only, jobs=args.jobs, timeout=args.timeout,
-                              root=root, output=output, changed=args.changed)
+        reports = execute_all(
+            profile=args.profile,
+            only=args.only,
+            jobs=args.jobs,
+            timeout=args.timeout,
+            root=root,
+            output=output,
+            changed=args.changed,
+        )
     except ValueError as exc:  # RootError included
         sys.stderr.write(f"error: {exc}\n")
         return 2
@@ -1117,8 +1259,19 @@ def cli_main(command: str, argv: Sequence[str]) -> int:
 
     def finish(rc: int, extra: dict[str, Any] | None = None) -> int:
         try:
-            p = write_report(rpath, run_report(command, args.profile, reports, root, changed=args.changed,
-                                               wall_seconds=time.perf_counter() - t_wall, exit_code=rc, extra=extra))
+            p = write_report(
+                rpath,
+                run_report(
+                    command,
+                    args.profile,
+                    reports,
+                    root,
+                    changed=args.changed,
+                    wall_seconds=time.perf_counter() - t_wall,
+                    exit_code=rc,
+                    extra=extra,
+                ),
+            )
             _say(f"report: {_rel(p, root)}")
         except (OSError, ValueError) as exc:
             _say(f"report not written ({rpath}): {exc}")
@@ -1145,8 +1298,9 @@ def cli_main(command: str, argv: Sequence[str]) -> int:
         rc = bookcheck.main([str(root / "_build" / "html"), "--screenshots", str(root / "_build" / "screenshots")])
         book.update(check_exit_code=rc, check_seconds=round(time.perf_counter() - t0, 2))
         _say(f"bookcheck: {book['check_seconds']:.1f} s (exit {rc})")
-    ledger_rc = check_ledger(root, [r["name"] for r in reports], update=args.update_ledger,
-                             strict=args.check and args.profile == "full")
+    ledger_rc = check_ledger(
+        root, [r["name"] for r in reports], update=args.update_ledger, strict=args.check and args.profile == "full"
+    )
     book["ledger_exit_code"] = ledger_rc
     return finish(rc or ledger_rc, {"book": book})
 
@@ -1174,18 +1328,23 @@ def check_ledger(root: Path, chapters: list[str], *, update: bool = False, stric
     if not diffs:
         _say(f"ledger: every target's status as in {path.relative_to(root)}")
         return 0
-    _say(f"ledger: {len(diffs)} target(s) differ from {path.relative_to(root)}"
-         + (" (not enforced: only `book --check` at the full profile fails on it)" if not strict else ""))
+    _say(
+        f"ledger: {len(diffs)} target(s) differ from {path.relative_to(root)}"
+        + (" (not enforced: only `book --check` at the full profile fails on it)" if not strict else "")
+    )
     for d in diffs:
         _say(f"  {d}")
     if strict:
-        _say("a target that now passes: rerun with --update-ledger and commit the ledger with the change; "
-             "one that stopped passing is a regression")
+        _say(
+            "a target that now passes: rerun with --update-ledger and commit the ledger with the change; "
+            "one that stopped passing is a regression"
+        )
     return 1 if strict else 0
 
 
 # ------------------------------------------------------------------------------------- parameter checks
 # (shared with dputils.sweep, which imports them from here)
+
 
 def declared_parameters(source: Path) -> dict[str, dict[str, Any]]:
     """The notebook's ``parameters`` cell as papermill reads it: name -> {inferred_type_name, default, help}."""
@@ -1217,8 +1376,9 @@ def _type_ok(name: str, value: Any, type_name: str, where: str) -> Any:
         raise DPValueError(f"{where}: {name} is null, but the notebook declares it {type_name}")
 
     def bad() -> DPValueError:
-        return DPValueError(f"{where}: {name}={value!r} is {type(value).__name__}, "
-                            f"but the notebook declares it {type_name}")
+        return DPValueError(
+            f"{where}: {name}={value!r} is {type(value).__name__}, but the notebook declares it {type_name}"
+        )
 
     if base == "int":
         if isinstance(value, bool) or not isinstance(value, int):

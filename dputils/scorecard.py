@@ -81,8 +81,12 @@ def _tol_text(tol: Any, mode: str, paper: Any = 1.0) -> str:
         return f"\u2264 {tol:g}" if mode == "le" else f"\u2265 {-tol:g}"
     if mode in ("le", "ge") and tol == 0:
         return "\u2264 paper" if mode == "le" else "\u2265 paper"
-    return {"abs": f"\u00b1{tol:g}", "rel": f"\u00b1{100 * tol:g}%", "le": f"\u2264 paper + {tol:g}",
-            "ge": f"\u2265 paper \u2212 {tol:g}"}.get(mode, str(tol))
+    return {
+        "abs": f"\u00b1{tol:g}",
+        "rel": f"\u00b1{100 * tol:g}%",
+        "le": f"\u2264 paper + {tol:g}",
+        "ge": f"\u2265 paper \u2212 {tol:g}",
+    }.get(mode, str(tol))
 
 
 class Targets:
@@ -99,14 +103,33 @@ class Targets:
         self.records.append(rec)
         return rec
 
-    def check(self, id: str, what: str, ours: Any, paper: Any, tol: float, *, mode: str = "abs",
-              source: str = "paper", section: str = "", note: str = "") -> bool:
+    def check(
+        self,
+        id: str,
+        what: str,
+        ours: Any,
+        paper: Any,
+        tol: float,
+        *,
+        mode: str = "abs",
+        source: str = "paper",
+        section: str = "",
+        note: str = "",
+    ) -> bool:
         """Record a target and raise ``AssertionError`` if ``ours`` misses ``paper`` (see :func:`within`)."""
         ok = within(ours, paper, tol, mode)
         bound_only = mode in ("le", "ge") and not isinstance(paper, (list, tuple)) and paper == 0
-        self._add(id=id, what=what, paper=None if bound_only else paper, ours=ours,
-                  tolerance=_tol_text(tol, mode, paper), status="pass" if ok else "fail", source=source,
-                  section=section, reason=note)
+        self._add(
+            id=id,
+            what=what,
+            paper=None if bound_only else paper,
+            ours=ours,
+            tolerance=_tol_text(tol, mode, paper),
+            status="pass" if ok else "fail",
+            source=source,
+            section=section,
+            reason=note,
+        )
         if not ok:
             raise AssertionError(
                 f"{self.chapter} target {id} ({what}) failed: ours {ours!r} vs {source} {paper!r}, "
@@ -114,33 +137,83 @@ class Targets:
             )
         return True
 
-    def check_true(self, id: str, what: str, condition: bool, *, ours: Any = None, paper: Any = None,
-                   source: str = "paper", section: str = "", note: str = "") -> bool:
+    def check_true(
+        self,
+        id: str,
+        what: str,
+        condition: bool,
+        *,
+        ours: Any = None,
+        paper: Any = None,
+        source: str = "paper",
+        section: str = "",
+        note: str = "",
+    ) -> bool:
         """Record a qualitative target (an ordering, a shape) and raise ``AssertionError`` if it fails."""
         ok = bool(condition)
-        self._add(id=id, what=what, paper=paper, ours=ours, tolerance="", status="pass" if ok else "fail",
-                  source=source, section=section, reason=note)
+        self._add(
+            id=id,
+            what=what,
+            paper=paper,
+            ours=ours,
+            tolerance="",
+            status="pass" if ok else "fail",
+            source=source,
+            section=section,
+            reason=note,
+        )
         if not ok:
             raise AssertionError(f"{self.chapter} target {id} ({what}) failed: ours {ours!r}, {source} {paper!r}")
         return True
 
-    def not_reproduced(self, id: str, what: str, ours: Any, paper: Any, tol: float | None, *, reason: str,
-                       mode: str = "abs", source: str = "paper", section: str = "") -> None:
+    def not_reproduced(
+        self,
+        id: str,
+        what: str,
+        ours: Any,
+        paper: Any,
+        tol: float | None,
+        *,
+        reason: str,
+        mode: str = "abs",
+        source: str = "paper",
+        section: str = "",
+    ) -> None:
         """Record a target that does not reproduce, with the measured numbers and the reason.
 
         If the numbers do meet the tolerance after all, this raises: the record would be wrong.
         """
         if tol is not None and within(ours, paper, tol, mode):
-            raise AssertionError(f"{self.chapter} target {id} reproduces now (ours {ours!r} vs {paper!r}): "
-                                 "record it with check()")
-        self._add(id=id, what=what, paper=paper, ours=ours, tolerance=_tol_text(tol, mode, paper),
-                  status="not reproduced", source=source, section=section, reason=reason)
+            raise AssertionError(
+                f"{self.chapter} target {id} reproduces now (ours {ours!r} vs {paper!r}): record it with check()"
+            )
+        self._add(
+            id=id,
+            what=what,
+            paper=paper,
+            ours=ours,
+            tolerance=_tol_text(tol, mode, paper),
+            status="not reproduced",
+            source=source,
+            section=section,
+            reason=reason,
+        )
 
-    def not_run(self, id: str, what: str, *, reason: str, paper: Any = None, source: str = "paper",
-                section: str = "") -> None:
+    def not_run(
+        self, id: str, what: str, *, reason: str, paper: Any = None, source: str = "paper", section: str = ""
+    ) -> None:
         """Record a target that cannot run here (GPU, data, profile) and why."""
-        self._add(id=id, what=what, paper=paper, ours=None, tolerance="", status="not run", source=source,
-                  section=section, reason=reason)
+        self._add(
+            id=id,
+            what=what,
+            paper=paper,
+            ours=None,
+            tolerance="",
+            status="not run",
+            source=source,
+            section=section,
+            reason=reason,
+        )
 
     def to_dict(self) -> list[dict[str, Any]]:
         return list(self.records)
@@ -155,8 +228,11 @@ class Targets:
         """The targets as a :class:`dputils.tables.Table` (displayed in a notebook)."""
         from .tables import show_table
 
-        return show_table(_by_id(self.records), columns=["id", "what", "source", "paper", "ours", "tolerance",
-                                                         "status", "reason"], digits=4)
+        return show_table(
+            _by_id(self.records),
+            columns=["id", "what", "source", "paper", "ours", "tolerance", "status", "reason"],
+            digits=4,
+        )
 
 
 def _id_key(tid: Any) -> list:
@@ -220,8 +296,13 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
         lines.append("No chapter has recorded targets yet: run `python -m dputils run`.")
         lines.append("")
         return "\n".join(lines)
-    lines += ["```{table} Targets per chapter", ":class: dp-scorecard-summary", "",
-              "| chapter | " + " | ".join(STATUSES) + " | total |", "|---" * (len(STATUSES) + 2) + "|"]
+    lines += [
+        "```{table} Targets per chapter",
+        ":class: dp-scorecard-summary",
+        "",
+        "| chapter | " + " | ".join(STATUSES) + " | total |",
+        "|---" * (len(STATUSES) + 2) + "|",
+    ]
     for chapter, recs in targets.items():
         counts = [sum(r["status"] == s for r in recs) for s in STATUSES]
         lines.append(f"| {link(chapter)} | " + " | ".join(map(str, counts)) + f" | {len(recs)} |")
@@ -230,10 +311,18 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
     for chapter, recs in targets.items():
         # one table per chapter under its own heading: the chapter is named once, not on every row
         title = titles.get(chapter, chapter).split(":")[0]
-        lines += [f"## {title}", "", f"{link(chapter)}: {len(recs)} targets.", "",
-                  f"```{{table}} The targets of {title}, with the reference number and ours",
-                  ":class: dp-scorecard", ":widths: 8 40 14 14 12 12", "",
-                  "| target | what | paper | ours | tolerance | status |", "|---|---|---|---|---|---|"]
+        lines += [
+            f"## {title}",
+            "",
+            f"{link(chapter)}: {len(recs)} targets.",
+            "",
+            f"```{{table}} The targets of {title}, with the reference number and ours",
+            ":class: dp-scorecard",
+            ":widths: 8 40 14 14 12 12",
+            "",
+            "| target | what | paper | ours | tolerance | status |",
+            "|---|---|---|---|---|---|",
+        ]
         for r in _by_id(recs):
             status = r["status"]
             status_md = f"**{status}**" if status in ("fail", "not reproduced") else status
@@ -243,10 +332,20 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
             what = _md_cell(r.get("what"))
             if r.get("source"):
                 what += f" *({_md_cell(r.get('source'))})*"
-            lines.append("| " + " | ".join([
-                _md_cell(r.get("id")), what, _md_cell(r.get("paper")), _md_cell(r.get("ours")),
-                _md_cell(r.get("tolerance")), status_md,
-            ]) + " |")
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        _md_cell(r.get("id")),
+                        what,
+                        _md_cell(r.get("paper")),
+                        _md_cell(r.get("ours")),
+                        _md_cell(r.get("tolerance")),
+                        status_md,
+                    ]
+                )
+                + " |"
+            )
         lines += ["```", ""]
     if notes:
         lines += ["## Notes to the tables", ""]
@@ -255,8 +354,9 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
     return "\n".join(lines)
 
 
-def write_page(results_dir: Path, out: Path, chapters: Iterable[str] | None = None,
-               titles: dict[str, str] | None = None) -> Path:
+def write_page(
+    results_dir: Path, out: Path, chapters: Iterable[str] | None = None, titles: dict[str, str] | None = None
+) -> Path:
     """Write the scorecard page for the chapters (in that order; default: every results file)."""
     targets = load_targets(results_dir)
     if chapters is not None:
@@ -301,8 +401,9 @@ def read_ledger(path: Path) -> dict[str, dict[str, str]]:
             raise ValueError(f"{path}: chapter {chapter!r} must map target ids to statuses")
         for tid, status in recs.items():
             if status not in STATUSES or status == "fail":
-                raise ValueError(f"{path}: {chapter} {tid}: status must be pass, not reproduced or not run, "
-                                 f"got {status!r}")
+                raise ValueError(
+                    f"{path}: {chapter} {tid}: status must be pass, not reproduced or not run, got {status!r}"
+                )
         out[str(chapter)] = {str(k): str(v) for k, v in recs.items()}
     return out
 
@@ -322,8 +423,9 @@ def write_ledger(path: Path, targets: dict[str, list[dict[str, Any]]]) -> Path:
     return path
 
 
-def ledger_differences(targets: dict[str, list[dict[str, Any]]], ledger: dict[str, dict[str, str]],
-                       chapters: Iterable[str] | None = None) -> list[str]:
+def ledger_differences(
+    targets: dict[str, list[dict[str, Any]]], ledger: dict[str, dict[str, str]], chapters: Iterable[str] | None = None
+) -> list[str]:
     """Every way the recorded ``targets`` differ from ``ledger``, one line each, for ``chapters`` (default: every
     chapter in either). A chapter with no recorded results is reported as missing."""
     names = list(chapters) if chapters is not None else list(dict.fromkeys([*ledger, *targets]))
@@ -333,8 +435,10 @@ def ledger_differences(targets: dict[str, list[dict[str, Any]]], ledger: dict[st
         want, have = ledger.get(c, {}), got.get(c)
         if have is None:
             if want:
-                out.append(f"{c}: no recorded targets (results/{c}.json missing or without targets), "
-                           f"the ledger expects {len(want)}")
+                out.append(
+                    f"{c}: no recorded targets (results/{c}.json missing or without targets), "
+                    f"the ledger expects {len(want)}"
+                )
             continue
         for tid, status in have.items():
             if tid not in want:

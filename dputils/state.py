@@ -53,8 +53,10 @@ def _plain(value: Any, where: str) -> Any:
         return [_plain(v, where) for v in value]
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {k: _plain(v, f"{where}.{k}") for k, v in value.items()}
-    raise DPValueError(f"{where}: a {type(value).__name__} cannot be saved (only numbers, strings, lists and "
-                       "None are); this accountant or mechanism cannot be saved yet")
+    raise DPValueError(
+        f"{where}: a {type(value).__name__} cannot be saved (only numbers, strings, lists and "
+        "None are); this accountant or mechanism cannot be saved yet"
+    )
 
 
 def _path(obj: Any) -> str:
@@ -78,8 +80,9 @@ def _class_at(path: Any, base: type, where: str) -> type:
 def mechanism_state(mechanism: Any, where: str = "mechanism") -> dict[str, Any]:
     """``{"class": ..., "params": ...}`` of a mechanism of :mod:`dputils.mechanisms`."""
     if not isinstance(mechanism, Mechanism) or "_init_options" not in mechanism.__dict__:
-        raise DPValueError(f"{where}: {type(mechanism).__name__} cannot be saved yet (only the mechanisms of "
-                           "dputils.mechanisms can)")
+        raise DPValueError(
+            f"{where}: {type(mechanism).__name__} cannot be saved yet (only the mechanisms of dputils.mechanisms can)"
+        )
     return {"class": _path(mechanism), "params": _plain(mechanism.__dict__["_init_options"], where)}
 
 
@@ -107,8 +110,9 @@ def check_state(state: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise DPValueError(f"state.version must be a positive integer, got {version!r}")
     if version > STATE_VERSION:
-        raise DPValueError(f"state.version {version} was written by a newer dputils; this one reads versions up "
-                           f"to {STATE_VERSION}")
+        raise DPValueError(
+            f"state.version {version} was written by a newer dputils; this one reads versions up to {STATE_VERSION}"
+        )
     options, ledger = state.get("options", {}), state.get("ledger")
     if not isinstance(options, dict):
         raise DPValueError(f"state.options must be a dict, got {options!r}")

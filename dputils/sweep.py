@@ -135,8 +135,10 @@ def load_grid(path: str | Path) -> list[dict[str, Any]]:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         items = _expanded_items(node, where)
         if items > MAX_GRID_ITEMS:
-            raise DPValueError(f"{where}: its YAML aliases expand to {items:,} values, over the limit of "
-                               f"{MAX_GRID_ITEMS:,}; write the grid without nested aliases")
+            raise DPValueError(
+                f"{where}: its YAML aliases expand to {items:,} values, over the limit of "
+                f"{MAX_GRID_ITEMS:,}; write the grid without nested aliases"
+            )
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -213,8 +215,10 @@ def _expanded_items(root: Any, where: str) -> int:
 def _check_points(n: int, where: str) -> None:
     """Refuse a sweep of more than :data:`MAX_POINTS` points before listing them."""
     if n > MAX_POINTS:
-        raise DPValueError(f"{where}: {n:,} points, over the limit of {MAX_POINTS:,} points per sweep (each point "
-                           f"is one notebook run: {n / 86400:,.0f} days at 1 s each on one core); split the grid")
+        raise DPValueError(
+            f"{where}: {n:,} points, over the limit of {MAX_POINTS:,} points per sweep (each point "
+            f"is one notebook run: {n / 86400:,.0f} days at 1 s each on one core); split the grid"
+        )
     if n > 10_000:
         _say(f"{where}: planning {n:,} points (about {n * 1e-4:.0f} s before the first run)")
 
@@ -245,8 +249,14 @@ def code_version(source: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def plan_sweep(notebook: str | Path, grid: str | Path, profile: str | None = None, name: str | None = None,
-               output: str | Path | None = None, root: Path | None = None) -> Plan:
+def plan_sweep(
+    notebook: str | Path,
+    grid: str | Path,
+    profile: str | None = None,
+    name: str | None = None,
+    output: str | Path | None = None,
+    root: Path | None = None,
+) -> Plan:
     """Check the notebook, the grid and the profile, and list the points: nothing runs yet."""
 
     try:
@@ -264,8 +274,9 @@ def plan_sweep(notebook: str | Path, grid: str | Path, profile: str | None = Non
     if profile is not None:
         if root is None:
             raise DPValueError("profile: no repository root with params/ found")
-        base = check_parameters(load_profile(profile, root).get(source.stem, {}), declared, source,
-                                f"params/{profile}.yml: {source.stem}")
+        base = check_parameters(
+            load_profile(profile, root).get(source.stem, {}), declared, source, f"params/{profile}.yml: {source.stem}"
+        )
     where = f"grid {Path(grid).name}"
     points: list[Point] = []
     swept_names: list[str] = []
@@ -289,8 +300,16 @@ def plan_sweep(notebook: str | Path, grid: str | Path, profile: str | None = Non
         out_base = (root / "sweeps") if root is not None else Path.cwd() / "sweeps"
     else:
         out_base = Path(output).expanduser().resolve()
-    return Plan(source=source, name=name, out_dir=out_base / name, points=points, swept_names=swept_names,
-                code_version=code_version(source), profile=profile, root=root)
+    return Plan(
+        source=source,
+        name=name,
+        out_dir=out_base / name,
+        points=points,
+        swept_names=swept_names,
+        code_version=code_version(source),
+        profile=profile,
+        root=root,
+    )
 
 
 # --------------------------------------------------------------------------- running one point (on a worker)
@@ -309,8 +328,17 @@ def _read_meta(pdir: Path) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) else None
 
 
-def run_point(source: str, out_dir: str, pid: str, parameters: dict[str, Any], swept: dict[str, Any],
-              timeout: int, root: str | None, version: str, profile: str | None = None) -> dict[str, Any]:
+def run_point(
+    source: str,
+    out_dir: str,
+    pid: str,
+    parameters: dict[str, Any],
+    swept: dict[str, Any],
+    timeout: int,
+    root: str | None,
+    version: str,
+    profile: str | None = None,
+) -> dict[str, Any]:
     """Run one point into ``out_dir/pid/`` (staged: see :func:`dputils.run.run_staged`); never raises.
 
     Returns the report of :func:`dputils.run.execute_one` plus ``point``; writes ``point.json`` last, so a point
@@ -327,19 +355,41 @@ def run_point(source: str, out_dir: str, pid: str, parameters: dict[str, Any], s
     try:
         pdir.mkdir(parents=True, exist_ok=True)
         staging = base / ".staging" / f"{pid}.{_host()}.{os.getpid()}.{time.time_ns()}"
-        rep = run_staged(src, pdir, pdir / "results", parameters, timeout, staging,
-                         Path(root) if root else src.parent, profile, replace_results=True)
+        rep = run_staged(
+            src,
+            pdir,
+            pdir / "results",
+            parameters,
+            timeout,
+            staging,
+            Path(root) if root else src.parent,
+            profile,
+            replace_results=True,
+        )
         try:
             staging.rmdir()
         except OSError:
             pass
     except Exception as exc:  # a report, never an exception: the other points go on
-        rep = {"name": src.stem, "ok": False, "error": f"{type(exc).__name__}: {_one_line(exc)}",
-               "output": str(pdir), "seconds": round(time.perf_counter() - t0, 2)}
+        rep = {
+            "name": src.stem,
+            "ok": False,
+            "error": f"{type(exc).__name__}: {_one_line(exc)}",
+            "output": str(pdir),
+            "seconds": round(time.perf_counter() - t0, 2),
+        }
     rep["point"] = pid
-    meta = {"point": pid, "notebook": str(src), "parameters": parameters, "swept": swept, "code_version": version,
-            "profile": profile, "ok": bool(rep["ok"]), "seconds": rep.get("seconds"),
-            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    meta = {
+        "point": pid,
+        "notebook": str(src),
+        "parameters": parameters,
+        "swept": swept,
+        "code_version": version,
+        "profile": profile,
+        "ok": bool(rep["ok"]),
+        "seconds": rep.get("seconds"),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
     if rep["ok"]:
         meta["results"] = sorted(f.name for f in (pdir / "results").glob("*.json"))
     else:
@@ -387,8 +437,16 @@ def clean_stale_staging(out_dir: Path) -> list[Path]:
 
 def _record_lost(plan: Plan, pt: Point, rep: dict[str, Any]) -> None:
     """``point.json`` for a point whose task itself failed (its worker died too often): the table says why."""
-    meta = {"point": pt.id, "notebook": str(plan.source), "parameters": pt.parameters, "swept": pt.swept,
-            "code_version": plan.code_version, "profile": plan.profile, "ok": False, "error": rep["error"]}
+    meta = {
+        "point": pt.id,
+        "notebook": str(plan.source),
+        "parameters": pt.parameters,
+        "swept": pt.swept,
+        "code_version": plan.code_version,
+        "profile": plan.profile,
+        "ok": False,
+        "error": rep["error"],
+    }
     _keep_last_ok(meta, _read_meta(plan.out_dir / pt.id))
     try:
         _write_json(plan.out_dir / pt.id / POINT_FILE, meta)
@@ -424,9 +482,13 @@ def point_done(plan: Plan, pt: Point) -> bool:
     meta = _read_meta(pdir)
     if meta is None:
         return False
-    return (meta.get("ok") is True and meta.get("code_version") == plan.code_version
-            and _canonical(meta.get("parameters")) == _canonical(pt.parameters)
-            and (pdir / f"{plan.source.stem}.ipynb").is_file() and results_problem(pdir, meta) is None)
+    return (
+        meta.get("ok") is True
+        and meta.get("code_version") == plan.code_version
+        and _canonical(meta.get("parameters")) == _canonical(pt.parameters)
+        and (pdir / f"{plan.source.stem}.ipynb").is_file()
+        and results_problem(pdir, meta) is None
+    )
 
 
 # --------------------------------------------------------------------------- the table
@@ -588,8 +650,7 @@ def local_cluster(workers: int | None = None):
     from distributed import LocalCluster
 
     n = workers or os.cpu_count() or 1
-    return LocalCluster(n_workers=n, processes=True, threads_per_worker=1, host="127.0.0.1",
-                        dashboard_address=None)
+    return LocalCluster(n_workers=n, processes=True, threads_per_worker=1, host="127.0.0.1", dashboard_address=None)
 
 
 def local_workers(requested: int | None, points: int) -> int:
@@ -602,8 +663,15 @@ def local_workers(requested: int | None, points: int) -> int:
     return n
 
 
-def run_sweep(plan: Plan, client: Any = None, *, serial: bool = False, resume: bool = False, timeout: int = 3600,
-              workers: int | None = None) -> dict[str, Any]:
+def run_sweep(
+    plan: Plan,
+    client: Any = None,
+    *,
+    serial: bool = False,
+    resume: bool = False,
+    timeout: int = 3600,
+    workers: int | None = None,
+) -> dict[str, Any]:
     """Run the plan's points (skipping done ones with ``resume``) and write the table.
 
     ``serial=True`` runs the points one after another in this process (no Dask); else on ``client``, or on a
@@ -614,12 +682,26 @@ def run_sweep(plan: Plan, client: Any = None, *, serial: bool = False, resume: b
     skipped = len(plan.points) - len(todo)
     plan.out_dir.mkdir(parents=True, exist_ok=True)
     clean_stale_staging(plan.out_dir)
-    args = {pt.id: (str(plan.source), str(plan.out_dir), pt.id, pt.parameters, pt.swept, timeout,
-                    str(plan.root) if plan.root else None, plan.code_version, plan.profile) for pt in todo}
+    args = {
+        pt.id: (
+            str(plan.source),
+            str(plan.out_dir),
+            pt.id,
+            pt.parameters,
+            pt.swept,
+            timeout,
+            str(plan.root) if plan.root else None,
+            plan.code_version,
+            plan.profile,
+        )
+        for pt in todo
+    }
     from tqdm.std import tqdm
 
-    _say(f"sweep {plan.name}: {len(plan.points)} point(s) of {plan.source.name}"
-         f"{f', {skipped} already done (--resume)' if skipped else ''} -> {plan.out_dir}")
+    _say(
+        f"sweep {plan.name}: {len(plan.points)} point(s) of {plan.source.name}"
+        f"{f', {skipped} already done (--resume)' if skipped else ''} -> {plan.out_dir}"
+    )
     reports: list[dict[str, Any]] = []
     bar = tqdm(total=len(todo), desc=f"sweep {plan.name}", unit="point", file=sys.stderr)
 
@@ -644,16 +726,21 @@ def run_sweep(plan: Plan, client: Any = None, *, serial: bool = False, resume: b
             futures, ids = [], {}
             by_id = {pt.id: pt for pt in todo}
             for pt in todo:
-                fut = client.submit(run_point, *args[pt.id], pure=False,
-                                    key=f"sweep-{plan.name}-{pt.id}-{time.time_ns()}")
+                fut = client.submit(
+                    run_point, *args[pt.id], pure=False, key=f"sweep-{plan.name}-{pt.id}-{time.time_ns()}"
+                )
                 futures.append(fut)
                 ids[fut.key] = pt.id
             for fut in as_completed(futures):
                 try:
                     rep = fut.result()
                 except Exception as exc:  # e.g. KilledWorker after repeated deaths: report, go on
-                    rep = {"name": plan.source.stem, "ok": False, "point": ids[fut.key],
-                           "error": f"{type(exc).__name__}: {_one_line(exc)}"}
+                    rep = {
+                        "name": plan.source.stem,
+                        "ok": False,
+                        "point": ids[fut.key],
+                        "error": f"{type(exc).__name__}: {_one_line(exc)}",
+                    }
                     _record_lost(plan, by_id[ids[fut.key]], rep)
                 done(rep)
     finally:
@@ -668,8 +755,10 @@ def run_sweep(plan: Plan, client: Any = None, *, serial: bool = False, resume: b
     rows = collect(plan)
     paths = write_table(plan, rows)
     failed = [r for r in rows if r["status"] != "ok"]
-    _say(f"sweep {plan.name}: {len(rows) - len(failed)} ok, {len(failed)} failed ({len(reports)} run, "
-         f"{skipped} skipped); table: {paths[0]}")
+    _say(
+        f"sweep {plan.name}: {len(rows) - len(failed)} ok, {len(failed)} failed ({len(reports)} run, "
+        f"{skipped} skipped); table: {paths[0]}"
+    )
     return {"reports": reports, "skipped": skipped, "failed": failed, "table": paths}
 
 
@@ -678,14 +767,20 @@ def run_sweep(plan: Plan, client: Any = None, *, serial: bool = False, resume: b
 
 def _parser() -> argparse.ArgumentParser:
 
-    p = _Parser(prog="python -m dputils sweep",
-                description="run a notebook once per grid point (papermill on dask.distributed) and collect "
-                            "sweeps/NAME/results.csv and results.parquet")
+    p = _Parser(
+        prog="python -m dputils sweep",
+        description="run a notebook once per grid point (papermill on dask.distributed) and collect "
+        "sweeps/NAME/results.csv and results.parquet",
+    )
     p.add_argument("notebook", help="notebook source (path to .md/.ipynb, or a name in notebooks/)")
     p.add_argument("--grid", required=True, metavar="GRID.yml", help="YAML with 'grid:' (lists) or 'points:'")
     p.add_argument("--profile", default=None, choices=PROFILES, help="start each point from params/PROFILE.yml")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="a running Dask scheduler (tcp://host:8786); default: a LocalCluster on this machine")
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="a running Dask scheduler (tcp://host:8786); default: a LocalCluster on this machine",
+    )
     p.add_argument("--workers", type=int, default=None, help="LocalCluster processes (default: one per core)")
     p.add_argument("--resume", action="store_true", help="skip points done with the same parameters and code")
     p.add_argument("--name", default=None, help="sweeps/NAME/ (default: the grid file's stem)")
@@ -744,8 +839,9 @@ def cli_main(argv: Sequence[str]) -> int:
             raise DPValueError("--workers sizes the local cluster; with --scheduler the cluster has its own workers")
         if args.timeout < 1:
             raise DPValueError(f"timeout must be >= 1 second, got {args.timeout}")
-        plan = plan_sweep(args.notebook, args.grid, profile=args.profile, name=args.name, output=args.output,
-                          root=args.root)
+        plan = plan_sweep(
+            args.notebook, args.grid, profile=args.profile, name=args.name, output=args.output, root=args.root
+        )
     except ValueError as exc:  # DPValueError, RootError, a bad profile
         sys.stderr.write(f"error: {_one_line(exc)}\n")
         return 2

@@ -84,8 +84,14 @@ _DIGIT_TOKEN = re.compile(r"(?<![^\s>])(?=[^\s<]*\d)[^\s<]+(?:<sup>[^<]*</sup>[^
 class Table:
     """An HTML table that Jupyter and the book render (``_repr_html_``), with a text form for terminals."""
 
-    def __init__(self, rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None,
-                 caption: str | None = None, digits: int = 4, headers: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        rows: Sequence[Mapping[str, Any]],
+        columns: Sequence[str] | None = None,
+        caption: str | None = None,
+        digits: int = 4,
+        headers: Mapping[str, str] | None = None,
+    ):
         self.rows = [dict(r) for r in rows]
         if columns is None:
             columns = []
@@ -116,9 +122,7 @@ class Table:
     def _repr_html_(self) -> str:
         cols = [c for c in self.columns if any(r.get(c) not in (None, "") for r in self.rows)] or self.columns
         head = "".join(f'<th style="{_CELL}">{html.escape(self.headers.get(c, c))}</th>' for c in cols)
-        body = "".join(
-            "<tr>" + "".join(self._cell(c, r.get(c)) for c in cols) + "</tr>" for r in self.rows
-        )
+        body = "".join("<tr>" + "".join(self._cell(c, r.get(c)) for c in cols) + "</tr>" for r in self.rows)
         cap = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
         return (
             '<div class="dpbook-scroll" style="overflow-x:auto;max-width:100%">'
@@ -141,8 +145,13 @@ class Table:
     __repr__ = __str__
 
 
-def show_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None, caption: str | None = None,
-               digits: int = 4, headers: Mapping[str, str] | None = None) -> Table:
+def show_table(
+    rows: Iterable[Mapping[str, Any]],
+    columns: Sequence[str] | None = None,
+    caption: str | None = None,
+    digits: int = 4,
+    headers: Mapping[str, str] | None = None,
+) -> Table:
     """Display ``rows`` (dicts) as a table in a notebook and return the :class:`Table`.
 
     In a notebook the table is displayed at once (so it can sit in the middle of a cell); elsewhere it is

@@ -53,8 +53,14 @@ from .accountants.spa import ess_sup, saddle_point, spa_epsilon, spa_epsilon_met
 from .cumulants import composed_cgf_derivatives, pair_key, tilted_points
 from .errors import DPValueError, NumericalError, check_choice, check_delta, check_epsilon
 
-__all__ = ["truth_delta", "truth_log_delta", "truth_epsilon", "composition_delta", "composition_epsilon",
-           "spa_accuracy_scan"]
+__all__ = [
+    "truth_delta",
+    "truth_log_delta",
+    "truth_epsilon",
+    "composition_delta",
+    "composition_epsilon",
+    "spa_accuracy_scan",
+]
 
 
 def _char_logs(ledger, t: float, y: np.ndarray, y_max: float) -> np.ndarray:
@@ -78,8 +84,8 @@ def _char_logs(ledger, t: float, y: np.ndarray, y_max: float) -> np.ndarray:
         c = L - m
         out = np.empty(y.shape, dtype=complex)
         for s in range(0, y.size, 256):
-            yy = y[s:s + 256]
-            out[s:s + 256] = np.exp(1j * np.outer(yy, c)) @ w
+            yy = y[s : s + 256]
+            out[s : s + 256] = np.exp(1j * np.outer(yy, c)) @ w
         with np.errstate(divide="ignore"):
             total += count * np.log(out)
     return total
@@ -123,7 +129,8 @@ class _Contour:
         if log_floor > math.log(1e-18):
             raise NumericalError(
                 f"truth: the contour integrand does not decay: the atoms of the losses keep |phi|^count near "
-                f"{math.exp(log_floor):.2g} (too few compositions of a Laplace-type mechanism; use the PLD accountant)")
+                f"{math.exp(log_floor):.2g} (too few compositions of a Laplace-type mechanism; use the PLD accountant)"
+            )
         # grow Y until the integrand magnitude is negligible on [Y, 2Y] (sampled: with atoms it oscillates)
         Y = 12.0 / math.sqrt(F2)
         for _ in range(30):
@@ -133,8 +140,10 @@ class _Contour:
                 break
             Y *= 1.5
         else:
-            raise NumericalError("truth: the contour integrand does not decay (too few compositions, or a loss with "
-                                 "heavy atoms such as the Laplace mechanism; use the PLD accountant)")
+            raise NumericalError(
+                "truth: the contour integrand does not decay (too few compositions, or a loss with "
+                "heavy atoms such as the Laplace mechanism; use the PLD accountant)"
+            )
         panels, prev = 16, None
         for _ in range(9):
             y, w = _gl_rule(0.0, Y, panels)
@@ -231,8 +240,9 @@ def _epsilon_with_error(ledger, delta: float, guess: float, xtol: float, rtol: f
     return root, xtol + max(c.rel, 1e-13) / c.t
 
 
-def truth_epsilon(ledger: Sequence[tuple[Any, int]], delta: float, bracket: tuple[float, float] | None = None,
-                  xtol: float = 1e-11) -> float:
+def truth_epsilon(
+    ledger: Sequence[tuple[Any, int]], delta: float, bracket: tuple[float, float] | None = None, xtol: float = 1e-11
+) -> float:
     """epsilon(delta): root of log delta(eps) = log delta (0 when delta(0) <= delta).
 
     The starting point is the middle of ``bracket`` or, by default, the SP-CLT estimate. Two passes: a
@@ -280,8 +290,14 @@ def composition_delta(mechanisms, epsilon: float, direction: str = "both", rtol:
     return best, err
 
 
-def composition_epsilon(mechanisms, delta: float, direction: str = "both", eps_guess: float | None = None,
-                        xtol: float = 1e-11, rtol: float = 1e-10) -> tuple[float, float]:
+def composition_epsilon(
+    mechanisms,
+    delta: float,
+    direction: str = "both",
+    eps_guess: float | None = None,
+    xtol: float = 1e-11,
+    rtol: float = 1e-10,
+) -> tuple[float, float]:
     r"""(epsilon(delta), error estimate) of a composition of mechanisms, the larger over the directions.
 
     Per direction the root of the contour integral (see :func:`truth_epsilon`), started from ``eps_guess``
@@ -320,8 +336,9 @@ def spa_accuracy_scan(pair: Any, counts: Sequence[int], delta: float) -> list[di
         r = spa_epsilon_methods(led, delta)
         truth = truth_epsilon(led, delta, bracket=(r["lower"], r["upper"]))
         if not r["lower"] - 1e-9 <= truth <= r["upper"] + 1e-9:
-            raise NumericalError(f"truth epsilon {truth!r} outside the certified bracket "
-                                 f"[{r['lower']!r}, {r['upper']!r}] at n={n}")
+            raise NumericalError(
+                f"truth epsilon {truth!r} outside the certified bracket [{r['lower']!r}, {r['upper']!r}] at n={n}"
+            )
         row = {"n": n, "truth": truth, **r}
         for k in SPA_METHODS:
             row["rel_" + k] = abs(r[k] / truth - 1) if math.isfinite(r[k]) else math.nan

@@ -89,8 +89,7 @@ def build(name: str, sigma: float = 1.0, steps: int | None = None, direction: st
 
 
 @functools.cache
-def query(name: str, what: str, x: float, sigma: float = 1.0, steps: int | None = None,
-          direction: str | None = None):
+def query(name: str, what: str, x: float, sigma: float = 1.0, steps: int | None = None, direction: str | None = None):
     acc = build(name, sigma, steps, direction)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # spa flags its degraded regime with a warning
@@ -107,15 +106,16 @@ def _bracketed(r) -> None:
 
 def _deltas(name: str):
     lo = math.log10(CHEAP[name].get("delta_min", 1e-8))
-    return st.floats(lo, -0.5).map(lambda e: float(f"{10 ** e:.3g}"))
+    return st.floats(lo, -0.5).map(lambda e: float(f"{10**e:.3g}"))
 
 
 _EPS = st.floats(0.0, 6.0).map(lambda e: float(f"{e:.3g}"))
 
 
 def _settings(name: str):
-    return settings(max_examples=CHEAP[name]["examples"], deadline=None, derandomize=True,
-                    suppress_health_check=list(HealthCheck))
+    return settings(
+        max_examples=CHEAP[name]["examples"], deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
 
 
 def _geq(a: float, b: float) -> bool:
@@ -126,7 +126,8 @@ def _geq(a: float, b: float) -> bool:
 def test_every_registered_accountant_has_cheap_settings():
     assert set(NAMES) == set(CHEAP), (
         f"registered without an entry in CHEAP: {sorted(set(NAMES) - set(CHEAP))}; "
-        f"stale entries: {sorted(set(CHEAP) - set(NAMES))}")
+        f"stale entries: {sorted(set(CHEAP) - set(NAMES))}"
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -231,27 +232,38 @@ def test_registry_common_flags_default_and_refuse_unknown_names():
             registry._REGISTRY.pop(n, None)
 
 
-@pytest.mark.parametrize("call,word", [
-    (lambda: dputils.GaussianMechanism(sigma=True), "sigma"),
-    (lambda: dputils.SubsampledGaussianMechanism(1.0, q=True), "q"),
-    (lambda: dputils.LaplaceMechanism(scale=1 + 0j), "scale"),
-    (lambda: dputils.make_mechanism("gaussian", sigma=1.0, q=0.01), "q is not a parameter"),
-    (lambda: dputils.make_mechanism("laplace", scale=1.0, sigma=1.0), "sigma is not a parameter"),
-    (lambda: rdp.RDPAccountant(orders=[math.nan]), "orders"),
-    (lambda: rdp.RDPAccountant(orders=[2, -math.inf]), "orders"),
-    (lambda: rdp.RDPAccountant(orders=[0.5, 2]), "orders"),
-    (lambda: pld.PLDAccountant(tail=0.0), "tail"),
-    (lambda: pld.PLDAccountant(window_tail=0.5), "window_tail"),
-    (lambda: pld.PLDAccountant(tail=math.nan), "tail"),
-    (lambda: edgeworth.EdgeworthAccountant(order=True), "order"),
-])
+@pytest.mark.parametrize(
+    "call,word",
+    [
+        (lambda: dputils.GaussianMechanism(sigma=True), "sigma"),
+        (lambda: dputils.SubsampledGaussianMechanism(1.0, q=True), "q"),
+        (lambda: dputils.LaplaceMechanism(scale=1 + 0j), "scale"),
+        (lambda: dputils.make_mechanism("gaussian", sigma=1.0, q=0.01), "q is not a parameter"),
+        (lambda: dputils.make_mechanism("laplace", scale=1.0, sigma=1.0), "sigma is not a parameter"),
+        (lambda: rdp.RDPAccountant(orders=[math.nan]), "orders"),
+        (lambda: rdp.RDPAccountant(orders=[2, -math.inf]), "orders"),
+        (lambda: rdp.RDPAccountant(orders=[0.5, 2]), "orders"),
+        (lambda: pld.PLDAccountant(tail=0.0), "tail"),
+        (lambda: pld.PLDAccountant(window_tail=0.5), "window_tail"),
+        (lambda: pld.PLDAccountant(tail=math.nan), "tail"),
+        (lambda: edgeworth.EdgeworthAccountant(order=True), "order"),
+    ],
+)
 def test_api_bad_input_raises_dpvalueerror_naming_it(call, word):
     with pytest.raises(DPValueError, match=word):
         call()
 
 
-@pytest.mark.parametrize("cls", ["pld.PLDAccountant", "rdp.RDPAccountant", "gdp.GDPAccountant",
-                                 "spa.SaddlePointAccountant", "edgeworth.EdgeworthAccountant"])
+@pytest.mark.parametrize(
+    "cls",
+    [
+        "pld.PLDAccountant",
+        "rdp.RDPAccountant",
+        "gdp.GDPAccountant",
+        "spa.SaddlePointAccountant",
+        "edgeworth.EdgeworthAccountant",
+    ],
+)
 def test_nothing_composed_is_a_dpvalueerror_saying_what_to_do(cls):
     import importlib
 

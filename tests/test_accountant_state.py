@@ -27,16 +27,23 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # the saddle poi
 DATA = Path(__file__).parent / "data"
 
 
-@pytest.mark.parametrize("make, mechs", [
-    (lambda: PLDAccountant(discretization=2e-4, direction="remove"),
-     [(SubsampledGaussianMechanism(1.0, 0.01), 300), (LaplaceMechanism(3.0), 2)]),
-    (lambda: RDPAccountant(orders=[2, 4, 8.5, 32], refine=False),
-     [(SubsampledGaussianMechanism(0.8, 0.05), 100), (GaussianMechanism(4.0), 1)]),
-    (lambda: GDPAccountant(), [(GaussianMechanism(3.0), 5)]),
-    (lambda: SaddlePointAccountant(), [(SubsampledGaussianMechanism(1.0, 0.01), 1000)]),
-    (lambda: EdgeworthAccountant(order=1), [(SubsampledGaussianMechanism(1.0, 0.01), 1000)]),
-    (lambda: SaddlePointAccountant(direction="add"), [(SubsampledLaplaceMechanism(2.0, 0.1), 10)]),
-])
+@pytest.mark.parametrize(
+    "make, mechs",
+    [
+        (
+            lambda: PLDAccountant(discretization=2e-4, direction="remove"),
+            [(SubsampledGaussianMechanism(1.0, 0.01), 300), (LaplaceMechanism(3.0), 2)],
+        ),
+        (
+            lambda: RDPAccountant(orders=[2, 4, 8.5, 32], refine=False),
+            [(SubsampledGaussianMechanism(0.8, 0.05), 100), (GaussianMechanism(4.0), 1)],
+        ),
+        (lambda: GDPAccountant(), [(GaussianMechanism(3.0), 5)]),
+        (lambda: SaddlePointAccountant(), [(SubsampledGaussianMechanism(1.0, 0.01), 1000)]),
+        (lambda: EdgeworthAccountant(order=1), [(SubsampledGaussianMechanism(1.0, 0.01), 1000)]),
+        (lambda: SaddlePointAccountant(direction="add"), [(SubsampledLaplaceMechanism(2.0, 0.1), 10)]),
+    ],
+)
 def test_round_trip_answers_the_same(make, mechs):
     acc = make()
     for m, c in mechs:
@@ -55,8 +62,15 @@ def test_round_trip_answers_the_same(make, mechs):
 def test_options_are_the_constructor_arguments():
     s = PLDAccountant(discretization=2e-4).compose(GaussianMechanism(1.0), 2).state_dict()
     assert s["options"] == {"direction": "both", "discretization": 2e-4, "tail": 1e-20, "window_tail": 1e-20}
-    assert s["ledger"] == [{"mechanism": {"class": "dputils.mechanisms.GaussianMechanism",
-                                          "params": {"sigma": 1.0, "sensitivity": 1.0}}, "count": 2}]
+    assert s["ledger"] == [
+        {
+            "mechanism": {
+                "class": "dputils.mechanisms.GaussianMechanism",
+                "params": {"sigma": 1.0, "sensitivity": 1.0},
+            },
+            "count": 2,
+        }
+    ]
     assert s["format"] == "dputils.accountant" and s["version"] == 1
 
 
@@ -96,27 +110,30 @@ def _with(**changes):
     return s
 
 
-@pytest.mark.parametrize("state, fragment", [
-    ("garbage", "state must be a dict"),
-    ({}, "state.format"),
-    (_with(format="opacus"), "state.format"),
-    (_with(version=2), "newer dputils"),
-    (_with(version=0), "positive integer"),
-    (_with(version=True), "positive integer"),
-    (_with(accountant="os.system"), "must name a dputils class"),
-    (_with(accountant="dputils.mechanisms.GaussianMechanism"), "is not a Accountant"),
-    (_with(accountant="dputils.accountants.pld.Nothing"), "no class"),
-    (_with(options=[1]), "state.options must be a dict"),
-    (_with(options={"bogus": 1}), "options do not fit PLDAccountant"),
-    (_with(ledger=None), "state.ledger must be a list"),
-    (_with(ledger__0__count=0), "positive integer"),
-    (_with(ledger__0__count=2.5), "positive integer"),
-    (_with(ledger__0__count=True), "positive integer"),
-    (_with(ledger__0={"mechanism": {}}), "keys 'mechanism' and 'count'"),
-    (_with(ledger__0__mechanism__class="builtins.dict"), "must name a dputils class"),
-    (_with(ledger__0__mechanism__params={"sigma": 1.0, "q": 0.5}), "do not fit GaussianMechanism"),
-    (_with(ledger__0__mechanism__params={"sigma": -1.0}), "sigma"),
-])
+@pytest.mark.parametrize(
+    "state, fragment",
+    [
+        ("garbage", "state must be a dict"),
+        ({}, "state.format"),
+        (_with(format="opacus"), "state.format"),
+        (_with(version=2), "newer dputils"),
+        (_with(version=0), "positive integer"),
+        (_with(version=True), "positive integer"),
+        (_with(accountant="os.system"), "must name a dputils class"),
+        (_with(accountant="dputils.mechanisms.GaussianMechanism"), "is not a Accountant"),
+        (_with(accountant="dputils.accountants.pld.Nothing"), "no class"),
+        (_with(options=[1]), "state.options must be a dict"),
+        (_with(options={"bogus": 1}), "options do not fit PLDAccountant"),
+        (_with(ledger=None), "state.ledger must be a list"),
+        (_with(ledger__0__count=0), "positive integer"),
+        (_with(ledger__0__count=2.5), "positive integer"),
+        (_with(ledger__0__count=True), "positive integer"),
+        (_with(ledger__0={"mechanism": {}}), "keys 'mechanism' and 'count'"),
+        (_with(ledger__0__mechanism__class="builtins.dict"), "must name a dputils class"),
+        (_with(ledger__0__mechanism__params={"sigma": 1.0, "q": 0.5}), "do not fit GaussianMechanism"),
+        (_with(ledger__0__mechanism__params={"sigma": -1.0}), "sigma"),
+    ],
+)
 def test_bad_states_are_refused_by_name(state, fragment):
     with pytest.raises(DPValueError, match=fragment):
         Accountant.from_state_dict(state)

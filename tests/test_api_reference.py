@@ -31,13 +31,31 @@ PAGES = sorted(BOOK.glob("api*.md"))
 
 # What the reference must cover (issue 27, item 4), independent of what the pages happen to list.
 REQUIRED_MODULES = {
-    "dputils", "dputils.mechanisms", "dputils.curves", "dputils.results",
-    "dputils.accountants", "dputils.accountants.base", "dputils.accountants.pld", "dputils.accountants.rdp",
-    "dputils.accountants.gdp", "dputils.accountants.spa", "dputils.accountants.edgeworth",
-    "dputils.accountants.registry", "dputils.calibration",
-    "dputils.interop", "dputils.interop.dp_accounting", "dputils.interop.opacus",
-    "dputils.audit", "dputils.audit.methods", "dputils.training", "dputils.sweep", "dputils.matrix",
-    "dputils.shuffling", "dputils.data", "dputils.errors", "dputils.optional",
+    "dputils",
+    "dputils.mechanisms",
+    "dputils.curves",
+    "dputils.results",
+    "dputils.accountants",
+    "dputils.accountants.base",
+    "dputils.accountants.pld",
+    "dputils.accountants.rdp",
+    "dputils.accountants.gdp",
+    "dputils.accountants.spa",
+    "dputils.accountants.edgeworth",
+    "dputils.accountants.registry",
+    "dputils.calibration",
+    "dputils.interop",
+    "dputils.interop.dp_accounting",
+    "dputils.interop.opacus",
+    "dputils.audit",
+    "dputils.audit.methods",
+    "dputils.training",
+    "dputils.sweep",
+    "dputils.matrix",
+    "dputils.shuffling",
+    "dputils.data",
+    "dputils.errors",
+    "dputils.optional",
 }
 
 # Modules with an ``__all__`` that the reference leaves out, and why. A new module with an ``__all__`` fails
@@ -81,9 +99,13 @@ def expected_names(modname: str) -> list[str]:
     mod = importlib.import_module(modname)
     if hasattr(mod, "__all__"):
         return list(mod.__all__)
-    return [n for n, v in vars(mod).items()
-            if not n.startswith("_") and (inspect.isclass(v) or inspect.isfunction(inspect.unwrap(v)))
-            and v.__module__ == modname]
+    return [
+        n
+        for n, v in vars(mod).items()
+        if not n.startswith("_")
+        and (inspect.isclass(v) or inspect.isfunction(inspect.unwrap(v)))
+        and v.__module__ == modname
+    ]
 
 
 def _rst(modname: str, cache: dict = {}) -> list[str]:  # noqa: B006  (a per-session cache)
@@ -99,7 +121,7 @@ def summary_rows(modname: str) -> list[str]:
         return []
     start = rst.index(".. autosummary::")
     rows = []
-    for line in rst[start + 1:]:
+    for line in rst[start + 1 :]:
         if line.startswith("   ~"):
             rel = line.strip()[1:]
             rows.append(rel if rel.startswith("dputils") else f"{modname}.{rel}")
@@ -112,8 +134,11 @@ def entries() -> list[str]:
     """The full names of every autodoc entry written by every covered module."""
     out = []
     for modname in documented_modules():
-        out += [m.group(1) for line in _rst(modname)
-                if (m := re.match(r"\.\. auto(?:class|function|data|exception):: (\S+)$", line))]
+        out += [
+            m.group(1)
+            for line in _rst(modname)
+            if (m := re.match(r"\.\. auto(?:class|function|data|exception):: (\S+)$", line))
+        ]
     return out
 
 
@@ -141,8 +166,10 @@ def _modules_with_all() -> list[str]:
         if parts[-1] == "__main__":
             continue
         tree = ast.parse(path.read_text())
-        if any(isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets)
-               for node in tree.body):
+        if any(
+            isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets)
+            for node in tree.body
+        ):
             found.append(".".join(parts))
     return found
 
@@ -225,13 +252,16 @@ def rendered(lines: list[str]):
     return render("\n".join(dpapi.escape_lines(lines)))
 
 
-@pytest.mark.parametrize("raw, shown", [
-    ("The norm |x| of x.", "The norm |x| of x."),
-    ("Bound |a - b|_1 <= 2 and |x|.", "Bound |a - b|_1 <= 2 and |x|."),
-    ("Pass **kwargs on, a * b and 2*x.", "Pass **kwargs on, a * b and 2*x."),
-    ("Quote `x and move on.", "Quote `x and move on."),
-    ("The noise_ multiplier.", "The noise_ multiplier."),
-])
+@pytest.mark.parametrize(
+    "raw, shown",
+    [
+        ("The norm |x| of x.", "The norm |x| of x."),
+        ("Bound |a - b|_1 <= 2 and |x|.", "Bound |a - b|_1 <= 2 and |x|."),
+        ("Pass **kwargs on, a * b and 2*x.", "Pass **kwargs on, a * b and 2*x."),
+        ("Quote `x and move on.", "Quote `x and move on."),
+        ("The noise_ multiplier.", "The noise_ multiplier."),
+    ],
+)
 def test_plain_maths_warns_raw_and_renders_escaped(raw, shown):
     _, raw_messages = render(raw)
     assert raw_messages, f"the raw text should warn in docutils: {raw!r}"
@@ -241,8 +271,17 @@ def test_plain_maths_warns_raw_and_renders_escaped(raw, shown):
 
 
 def test_real_markup_is_left_alone():
-    lines = ["Uses :math:`|x|^2`, ``|y|`` and :func:`dputils.curves.gdp_delta` with `x`_ and *emph*.",
-             "", ".. math:: |x| = 1", "", "Example::", "", "    a = |b| * c", "", ">>> f(|x|)"]
+    lines = [
+        "Uses :math:`|x|^2`, ``|y|`` and :func:`dputils.curves.gdp_delta` with `x`_ and *emph*.",
+        "",
+        ".. math:: |x| = 1",
+        "",
+        "Example::",
+        "",
+        "    a = |b| * c",
+        "",
+        ">>> f(|x|)",
+    ]
     assert dpapi.escape_lines(lines) == lines
 
 
@@ -257,8 +296,9 @@ def test_rendered_markup_keeps_its_nodes():
 
 
 def test_myst_cite_role_becomes_rst():
-    assert dpapi.escape_lines(["See {cite}`gauss_audit` and {cite:p}`a,b`."]) == \
-        ["See :cite:`gauss_audit` and :cite:p:`a,b`."]
+    assert dpapi.escape_lines(["See {cite}`gauss_audit` and {cite:p}`a,b`."]) == [
+        "See :cite:`gauss_audit` and :cite:p:`a,b`."
+    ]
 
 
 def test_tex_like_scripts_become_inline_literals():
@@ -280,8 +320,14 @@ def test_inline_literal_with_inner_space_is_repaired():
 def test_column_layout_after_colon_becomes_a_literal_block():
     from docutils import nodes
 
-    lines = ["One round:", "", "    S_b  = block of a permutation   (shuffle)",
-             "         | a uniform subset          (subsample)", "", "Then |x|."]
+    lines = [
+        "One round:",
+        "",
+        "    S_b  = block of a permutation   (shuffle)",
+        "         | a uniform subset          (subsample)",
+        "",
+        "Then |x|.",
+    ]
     _, raw = render("\n".join(lines))
     assert raw  # unexpected indentation
     tree, messages = rendered(lines)
@@ -319,17 +365,23 @@ def test_accountant_kinds_on_the_page():
     from dputils.mechanisms import GaussianMechanism, SubsampledGaussianMechanism
 
     page = (BOOK / "api_accountants.md").read_text()
-    row = {m.group(1): m.group(2) for m in re.finditer(r"^\| `([\w-]+)`[^|]*\{py:class\}`~[\w.]+`\) \| (.*) \|$",
-                                                       page, flags=re.M)}
+    row = {
+        m.group(1): m.group(2)
+        for m in re.finditer(r"^\| `([\w-]+)`[^|]*\{py:class\}`~[\w.]+`\) \| (.*) \|$", page, flags=re.M)
+    }
     gauss, sub = GaussianMechanism(2.0), SubsampledGaussianMechanism(1.0, 0.01)
     kinds = {
         "pld": {PLDAccountant().compose(sub, 100).get_epsilon(1e-5).kind},
         "rdp": {RDPAccountant().compose(sub, 100).get_epsilon(1e-5).kind},
-        "gdp": {GDPAccountant().compose(gauss, 100).get_epsilon(1e-5).kind,
-                GDPAccountant().compose(sub, 100).get_epsilon(1e-5).kind},
+        "gdp": {
+            GDPAccountant().compose(gauss, 100).get_epsilon(1e-5).kind,
+            GDPAccountant().compose(sub, 100).get_epsilon(1e-5).kind,
+        },
         "spa": {SaddlePointAccountant().compose(gauss, 100).get_epsilon(1e-5).kind},
-        "edgeworth": {EdgeworthAccountant().compose(gauss, 100).get_epsilon(1e-5).kind,
-                      EdgeworthAccountant().compose(sub, 100).get_epsilon(1e-5).kind},
+        "edgeworth": {
+            EdgeworthAccountant().compose(gauss, 100).get_epsilon(1e-5).kind,
+            EdgeworthAccountant().compose(sub, 100).get_epsilon(1e-5).kind,
+        },
     }
     assert kinds["gdp"] == {"exact", "approximation"} and kinds["edgeworth"] == {"estimate", "approximation"}
     for name, got in kinds.items():

@@ -36,7 +36,7 @@ def _covered(module: str, patterns: list[str]) -> bool:
     for p in patterns:
         if p.endswith(".**") and module.startswith(p[:-2]):
             return True
-        if p.endswith(".*") and module.startswith(p[:-1]) and "." not in module[len(p) - 1:]:
+        if p.endswith(".*") and module.startswith(p[:-1]) and "." not in module[len(p) - 1 :]:
             return True
         if module == p:
             return True
@@ -87,8 +87,7 @@ def _cycles(graph) -> list[set[str]]:
 
 
 #: Cycles still in the package (issue 26 removes them): each is the exact set of modules of one cycle.
-KNOWN_CYCLES = [
-]
+KNOWN_CYCLES = []
 
 
 def test_lint_imports_keeps_every_contract():
@@ -127,8 +126,25 @@ def _ruff() -> str:
 
 def test_ruff_lint_is_clean_on_the_package_tests_and_benchmarks():
     """``ruff check`` with the rules in pyproject.toml ([tool.ruff])."""
-    r = subprocess.run([_ruff(), "check", "--output-format", "concise", "dputils", "tests", "benchmarks", "setup.py"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [_ruff(), "check", "--output-format", "concise", "dputils", "tests", "benchmarks", "setup.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+
+
+def test_ruff_format_leaves_the_package_tests_and_benchmarks_unchanged():
+    """``ruff format --check`` with pyproject.toml's [tool.ruff.format]: the code is in the formatter's style."""
+    r = subprocess.run(
+        [_ruff(), "format", "--check", "dputils", "tests", "benchmarks", "setup.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
 
 
@@ -138,9 +154,25 @@ def test_ruff_lint_is_clean_on_the_notebooks_code(tmp_path):
     jupytext = pytest.importorskip("jupytext")
     for nb in sorted((ROOT / "notebooks").glob("*.md")):
         jupytext.write(jupytext.read(nb), tmp_path / f"{nb.stem}.py", fmt="py:percent")
-    r = subprocess.run([_ruff(), "check", "--isolated", "--line-length", "120", "--select", "E,F,W",
-                        "--ignore", "E501,E731,E741,E402,E703", "--output-format", "concise", str(tmp_path)],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            _ruff(),
+            "check",
+            "--isolated",
+            "--line-length",
+            "120",
+            "--select",
+            "E,F,W",
+            "--ignore",
+            "E501,E731,E741,E402,E703",
+            "--output-format",
+            "concise",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
 
 

@@ -102,9 +102,11 @@ def _no_time(row):
 
 
 def test_executor_equals_serial_and_csv_round_trip(tmp_path):
-    pts = [{"sigma": 1.0, "q": 0.01, "T": 100, "delta": 1e-5},
-           {"sigma": 2.0, "q": 0.1, "T": 1000, "delta": 1e-5},
-           {"sigma": 1.0, "q": 0.01, "T": 100, "delta": 1e-12}]
+    pts = [
+        {"sigma": 1.0, "q": 0.01, "T": 100, "delta": 1e-5},
+        {"sigma": 2.0, "q": 0.1, "T": 1000, "delta": 1e-5},
+        {"sigma": 1.0, "q": 0.01, "T": 100, "delta": 1e-12},
+    ]
     serial = atlas.atlas_table(pts, accountants=CHEAP)
     with ProcessPoolExecutor(max_workers=2) as ex:
         parallel = atlas.atlas_table(pts, executor=ex, accountants=CHEAP)

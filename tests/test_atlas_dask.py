@@ -42,10 +42,12 @@ def _no_time(rows):
 
 def test_atlas_table_on_two_dask_workers_equals_serial(client):
     assert len(client.scheduler_info()["workers"]) == 2
-    pts = [{"sigma": 1.0, "q": 0.01, "T": 100, "delta": 1e-5},
-           {"sigma": 2.0, "q": 0.1, "T": 1000, "delta": 1e-5},
-           {"sigma": 4.0, "q": 0.001, "T": 10000, "delta": 1e-8},
-           {"sigma": 1.0, "q": 0.01, "T": 1000, "delta": 1e-15}]  # the PLD refuses: recorded on the worker too
+    pts = [
+        {"sigma": 1.0, "q": 0.01, "T": 100, "delta": 1e-5},
+        {"sigma": 2.0, "q": 0.1, "T": 1000, "delta": 1e-5},
+        {"sigma": 4.0, "q": 0.001, "T": 10000, "delta": 1e-8},
+        {"sigma": 1.0, "q": 0.01, "T": 1000, "delta": 1e-15},
+    ]  # the PLD refuses: recorded on the worker too
     serial = atlas.atlas_table(pts, accountants=CHEAP)
     dask = atlas.atlas_table(pts, client=client, accountants=CHEAP)
     assert _no_time(dask) == _no_time(serial)
@@ -55,8 +57,13 @@ def test_atlas_table_on_two_dask_workers_equals_serial(client):
 
 def _cli(args, tmp_path, name):
     out = tmp_path / name
-    proc = subprocess.run([sys.executable, "-m", "dputils.atlas", *args, "--out", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=500)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dputils.atlas", *args, "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=500,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("4 points in ") and str(out) in proc.stdout
     return atlas.read_csv(out)

@@ -64,6 +64,7 @@ def _mp_hockey(eps, mp_, sp, mq, sq):
 
 # --- Gaussian-pair profile -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("seed", range(6))
 def test_pair_delta_matches_mpmath_quadrature(seed):
     rng = np.random.default_rng(seed)
@@ -123,6 +124,7 @@ def test_epsilon_round_trip_and_monotonicity():
 
 # --- the Gaussian auditor ---------------------------------------------------------------------------
 
+
 def test_bonferroni_box_constants():
     # note section 2.7 [D]: alpha 0.05, n 2500: t = 2.4995, chi2 quantiles 2325.92 and 2679.07
     rng = np.random.default_rng(0)
@@ -158,7 +160,7 @@ def test_gauss_audit_infimum_is_reliable(region):
     else:
         lo, hi = res.details["box_lower"], res.details["box_upper"]
         T4 = rng.uniform(lo, hi, (40000, 4))
-        P = (T4 @ _M.T)
+        P = T4 @ _M.T
     th = np.stack([P[:, 0], P[:, 2], np.zeros(len(P)), P[:, 1]], axis=1)  # back to (mu_in, s_in, mu_out, s_out)
     dense = epsilon_of_theta(1e-5, th)
     assert np.min(dense) >= lb - 1e-6
@@ -167,7 +169,9 @@ def test_gauss_audit_infimum_is_reliable(region):
     from scipy.optimize import brentq
 
     d, so, si = (res.details[k] for k in ("argmin_d", "argmin_sigma_out", "argmin_sigma_in"))
-    f = lambda e: max(curves.gaussian_log_delta(e, d, si, 0.0, so), curves.gaussian_log_delta(e, 0.0, so, d, si)) - math.log(1e-5)  # noqa: E731
+    f = lambda e: (
+        max(curves.gaussian_log_delta(e, d, si, 0.0, so), curves.gaussian_log_delta(e, 0.0, so, d, si)) - math.log(1e-5)
+    )  # noqa: E731
     assert brentq(f, 0.0, 50.0, xtol=1e-10) == pytest.approx(lb, abs=1e-6)
 
 
@@ -191,6 +195,7 @@ def test_gauss_audit_headline_model1():
 
 # --- one-run baselines ------------------------------------------------------------------------------
 
+
 def test_steinke_anchor_and_binomial_tail():
     # note section 5.15 [D]: m 1000, r = v = 600, delta 1e-5, alpha 0.05 -> 5.270 (5.297 at delta 0)
     assert steinke_epsilon(1000, 600, 600, 1e-5, 0.05) == pytest.approx(5.270, abs=2e-3)
@@ -203,7 +208,10 @@ def test_steinke_anchor_and_binomial_tail():
     ps = [steinke_p_value(1000, r, v, e, 1e-5) for e in (0.1, 0.5, 1.0, 2.0)]
     assert all(a <= b for a, b in zip(ps, ps[1:]))
     # the 2 m delta floor: with delta > 0 the p-value is at least 2 m delta Pr[W < v] / v
-    assert steinke_p_value(1000, 50, 50, 20.0, 1e-3) >= 2 * 1000 * 1e-3 / 50 * (1 - stats.binom.pmf(50, 50, 1 / (1 + math.exp(-20.0)))) * 0.999
+    assert (
+        steinke_p_value(1000, 50, 50, 20.0, 1e-3)
+        >= 2 * 1000 * 1e-3 / 50 * (1 - stats.binom.pmf(50, 50, 1 / (1 + math.exp(-20.0)))) * 0.999
+    )
 
 
 def test_fdp_gaussian_mu_and_monotonicity():
@@ -233,8 +241,12 @@ def test_threshold_audit_valid_selection_covers_true_epsilon(method):
     n = 30
     for _ in range(n):
         i, o = _gdp_scores(1000, mu, rng)
-        exceed += threshold_audit(i, o, 1e-5, 0.05, method=method, selection="split",
-                                  seed=int(rng.integers(1 << 30))).epsilon_lower > eps_true
+        exceed += (
+            threshold_audit(
+                i, o, 1e-5, 0.05, method=method, selection="split", seed=int(rng.integers(1 << 30))
+            ).epsilon_lower
+            > eps_true
+        )
     # alpha = 0.05; P[Bin(30, 0.05) >= 5] = 0.016
     assert exceed <= 4
 
@@ -256,6 +268,7 @@ def test_threshold_audit_null_gives_small_bounds():
 
 # --- Andrew et al. -----------------------------------------------------------------------------------
 
+
 def test_andrew_statistic_and_point_estimate():
     G = np.array([[3.0, 4.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
     s = andrew_statistic(G, np.array([0, 2]))
@@ -270,6 +283,7 @@ def test_andrew_statistic_and_point_estimate():
 
 
 # --- Model 1 and convergence ---------------------------------------------------------------------------
+
 
 def test_model1_direct_sampler_matches_stepwise_and_proposition1():
     T, q, sigma = 200, 0.1, 1.3
@@ -324,6 +338,7 @@ def test_theoretical_epsilon_matches_dp_accounting_anchor():
 
 # --- input checks and the command line --------------------------------------------------------------------
 
+
 def test_bad_inputs_raise_dpvalueerror():
     x = np.ones(10)
     with pytest.raises(DPValueError, match="alpha"):
@@ -355,20 +370,44 @@ def test_cli_prints_json_and_fails_cleanly(tmp_path):
     parser = argparse.ArgumentParser()
     cli.add_arguments(parser)
     for method in ("gauss", "gauss-bonferroni", "steinke", "fdp"):
-        argv = ["--in-scores", str(tmp_path / "in.npy"), "--out-scores", str(tmp_path / "out.txt"),
-                "--method", method, "--n-bootstrap", "200", "--claimed-epsilon", "100"]
+        argv = [
+            "--in-scores",
+            str(tmp_path / "in.npy"),
+            "--out-scores",
+            str(tmp_path / "out.txt"),
+            "--method",
+            method,
+            "--n-bootstrap",
+            "200",
+            "--claimed-epsilon",
+            "100",
+        ]
         out = cli.run(parser.parse_args(argv))
         assert out["method"] == method and 0 <= out["epsilon_lower"] < 100 and out["violation"] is False
         json.dumps(out, allow_nan=False)
     # one real process: prints one JSON object
     cp = subprocess.run([sys.executable, "-m", "dputils.audit", *argv], capture_output=True, text=True, check=True)
     assert json.loads(cp.stdout)["method"] == "fdp"
-    cp = subprocess.run([sys.executable, "-m", "dputils.audit", "--in-scores", str(tmp_path / "in.npy"),
-                         "--out-scores", str(tmp_path / "out.txt"), "--alpha", "2"], capture_output=True, text=True)
+    cp = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dputils.audit",
+            "--in-scores",
+            str(tmp_path / "in.npy"),
+            "--out-scores",
+            str(tmp_path / "out.txt"),
+            "--alpha",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert cp.returncode != 0 and "alpha" in cp.stderr and len(cp.stderr.strip().splitlines()) == 1
 
 
 # --- Model-1 experiment helpers ------------------------------------------------------------------------
+
 
 def test_simulate_helpers_small():
     from dputils.audit import simulate
@@ -392,15 +431,18 @@ def test_threshold_audit_work_is_estimated_and_refused_up_front(monkeypatch):
     from dputils.audit.onerun import threshold_audit, threshold_work
 
     # the estimate: the swept half squared (split), all scores squared (none), linear for the Bonferroni grid
-    assert threshold_work("steinke", "split", 3_000_000) == 1.5e6 ** 2 + 50 * 1.5e6
+    assert threshold_work("steinke", "split", 3_000_000) == 1.5e6**2 + 50 * 1.5e6
     assert threshold_work("fdp", "none", 1000) == 1e6
     assert threshold_work("steinke", "bonferroni-grid", 10**6) == 10 * 50 * 5e5
     rng = np.random.default_rng(0)
     i, o = rng.normal(1, 1, 1_500_000), rng.normal(0, 1, 1_500_000)  # 3e6 scores: hours before, refused now
     for method in ("steinke", "fdp"):
         t0 = time.perf_counter()
-        with pytest.raises(DPValueError, match=r"scores: would need about 2.25e\+12 operations .*over the limit of "
-                                               r"1e\+12.*selection bonferroni-grid"):
+        with pytest.raises(
+            DPValueError,
+            match=r"scores: would need about 2.25e\+12 operations .*over the limit of "
+            r"1e\+12.*selection bonferroni-grid",
+        ):
             threshold_audit(i, o, method=method)
         assert time.perf_counter() - t0 < 5
     # the limit is the one of dputils.resources (DPUTILS_MAX_WORK): a small audit passes under a small limit,
@@ -414,10 +456,11 @@ def test_threshold_audit_work_is_estimated_and_refused_up_front(monkeypatch):
 
 # --- the authors' Fig. 1(b) protocol: pooled variances, 50 subsamples ----------------------------------------
 
+
 def _gdp_epsilon_mp(mu: float, delta: float) -> float:
     """Independent mu-GDP epsilon at delta (Dong-Roth-Su Cor. 2.13), by mpmath root finding."""
     with mp.workdps(40):
-        f = lambda e: mp.ncdf(-e / mu + mu / 2) - mp.e ** e * mp.ncdf(-e / mu - mu / 2) - delta
+        f = lambda e: mp.ncdf(-e / mu + mu / 2) - mp.e**e * mp.ncdf(-e / mu - mu / 2) - delta
         lo, hi = mp.mpf(0), mp.mpf(60)  # delta(eps) decreases in eps: bisection
         for _ in range(120):
             mid = (lo + hi) / 2
@@ -435,8 +478,9 @@ def test_pooled_epsilon_is_the_gdp_curve_of_the_pooled_sd():
         got = float(epsilon_of_theta(1e-5, np.array(th), pool_variance=True))
         assert got == pytest.approx(want, rel=1e-6, abs=1e-6)
     # the paper's pair: pooling lowers the unequal-variance epsilon 7.515 to 7.368 (our notes, Sec. 3.5)
-    assert float(epsilon_of_theta(1e-5, np.array([4.095, 2.63879, 0.0, 2.6245]), pool_variance=True)) == \
-        pytest.approx(7.3684, abs=1e-3)
+    assert float(epsilon_of_theta(1e-5, np.array([4.095, 2.63879, 0.0, 2.6245]), pool_variance=True)) == pytest.approx(
+        7.3684, abs=1e-3
+    )
 
 
 def test_paper_subsample_curve():

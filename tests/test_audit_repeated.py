@@ -102,12 +102,20 @@ def test_noise_divided_by_four_exceeds_the_claimed_epsilon():
     assert max(r["bounds"]["gauss"]) > r["epsilon_theory"]
 
 
-@pytest.mark.parametrize("kw,fragment", [
-    (dict(n_repeats=0), "n_repeats"), (dict(audit="blackbox"), "audit"), (dict(alpha=1.0), "alpha"),
-    (dict(seed=-1), "seed"), (dict(chunk=0), "chunk"), (dict(torch_threads=0), "torch_threads"),
-    (dict(client=object(), executor=object()), "not both"), (dict(progress=True), "progress"),
-    (dict(audit_kwargs={"seed": 1}), "audit_kwargs"),
-])
+@pytest.mark.parametrize(
+    "kw,fragment",
+    [
+        (dict(n_repeats=0), "n_repeats"),
+        (dict(audit="blackbox"), "audit"),
+        (dict(alpha=1.0), "alpha"),
+        (dict(seed=-1), "seed"),
+        (dict(chunk=0), "chunk"),
+        (dict(torch_threads=0), "torch_threads"),
+        (dict(client=object(), executor=object()), "not both"),
+        (dict(progress=True), "progress"),
+        (dict(audit_kwargs={"seed": 1}), "audit_kwargs"),
+    ],
+)
 def test_bad_input_is_refused_before_any_run(kw, fragment):
     args = dict(n_repeats=2, m=M, **RUN)
     args.update(kw)
@@ -115,12 +123,23 @@ def test_bad_input_is_refused_before_any_run(kw, fragment):
         repeated_audit(**args)
 
 
-@pytest.mark.parametrize("audit,m,kw,methods", [
-    ("input", 20, dict(sigma=1.0, epochs=2, batch_size=20, n_train=200, dim=5, n_classes=2, hidden=8),
-     {"gauss", "gauss-bonferroni", "steinke", "fdp"}),
-    ("ftrl", 40, dict(sigma_node=2.0, T=8, batch_size=8, dim=5, n_classes=2, hidden=8),
-     {"gauss", "gauss-bonferroni", "andrew"}),
-])
+@pytest.mark.parametrize(
+    "audit,m,kw,methods",
+    [
+        (
+            "input",
+            20,
+            dict(sigma=1.0, epochs=2, batch_size=20, n_train=200, dim=5, n_classes=2, hidden=8),
+            {"gauss", "gauss-bonferroni", "steinke", "fdp"},
+        ),
+        (
+            "ftrl",
+            40,
+            dict(sigma_node=2.0, T=8, batch_size=8, dim=5, n_classes=2, hidden=8),
+            {"gauss", "gauss-bonferroni", "andrew"},
+        ),
+    ],
+)
 def test_the_other_white_box_audits_repeat_too(audit, m, kw, methods):
     r = repeated_audit(2, m, audit=audit, seed=3, n_bootstrap=N_BOOT, device="cpu", **kw)
     assert r["audit"] == audit and set(r["bounds"]) == methods and len(r["seeds"]) == 2

@@ -114,9 +114,21 @@ def test_noise_divided_by_four_is_flagged(audits, runs):
     assert audits["broken"]["gauss-bonferroni"] > claimed
 
 
-@pytest.mark.parametrize("kw", [dict(m=3), dict(m=10_000), dict(sigma=0.0), dict(sigma=-1.0), dict(batch_size=600),
-                                dict(p_in=1.0), dict(delta=1.5), dict(noise_multiplier_scale=0.0), dict(hidden=-1),
-                                dict(epochs=0)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(m=3),
+        dict(m=10_000),
+        dict(sigma=0.0),
+        dict(sigma=-1.0),
+        dict(batch_size=600),
+        dict(p_in=1.0),
+        dict(delta=1.5),
+        dict(noise_multiplier_scale=0.0),
+        dict(hidden=-1),
+        dict(epochs=0),
+    ],
+)
 def test_bad_input_raises(kw):
     args = {**SMALL, "m": 10, **kw}
     m = args.pop("m")
@@ -135,14 +147,32 @@ def test_image_model_on_a_cifar_folder_with_microbatches(tmp_path):
     from dputils.data import write_cifar10_like
 
     folder = write_cifar10_like(tmp_path / "cifar-10-batches-py", n_per_batch=40, batches=2)
-    run = run_whitebox_audit(300, sigma=1.0, epochs=2, batch_size=16, n_train=80, model="cnn", data_dir=str(folder),
-                             microbatch=8, progress=False, seed=1)
+    run = run_whitebox_audit(
+        300,
+        sigma=1.0,
+        epochs=2,
+        batch_size=16,
+        n_train=80,
+        model="cnn",
+        data_dir=str(folder),
+        microbatch=8,
+        progress=False,
+        seed=1,
+    )
     assert run.model == "cnn" and run.data.startswith("cifar10:") and run.T == 10
     assert run.n_params > 100_000
     diff, se = _diff_and_se(run.in_sums, run.out_sums)
     assert abs(diff - run.expected_shift) < 5 * se
-    synth = run_whitebox_audit(300, sigma=1.0, epochs=1, batch_size=16, n_train=80, model="cnn",
-                               data_dir=str(tmp_path / "absent"), progress=False)
+    synth = run_whitebox_audit(
+        300,
+        sigma=1.0,
+        epochs=1,
+        batch_size=16,
+        n_train=80,
+        model="cnn",
+        data_dir=str(tmp_path / "absent"),
+        progress=False,
+    )
     assert synth.data == "synthetic-images"
     with pytest.raises(DPValueError, match="model"):
         run_whitebox_audit(300, model="vgg", progress=False)
@@ -209,7 +239,14 @@ def test_fit_whitebox_sizes_on_each_data_path(tmp_path, monkeypatch, hide_sklear
     monkeypatch.setenv("DPBOOK_FASHION_MNIST", str(_fake_fashion_mnist(tmp_path / "fm")))
     fm = fit_whitebox_sizes(2000, **book)
     assert (fm.data, fm.m, fm.n_train, fm.batch_size, fm.hidden, fm.dim, fm.n_params) == (
-        "fashion-mnist", 2000, 2400, 200, 32, 784, 25450) and fm.changes == ()
+        "fashion-mnist",
+        2000,
+        2400,
+        200,
+        32,
+        784,
+        25450,
+    ) and fm.changes == ()
     assert fm.kwargs() == dict(n_train=2400, batch_size=200, hidden=32, dim=784, n_classes=10)
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -217,7 +254,14 @@ def test_fit_whitebox_sizes_on_each_data_path(tmp_path, monkeypatch, hide_sklear
     if HAS_SKLEARN:
         dg = fit_whitebox_sizes(2000, **book)
         assert (dg.data, dg.m, dg.n_train, dg.batch_size, dg.hidden, dg.dim, dg.n_params) == (
-            "sklearn-digits", 2000, 1788, 149, 267, 64, 20035)
+            "sklearn-digits",
+            2000,
+            1788,
+            149,
+            267,
+            64,
+            20035,
+        )
         assert len(dg.changes) == 2 and "12 steps per epoch" in dg.changes[0] and "2410 parameters" in dg.changes[1]
         # the smoke profile: 500 images fit; D >= 4000 needs hidden ceil(3990 / 75) = 54 (D = 4060)
         small = fit_whitebox_sizes(400, **{**book, "n_train": 500, "batch_size": 50, "n_classes": 2})
@@ -226,7 +270,13 @@ def test_fit_whitebox_sizes_on_each_data_path(tmp_path, monkeypatch, hide_sklear
         assert (exact.hidden, exact.n_params) == (32, 2410)
     bl = fit_whitebox_sizes(2000, **{**book, "dataset": "blobs"})
     assert (bl.data, bl.m, bl.n_train, bl.batch_size, bl.hidden, bl.n_params) == (
-        "gaussian-blobs", 2000, 2400, 200, 645, 20005)
+        "gaussian-blobs",
+        2000,
+        2400,
+        200,
+        645,
+        20005,
+    )
     assert "1002 parameters" in bl.changes[0]
     bl1 = fit_whitebox_sizes(2000, **{**book, "dataset": "blobs"}, params_per_canary=1)
     assert (bl1.hidden, bl1.n_params) == (65, 2025)  # ceil(1990 / 31) = 65: the user's 1002 were too few

@@ -21,22 +21,57 @@ RUN = "run-1"
 
 
 def _method(name, family, bound, cert, counterpart=None):
-    return {"name": name, "label": name.upper(), "family": family, "library": "lib", "version": "0",
-            "answer": "...", "bound": bound, "certified_interval": cert, "counterpart": counterpart,
-            "settings": {}}
+    return {
+        "name": name,
+        "label": name.upper(),
+        "family": family,
+        "library": "lib",
+        "version": "0",
+        "answer": "...",
+        "bound": bound,
+        "certified_interval": cert,
+        "counterpart": counterpart,
+        "settings": {},
+    }
 
 
 def _ref(T, delta, lower=None, upper=None, status="ok", reason=None):
-    return {"run_id": RUN, "T": T, "delta": delta, "status": status, "lower": lower, "upper": upper,
-            "discretization": 1e-5 if status == "ok" else None, "seconds": 1.0, "reason": reason, "attempts": []}
+    return {
+        "run_id": RUN,
+        "T": T,
+        "delta": delta,
+        "status": status,
+        "lower": lower,
+        "upper": upper,
+        "discretization": 1e-5 if status == "ok" else None,
+        "seconds": 1.0,
+        "reason": reason,
+        "attempts": [],
+    }
 
 
 def _rec(method, T, delta, eps=None, seconds=None, lower=None, upper=None, status="ok", reason=None):
-    return {"run_id": RUN, "method": method, "T": T, "delta": delta, "status": status, "reason": reason,
-            "error_type": None, "seconds": seconds, "times": [] if seconds is None else [seconds],
-            "repeats": 0 if seconds is None else 1, "epsilon": eps, "lower": lower, "upper": upper,
-            "upper_vacuous": False, "kind": None, "ref_status": None, "err_vs_ref_lower": None,
-            "err_vs_ref_upper": None, "load1": 1.0}
+    return {
+        "run_id": RUN,
+        "method": method,
+        "T": T,
+        "delta": delta,
+        "status": status,
+        "reason": reason,
+        "error_type": None,
+        "seconds": seconds,
+        "times": [] if seconds is None else [seconds],
+        "repeats": 0 if seconds is None else 1,
+        "epsilon": eps,
+        "lower": lower,
+        "upper": upper,
+        "upper_vacuous": False,
+        "kind": None,
+        "ref_status": None,
+        "err_vs_ref_lower": None,
+        "err_vs_ref_upper": None,
+        "load1": 1.0,
+    }
 
 
 def small():
@@ -44,26 +79,47 @@ def small():
     refusal = "NumericalError: below the FFT resolution"
     return {
         "schema": bm.ACCOUNTANTS_SCHEMA,
-        "meta": {"run_id": RUN, "date": "2026-11-24T20:00:00+00:00", "machine": {"cpus": 2, "affinity": 2,
-                 "cpu_model": "Test CPU", "memory_gib": 23.0}, "load_before": [4.0, 3.0, 2.0],
-                 "load_after": [5.0, 4.0, 3.0], "versions": {}, "git": {"commit": "abc", "dirty": False}},
+        "meta": {
+            "run_id": RUN,
+            "date": "2026-11-24T20:00:00+00:00",
+            "machine": {"cpus": 2, "affinity": 2, "cpu_model": "Test CPU", "memory_gib": 23.0},
+            "load_before": [4.0, 3.0, 2.0],
+            "load_after": [5.0, 4.0, 3.0],
+            "versions": {},
+            "git": {"commit": "abc", "dirty": False},
+        },
         "mechanism": {"name": "subsampled-gaussian", "sigma": 1.0, "q": 0.01},
         "grid": {"steps": [100, 1000], "deltas": [1e-5, 1e-10]},
         "settings": {"repeat": 1},
-        "methods": [_method("pld", "dputils", True, True), _method("rdp", "dputils", True, False),
-                    _method("dpa", "peer", True, False, "pld"), _method("opr", "peer", True, False, "rdp")],
-        "references": [_ref(100, 1e-5, 1.0, 1.1), _ref(1000, 1e-5, 2.0, 2.2),
-                       _ref(100, 1e-10, status="refused", reason=refusal), _ref(1000, 1e-10, 4.0, 4.4)],
+        "methods": [
+            _method("pld", "dputils", True, True),
+            _method("rdp", "dputils", True, False),
+            _method("dpa", "peer", True, False, "pld"),
+            _method("opr", "peer", True, False, "rdp"),
+        ],
+        "references": [
+            _ref(100, 1e-5, 1.0, 1.1),
+            _ref(1000, 1e-5, 2.0, 2.2),
+            _ref(100, 1e-10, status="refused", reason=refusal),
+            _ref(1000, 1e-10, 4.0, 4.4),
+        ],
         "records": [
-            _rec("pld", 100, 1e-5, 1.05, 0.5, 1.0, 1.05), _rec("pld", 1000, 1e-5, 2.1, 1.0, 2.0, 2.1),
+            _rec("pld", 100, 1e-5, 1.05, 0.5, 1.0, 1.05),
+            _rec("pld", 1000, 1e-5, 2.1, 1.0, 2.0, 2.1),
             _rec("pld", 100, 1e-10, status="refused", reason=refusal),
             _rec("pld", 1000, 1e-10, 4.2, 2.0, 4.0, 4.2),
-            _rec("rdp", 100, 1e-5, 1.5, 0.125, None, 1.5), _rec("rdp", 1000, 1e-5, 3.0, 0.125, None, 3.0),
-            _rec("rdp", 100, 1e-10, 2.5, 0.25, None, 2.5), _rec("rdp", 1000, 1e-10, 5.0, 0.25, None, 5.0),
-            _rec("dpa", 100, 1e-5, 1.06, 1.0), _rec("dpa", 1000, 1e-5, 2.15, 3.0),
-            _rec("dpa", 100, 1e-10, 3.0, 2.0), _rec("dpa", 1000, 1e-10, status="timeout", reason="no answer"),
-            _rec("opr", 100, 1e-5, 1.6, 0.375), _rec("opr", 1000, 1e-5, 3.1, 0.5),
-            _rec("opr", 100, 1e-10, 2.6, 0.625), _rec("opr", 1000, 1e-10, 5.1, 1.0),
+            _rec("rdp", 100, 1e-5, 1.5, 0.125, None, 1.5),
+            _rec("rdp", 1000, 1e-5, 3.0, 0.125, None, 3.0),
+            _rec("rdp", 100, 1e-10, 2.5, 0.25, None, 2.5),
+            _rec("rdp", 1000, 1e-10, 5.0, 0.25, None, 5.0),
+            _rec("dpa", 100, 1e-5, 1.06, 1.0),
+            _rec("dpa", 1000, 1e-5, 2.15, 3.0),
+            _rec("dpa", 100, 1e-10, 3.0, 2.0),
+            _rec("dpa", 1000, 1e-10, status="timeout", reason="no answer"),
+            _rec("opr", 100, 1e-5, 1.6, 0.375),
+            _rec("opr", 1000, 1e-5, 3.1, 0.5),
+            _rec("opr", 100, 1e-10, 2.6, 0.625),
+            _rec("opr", 1000, 1e-10, 5.1, 1.0),
         ],
     }
 
@@ -86,8 +142,17 @@ def test_ratio_table_by_hand():
     ]
     rows = bm.ratio_rows(small())
     assert len(rows) == 6
-    assert rows[0] == {"ours": "pld", "peer": "dpa", "T": 100, "delta": 1e-5, "ours_s": 0.5, "peer_s": 1.0,
-                       "ratio": 2.0, "ours_eps": 1.05, "peer_eps": 1.06}
+    assert rows[0] == {
+        "ours": "pld",
+        "peer": "dpa",
+        "T": 100,
+        "delta": 1e-5,
+        "ours_s": 0.5,
+        "peer_s": 1.0,
+        "ratio": 2.0,
+        "ours_eps": 1.05,
+        "peer_eps": 1.06,
+    }
 
 
 def test_time_rows_by_hand():
@@ -104,14 +169,21 @@ def test_errors_references_and_refusals_by_hand():
     assert [(r["method"], r["T"]) for r in rows] == [("pld", 1000), ("rdp", 1000), ("opr", 1000)]
     assert rows[1]["err_vs_ref_lower"] == pytest.approx(1.0) and rows[1]["err_vs_ref_upper"] == pytest.approx(0.6)
     assert bm.no_reference_points(small()) == [
-        {"T": 100, "delta": 1e-10, "status": "refused", "reason": "NumericalError: below the FFT resolution"}]
+        {"T": 100, "delta": 1e-10, "status": "refused", "reason": "NumericalError: below the FFT resolution"}
+    ]
     assert bm.refusals(small()) == [
-        {"method": "pld", "status": "refused", "points": 1, "at (T, δ)": "(1e+02, 1e-10)",
-         "reason": "NumericalError: below the FFT resolution"},
+        {
+            "method": "pld",
+            "status": "refused",
+            "points": 1,
+            "at (T, δ)": "(1e+02, 1e-10)",
+            "reason": "NumericalError: below the FFT resolution",
+        },
         {"method": "dpa", "status": "timeout", "points": 1, "at (T, δ)": "(1e+03, 1e-10)", "reason": "no answer"},
     ]
     assert bm.points_text([(10**7, 1e-15), (1000, 1e-10), (100, 1e-10)]) == (
-        "δ = 10\u207b\u00b9\u2070 at T = 10\u00b2, 10\u00b3; δ = 10\u207b\u00b9\u2075 at T = 10\u2077")
+        "δ = 10\u207b\u00b9\u2070 at T = 10\u00b2, 10\u00b3; δ = 10\u207b\u00b9\u2075 at T = 10\u2077"
+    )
     assert bm.number_text(3e-5) == "3\u00d710\u207b\u2075" and bm.number_text(0.25) == "0.25"
     assert bm.points_text([]) == "none"
     assert bm.readable("h = 1e-05; last: NumericalError: below it") == "h = 1e-05; last: (NumericalError) below it"
@@ -135,17 +207,20 @@ def test_interval_problems():
         bm.ratio_rows(d)
 
 
-@pytest.mark.parametrize("mutate,message", [
-    (lambda d: d.pop("references"), "missing references"),
-    (lambda d: d["records"][0].update(status="odd"), "unknown status 'odd'"),
-    (lambda d: d["records"].append(copy.deepcopy(d["records"][0])), "duplicated points"),
-    (lambda d: d["records"][0].update(epsilon=None), "status ok without a finite epsilon"),
-    (lambda d: d["records"][11].update(reason=None), "status timeout without a reason"),
-    (lambda d: d["records"][0].update(T=50), "point not in the grid"),
-    (lambda d: d["references"].pop(), "not exactly one per"),
-    (lambda d: d["methods"][2].update(counterpart="moments"), "counterpart 'moments'"),
-    (lambda d: d.update(schema="other/1"), "schema must be"),
-])
+@pytest.mark.parametrize(
+    "mutate,message",
+    [
+        (lambda d: d.pop("references"), "missing references"),
+        (lambda d: d["records"][0].update(status="odd"), "unknown status 'odd'"),
+        (lambda d: d["records"].append(copy.deepcopy(d["records"][0])), "duplicated points"),
+        (lambda d: d["records"][0].update(epsilon=None), "status ok without a finite epsilon"),
+        (lambda d: d["records"][11].update(reason=None), "status timeout without a reason"),
+        (lambda d: d["records"][0].update(T=50), "point not in the grid"),
+        (lambda d: d["references"].pop(), "not exactly one per"),
+        (lambda d: d["methods"][2].update(counterpart="moments"), "counterpart 'moments'"),
+        (lambda d: d.update(schema="other/1"), "schema must be"),
+    ],
+)
 def test_bad_files_are_refused_naming_the_problem(mutate, message):
     d = small()
     mutate(d)
@@ -166,41 +241,107 @@ def test_metadata_has_the_run_facts():
     assert meta["versions"]["numpy"] and meta["note"] == "n" and meta["wall_s"] >= 0
     assert meta["git"]["commit"] is None or len(meta["git"]["commit"]) == 40
     assert bm.describe_machine({"machine": {"cpus": 4, "affinity": 2, "cpu_model": "X", "memory_gib": 8.0}}) == (
-        "2 of 4 cores, X, 8 GiB memory")
+        "2 of 4 cores, X, 8 GiB memory"
+    )
 
 
-DPSGD = {"schema": bm.DPSGD_SCHEMA, "meta": {"run_id": "d"}, "batch": 256, "device": "cpu",
-         "models": {"cnn": {"params": 1000,
-                            "nonprivate": {"steps_per_s": 4.0, "mem_mib": 10.0, "all_steps_per_s": [3.0, 4.0, 5.0]},
-                            "dputils": {"steps_per_s": 2.0, "mem_mib": 20.0, "all_steps_per_s": [2.0, 2.0, 1.0]},
-                            "opacus": {"steps_per_s": 1.0, "mem_mib": 30.0, "all_steps_per_s": [1.0, 0.5, 1.5]},
-                            "dputils/opacus": 2.5, "dputils/nonprivate": 0.5}}}
+DPSGD = {
+    "schema": bm.DPSGD_SCHEMA,
+    "meta": {"run_id": "d"},
+    "batch": 256,
+    "device": "cpu",
+    "models": {
+        "cnn": {
+            "params": 1000,
+            "nonprivate": {"steps_per_s": 4.0, "mem_mib": 10.0, "all_steps_per_s": [3.0, 4.0, 5.0]},
+            "dputils": {"steps_per_s": 2.0, "mem_mib": 20.0, "all_steps_per_s": [2.0, 2.0, 1.0]},
+            "opacus": {"steps_per_s": 1.0, "mem_mib": 30.0, "all_steps_per_s": [1.0, 0.5, 1.5]},
+            "dputils/opacus": 2.5,
+            "dputils/nonprivate": 0.5,
+        }
+    },
+}
 
 
 def test_dpsgd_rows_by_hand(tmp_path):
     p = tmp_path / "d.json"
     p.write_text(json.dumps(DPSGD))
     assert bm.dpsgd_rows(bm.load_dpsgd(p)) == [
-        {"model": "cnn", "params": 1000, "method": "non-private", "steps/s": 4.0, "min": 3.0, "max": 5.0,
-         "MiB": 10.0, "dputils / this": 0.5},
-        {"model": "cnn", "params": 1000, "method": "dputils train", "steps/s": 2.0, "min": 1.0, "max": 2.0,
-         "MiB": 20.0, "dputils / this": 1.0},
-        {"model": "cnn", "params": 1000, "method": "Opacus hooks", "steps/s": 1.0, "min": 0.5, "max": 1.5,
-         "MiB": 30.0, "dputils / this": 2.5},
+        {
+            "model": "cnn",
+            "params": 1000,
+            "method": "non-private",
+            "steps/s": 4.0,
+            "min": 3.0,
+            "max": 5.0,
+            "MiB": 10.0,
+            "dputils / this": 0.5,
+        },
+        {
+            "model": "cnn",
+            "params": 1000,
+            "method": "dputils train",
+            "steps/s": 2.0,
+            "min": 1.0,
+            "max": 2.0,
+            "MiB": 20.0,
+            "dputils / this": 1.0,
+        },
+        {
+            "model": "cnn",
+            "params": 1000,
+            "method": "Opacus hooks",
+            "steps/s": 1.0,
+            "min": 0.5,
+            "max": 1.5,
+            "MiB": 30.0,
+            "dputils / this": 2.5,
+        },
     ]
 
 
-PLD = {"schema": bm.PLD_SCHEMA,
-       "meta": {"run_id": RUN, "date": "2026-11-24T20:00:00+00:00", "machine": {"cpus": 2},
-                "load_before": [0.5, 0.5, 0.5], "load_after": [0.5, 0.5, 0.5]},
-       "rows": [{"steps": 1000, "seconds_ours": 0.2, "seconds_dp_accounting": 0.5, "speedup": 2.5,
-                 "seconds_ours_all": [0.3, 0.2, 0.1], "seconds_dp_accounting_all": [0.5, 0.4, 0.75],
-                 "peak_mib_ours": 8.0, "peak_mib_dp_accounting": 10.0, "eps_ours": 1.5, "eps_ours_lower": 1.25,
-                 "eps_dp_accounting": 1.5, "eps_exact": 1.375, "eps_exact_err": 1e-11},
-                {"steps": 10000, "seconds_ours": 0.25, "seconds_dp_accounting": 1.0, "speedup": 4.0,
-                 "seconds_ours_all": [0.25, 0.25, 0.5], "seconds_dp_accounting_all": [1.0, 1.0, 2.0],
-                 "peak_mib_ours": None, "peak_mib_dp_accounting": None, "eps_ours": 4.0,
-                 "eps_ours_lower": 3.0, "eps_dp_accounting": 3.5, "eps_exact": 3.5, "eps_exact_err": 1e-11}]}
+PLD = {
+    "schema": bm.PLD_SCHEMA,
+    "meta": {
+        "run_id": RUN,
+        "date": "2026-11-24T20:00:00+00:00",
+        "machine": {"cpus": 2},
+        "load_before": [0.5, 0.5, 0.5],
+        "load_after": [0.5, 0.5, 0.5],
+    },
+    "rows": [
+        {
+            "steps": 1000,
+            "seconds_ours": 0.2,
+            "seconds_dp_accounting": 0.5,
+            "speedup": 2.5,
+            "seconds_ours_all": [0.3, 0.2, 0.1],
+            "seconds_dp_accounting_all": [0.5, 0.4, 0.75],
+            "peak_mib_ours": 8.0,
+            "peak_mib_dp_accounting": 10.0,
+            "eps_ours": 1.5,
+            "eps_ours_lower": 1.25,
+            "eps_dp_accounting": 1.5,
+            "eps_exact": 1.375,
+            "eps_exact_err": 1e-11,
+        },
+        {
+            "steps": 10000,
+            "seconds_ours": 0.25,
+            "seconds_dp_accounting": 1.0,
+            "speedup": 4.0,
+            "seconds_ours_all": [0.25, 0.25, 0.5],
+            "seconds_dp_accounting_all": [1.0, 1.0, 2.0],
+            "peak_mib_ours": None,
+            "peak_mib_dp_accounting": None,
+            "eps_ours": 4.0,
+            "eps_ours_lower": 3.0,
+            "eps_dp_accounting": 3.5,
+            "eps_exact": 3.5,
+            "eps_exact_err": 1e-11,
+        },
+    ],
+}
 
 
 def test_pld_rows_and_checks_by_hand(tmp_path):
@@ -208,18 +349,43 @@ def test_pld_rows_and_checks_by_hand(tmp_path):
     p.write_text(json.dumps(PLD))
     data = bm.load_pld(p)
     assert bm.pld_rows(data) == [
-        {"T": 1000, "ours s": 0.2, "dp_accounting s": 0.5, "dp_accounting / ours": 2.5, "ours MiB": 8.0,
-         "dp_accounting MiB": 10.0, "eps ours lower": 1.25, "eps ours upper": 1.5, "eps dp_accounting": 1.5,
-         "eps exact": 1.375},
-        {"T": 10000, "ours s": 0.25, "dp_accounting s": 1.0, "dp_accounting / ours": 4.0, "ours MiB": None,
-         "dp_accounting MiB": None, "eps ours lower": 3.0, "eps ours upper": 4.0, "eps dp_accounting": 3.5,
-         "eps exact": 3.5}]
+        {
+            "T": 1000,
+            "ours s": 0.2,
+            "dp_accounting s": 0.5,
+            "dp_accounting / ours": 2.5,
+            "ours MiB": 8.0,
+            "dp_accounting MiB": 10.0,
+            "eps ours lower": 1.25,
+            "eps ours upper": 1.5,
+            "eps dp_accounting": 1.5,
+            "eps exact": 1.375,
+        },
+        {
+            "T": 10000,
+            "ours s": 0.25,
+            "dp_accounting s": 1.0,
+            "dp_accounting / ours": 4.0,
+            "ours MiB": None,
+            "dp_accounting MiB": None,
+            "eps ours lower": 3.0,
+            "eps ours upper": 4.0,
+            "eps dp_accounting": 3.5,
+            "eps exact": 3.5,
+        },
+    ]
     assert bm.pld_problems(data) == []
 
 
-@pytest.mark.parametrize("field,value,message", [
-    ("eps_exact", 1.6, "outside our bracket"), ("eps_exact", 1.2, "outside our bracket"),
-    ("seconds_ours", 0.3, "median"), ("speedup", 3.0, "speedup")])
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("eps_exact", 1.6, "outside our bracket"),
+        ("eps_exact", 1.2, "outside our bracket"),
+        ("seconds_ours", 0.3, "median"),
+        ("speedup", 3.0, "speedup"),
+    ],
+)
 def test_pld_problems_find_each_contradiction(field, value, message):
     bad = copy.deepcopy(PLD)
     bad["rows"][0][field] = value
@@ -229,10 +395,14 @@ def test_pld_problems_find_each_contradiction(field, value, message):
     assert len(found) == 1 and message in found[0] and found[0].startswith("T=1000")
 
 
-@pytest.mark.parametrize("mutate,message", [
-    (lambda d: d.update(schema="dpbook-bench-pld/1"), "schema"),
-    (lambda d: d["rows"][1].pop("eps_exact"), "eps_exact"),
-    (lambda d: d.update(rows=[]), "empty")])
+@pytest.mark.parametrize(
+    "mutate,message",
+    [
+        (lambda d: d.update(schema="dpbook-bench-pld/1"), "schema"),
+        (lambda d: d["rows"][1].pop("eps_exact"), "eps_exact"),
+        (lambda d: d.update(rows=[]), "empty"),
+    ],
+)
 def test_bad_pld_files_are_refused(tmp_path, mutate, message):
     bad = copy.deepcopy(PLD)
     mutate(bad)
@@ -261,9 +431,21 @@ def test_figures_draw():
 def test_bench_accountants_quick_writes_the_schema(tmp_path):
     out = tmp_path / "acc.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1"}
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_accountants.py"), "--quick",
-                           "--out", str(out), "--note", "test"], capture_output=True, text=True, env=env,
-                          timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_accountants.py"),
+            "--quick",
+            "--out",
+            str(out),
+            "--note",
+            "test",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = bm.load_accountants(out)  # validates the layout
     meta = data["meta"]

@@ -47,8 +47,12 @@ def _png(w: int = 4, h: int = 4) -> bytes:
         return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
 
     raw = b"".join(b"\x00" + b"\x00\x00\xff" * w for _ in range(h))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
 
 
 #: a page of 40,000 px with a red band at the top, a green one at 20,000 px and a blue one at the bottom
@@ -68,46 +72,74 @@ def _defect(name: str, old: str, new: str) -> tuple[str, str]:
 
 DEFECTS = [
     # raw TeX: the math is not in a span MathJax processes
-    _defect("raw_tex", '<span class="math notranslate nohighlight">\\(\\varepsilon = \\mu^2/2\\)</span>',
-            "\\(x\\)"),
+    _defect("raw_tex", '<span class="math notranslate nohighlight">\\(\\varepsilon = \\mu^2/2\\)</span>', "\\(x\\)"),
     _defect("no_alt", 'alt="A blue dot on a white background"', 'alt=""'),
-    _defect("hash_alt", 'alt="A blue dot on a white background"',
-            'alt="../_images/3f2a9c1d0b7e4f6a8c5d2e1f0a9b8c7d.png"'),
+    _defect(
+        "hash_alt", 'alt="A blue dot on a white background"', 'alt="../_images/3f2a9c1d0b7e4f6a8c5d2e1f0a9b8c7d.png"'
+    ),
     _defect("missing_image", 'src="dot.png"', 'src="nowhere.png"'),
     _defect("no_caption", "<figcaption><p>Figure 1: the dot.</p></figcaption>", ""),
     _defect("repr", "<td>0.5</td>", "<td>PosixPath('/tmp/results/x.json')</td>"),
-    _defect("stderr", '<div class="cell_output">',
-            '<div class="cell_output"><div class="output stderr"><pre>TqdmWarning: IProgress not found</pre></div>'),
+    _defect(
+        "stderr",
+        '<div class="cell_output">',
+        '<div class="cell_output"><div class="output stderr"><pre>TqdmWarning: IProgress not found</pre></div>',
+    ),
     _defect("wide_table", "<td>0.5</td>", "<td>0.5</td>" + "<td>0.123456789</td>" * 60),
     _defect("wide_code", "# PosixPath( in source is fine", "# " + "x" * 400),
     _defect("external", "</head>", '<link rel="stylesheet" href="https://cdn.example.org/x.css"></head>'),
     # the same table twice (what displaying a cell's value and gluing it does)
-    _defect("duplicate_table", "<tr><td>1.0</td><td>0.5</td></tr></table>",
-            "<tr><td>1.0</td><td>0.5</td></tr></table><p>again:</p>"
-            "<table><tr><th>sigma</th><th>epsilon</th></tr><tr><td>1.0</td><td>0.5</td></tr></table>"),
+    _defect(
+        "duplicate_table",
+        "<tr><td>1.0</td><td>0.5</td></tr></table>",
+        "<tr><td>1.0</td><td>0.5</td></tr></table><p>again:</p>"
+        "<table><tr><th>sigma</th><th>epsilon</th></tr><tr><td>1.0</td><td>0.5</td></tr></table>",
+    ),
     # a number broken inside a cell: the column is as narrow as one digit
-    _defect("split_number", "<td>4.649&#215;10<sup>-5</sup></td>",
-            '<td style="overflow-wrap:anywhere">1000</td>'),
+    _defect("split_number", "<td>4.649&#215;10<sup>-5</sup></td>", '<td style="overflow-wrap:anywhere">1000</td>'),
     # a number broken after its minus sign
     _defect("split_minus", "CIFAR-<wbr>10", "5e-<wbr>11"),
     # a header word broken inside its cell
     _defect("split_header", "<th>kind</th>", '<th style="overflow-wrap:anywhere;word-break:break-all">model</th>'),
     # the exponent of 4.649x10^-5 pushed to the next line (a break opportunity before an inline-block)
-    _defect("split_exponent", "<td>4.649&#215;10<sup>-5</sup></td>",
-            '<td style="font-family:monospace">4.649&#215;10<sup style="display:inline-block">-5</sup></td>'),
+    _defect(
+        "split_exponent",
+        "<td>4.649&#215;10<sup>-5</sup></td>",
+        '<td style="font-family:monospace">4.649&#215;10<sup style="display:inline-block">-5</sup></td>',
+    ),
     _defect("raw_eq_ref", "Figure 1: the dot.", "Figure 1: |r| of Eq. (eq-atlas-relerr)."),
     _defect("raw_role", "is small.</p>", "is small, see {numref}`fig-loss`.</p>"),
     _defect("raw_fence", "is small.</p>", "is small.</p><p>::: {note}</p>"),
     _defect("raw_glue", "is small.</p>", "is small.</p><p>{glue:figure} fig-x</p>"),
-    _defect("caption_code", "Figure 1: the dot.",
-            'Figure 1: the dot for <code class="docutils literal notranslate"><span class="pre">gram_n</span></code>.'),
+    _defect(
+        "caption_code",
+        "Figure 1: the dot.",
+        'Figure 1: the dot for <code class="docutils literal notranslate"><span class="pre">gram_n</span></code>.',
+    ),
 ]
 
-EXPECTED_KIND = {"raw_tex": "math", "no_alt": "image", "hash_alt": "image", "missing_image": "image",
-                 "no_caption": "caption", "repr": "repr", "stderr": "output", "wide_table": "overflow",
-                 "wide_code": "overflow", "external": "network", "duplicate_table": "duplicate",
-                 "split_number": "split", "split_header": "split", "split_exponent": "split", "split_minus": "split", "raw_eq_ref": "markup", "raw_role": "markup",
-                 "raw_fence": "markup", "raw_glue": "markup", "caption_code": "caption-code"}
+EXPECTED_KIND = {
+    "raw_tex": "math",
+    "no_alt": "image",
+    "hash_alt": "image",
+    "missing_image": "image",
+    "no_caption": "caption",
+    "repr": "repr",
+    "stderr": "output",
+    "wide_table": "overflow",
+    "wide_code": "overflow",
+    "external": "network",
+    "duplicate_table": "duplicate",
+    "split_number": "split",
+    "split_header": "split",
+    "split_exponent": "split",
+    "split_minus": "split",
+    "raw_eq_ref": "markup",
+    "raw_role": "markup",
+    "raw_fence": "markup",
+    "raw_glue": "markup",
+    "caption_code": "caption-code",
+}
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +150,7 @@ def site(tmp_path_factory):
             pytest.fail(msg)
         pytest.skip(msg)
     import importlib.util
+
     mj = importlib.util.find_spec("sphinx-mathjax-offline")
     if mj is None:
         pytest.fail("sphinx-mathjax-offline is missing: pip install -e '.[test]'")
@@ -129,9 +162,11 @@ def site(tmp_path_factory):
     (root / "dot.png").write_bytes(_png())
     (root / "tall.html").write_text(TALL)
     # as myst-parser sets MathJax up in the book: the section is ignored, only elements of class "math" are typeset
-    script = ("<script>window.MathJax = {options: {processHtmlClass: 'tex2jax_process|mathjax_process|math|output_area'}};"
-              "</script>"
-              f'<script defer src="{MATHJAX}"></script>')
+    script = (
+        "<script>window.MathJax = {options: {processHtmlClass: 'tex2jax_process|mathjax_process|math|output_area'}};"
+        "</script>"
+        f'<script defer src="{MATHJAX}"></script>'
+    )
     (root / "clean.html").write_text(CLEAN.replace("{mathjax}", script))
     for name, html in DEFECTS:
         (root / f"{name}.html").write_text(html.replace("{mathjax}", script))
@@ -149,7 +184,8 @@ def test_text_classifiers():
         assert not bc.is_meaningful_alt(bad), bad
     origin = "http://127.0.0.1:8000"
     assert bc.external_urls([origin + "/a.js", "data:x", "https://cdn.jsdelivr.net/x.js"], origin) == [
-        "https://cdn.jsdelivr.net/x.js"]
+        "https://cdn.jsdelivr.net/x.js"
+    ]
 
 
 def test_clean_page_passes(site, tmp_path):
@@ -182,6 +218,7 @@ def test_report_and_exit_status(site, capsys):
 
 # ---- the layout checks of issue 28: details of the findings, and the controls of the clean page
 
+
 def _details(r, kind):
     return [f.detail for f in r.findings if f.kind == kind]
 
@@ -194,7 +231,8 @@ def test_clean_page_controls_really_wrap(site):
     lines = browser.driver.execute_script(
         "const f = id => { const r = document.createRange(); r.selectNodeContents(document.getElementById(id));"
         "                  return Math.round(r.getBoundingClientRect().height / 20); };"
-        "return [f('note'), f('kind'), f('set')];")
+        "return [f('note'), f('kind'), f('set')];"
+    )
     assert lines[0] >= 3 and lines[1] == 2 and lines[2] == 2, lines
     assert bc.check_tables(browser.driver) == []
 
@@ -219,12 +257,34 @@ def test_duplicate_names_the_table(site):
 
 
 def test_markup_leftovers():
-    for raw in ("|r| of Eq. (eq-atlas-relerr)", "see {numref}`fig-loss`", "by {eq}`eq-x`", "{cite}`abadi`",
-                "{glue:text}`x`", "::: {note}", "```{code-cell}", "N = {{ epochs }}", "see Fig. ??",
-                "p = `wide_bands`", "**bold**", "4.6×10<sup>-5</sup>", "(fig-atlas)=", "(tab:targets)"):
+    for raw in (
+        "|r| of Eq. (eq-atlas-relerr)",
+        "see {numref}`fig-loss`",
+        "by {eq}`eq-x`",
+        "{cite}`abadi`",
+        "{glue:text}`x`",
+        "::: {note}",
+        "```{code-cell}",
+        "N = {{ epochs }}",
+        "see Fig. ??",
+        "p = `wide_bands`",
+        "**bold**",
+        "4.6×10<sup>-5</sup>",
+        "(fig-atlas)=",
+        "(tab:targets)",
+    ):
         assert bc.markup_leftovers(raw), raw
-    for ok in ("the loss (eq. 3) is small", "sets {0, 1} and a ratio 1:2", "x < y and y > z",
-               "a {k} index", "(see the table)", "f(x) = 2", "f(x)=2", "T = 1000; q = 0.01", "what?"):
+    for ok in (
+        "the loss (eq. 3) is small",
+        "sets {0, 1} and a ratio 1:2",
+        "x < y and y > z",
+        "a {k} index",
+        "(see the table)",
+        "f(x) = 2",
+        "f(x)=2",
+        "T = 1000; q = 0.01",
+        "what?",
+    ):
         assert bc.markup_leftovers(ok) == [], ok
 
 
@@ -243,16 +303,20 @@ def test_tall_page_screenshots_in_tiles(site, tmp_path):
     r = bc.check_page(browser, server, "tall.html", shots=tmp_path)
     assert _details(r, "screenshot") == [], r.findings
     assert [p.split("/")[-1] for p in r.screenshots] == ["tall.01.png", "tall.02.png", "tall.03.png"]
-    assert [bc.png_size(p) for p in r.screenshots] == [(browser.width, 16000), (browser.width, 16000),
-                                                        (browser.width, 8000)]
+    assert [bc.png_size(p) for p in r.screenshots] == [
+        (browser.width, 16000),
+        (browser.width, 16000),
+        (browser.width, 8000),
+    ]
     ims = [Image.open(p).convert("RGB") for p in r.screenshots]
     x = browser.width // 2
     near = lambda px, want: all(abs(a - b) < 30 for a, b in zip(px, want))  # noqa: E731
     assert near(ims[0].getpixel((x, 50)), (255, 0, 0)) and near(ims[0].getpixel((x, 150)), (255, 255, 255))
     assert near(ims[1].getpixel((x, 20000 - 16000 + 50)), (0, 255, 0))
     assert near(ims[1].getpixel((x, 20000 - 16000 - 50)), (255, 255, 255))
-    assert near(ims[2].getpixel((x, 8000 - 50)), (0, 0, 255)) and near(ims[2].getpixel((x, 8000 - 150)),
-                                                                       (255, 255, 255))
+    assert near(ims[2].getpixel((x, 8000 - 50)), (0, 0, 255)) and near(
+        ims[2].getpixel((x, 8000 - 150)), (255, 255, 255)
+    )
     # the page got shorter: the next run leaves no stale tiles behind
     bc.load(browser.driver, server.url("clean.html"))
     files, found = bc.screenshot(browser.driver, tmp_path / "tall.png", browser.width)
@@ -271,6 +335,7 @@ class _ShortShots:
 
     def execute_cdp_cmd(self, cmd, args):
         import base64
+
         return {"data": base64.b64encode(_png(args["clip"]["width"], min(args["clip"]["height"], 5000))).decode()}
 
 
@@ -302,11 +367,13 @@ def test_failing_kinds_switch(site, capsys):
 
 # ---- legends over the data (matplotlib only)
 
+
 @pytest.fixture
 def plt():
     mpl = pytest.importorskip("matplotlib")
     mpl.use("Agg")
     import matplotlib.pyplot as plt
+
     yield plt
     plt.close("all")
 
@@ -328,13 +395,14 @@ def _legend_box_in_axes(fig, ax):
 
 def test_legend_over_scatter_grid(plt):
     import numpy as np
+
     fig, ax = _unit_axes(plt)
     g = (np.arange(100) + 0.5) / 100
     X, Y = np.meshgrid(g, g)
     ax.scatter(X.ravel(), Y.ravel(), s=1, label="a grid of points")
     ax.legend(loc="upper right", frameon=True)
     x0, y0, x1, y1 = _legend_box_in_axes(fig, ax)
-    expected = ((g >= x0) & (g <= x1)).sum() * ((g >= y0) & (g <= y1)).sum() / g.size ** 2
+    expected = ((g >= x0) & (g <= x1)).sum() * ((g >= y0) & (g <= y1)).sum() / g.size**2
     [o] = bc.legend_overlaps(fig)
     assert o.samples == 10000 and o.axes == 0
     assert expected > 0.02 and o.fraction == pytest.approx(expected, abs=0.003)
@@ -343,6 +411,7 @@ def test_legend_over_scatter_grid(plt):
 
 def test_legend_over_a_line_by_length(plt):
     import numpy as np
+
     fig, ax = _unit_axes(plt)
     ax.plot([0, 1], [0.97, 0.97], label="a flat line under the legend")
     ax.plot(np.linspace(0, 1, 50), np.full(50, 0.05), label="a flat line far from it")
@@ -365,6 +434,7 @@ def test_legend_over_bars_by_area(plt):
 
 def test_legend_clear_of_the_data(plt):
     import numpy as np
+
     fig, ax = _unit_axes(plt)
     x = np.linspace(0, 1, 200)
     ax.plot(x, 0.3 * x, label="low line")
@@ -384,6 +454,7 @@ def test_legend_overlap_in_a_draw_event(plt):
     import io
 
     import numpy as np
+
     fig, ax = _unit_axes(plt)
     g = (np.arange(50) + 0.5) / 50
     ax.scatter(*np.meshgrid(g, g), s=1, label="grid")
@@ -394,6 +465,7 @@ def test_legend_overlap_in_a_draw_event(plt):
     assert seen and seen[-1][0].fraction == pytest.approx(bc.legend_overlaps(fig)[0].fraction, abs=1e-9)
     assert seen[-1][0].fraction > 0.01
     from dputils.errors import DPValueError
+
     with pytest.raises(DPValueError, match="step"):
         bc.legend_overlaps(fig, step=0)
 
@@ -410,5 +482,6 @@ def test_a_wide_table_may_scroll_in_its_own_box(site):
     r = bc.check_page(browser, server, "wide_box.html")
     assert [f for f in r.findings if f.kind in ("overflow", "split")] == [], r.findings
     width = browser.driver.execute_script(
-        "const b = document.querySelector('.dpbook-scroll'); return [b.scrollWidth, b.clientWidth];")
+        "const b = document.querySelector('.dpbook-scroll'); return [b.scrollWidth, b.clientWidth];"
+    )
     assert width[0] > width[1]  # it does scroll

@@ -29,12 +29,17 @@ def test_noise_matches_the_closed_form_and_meets_the_target(target, steps, rel_t
 
 def test_steps_and_rates_increase_epsilon():
     sigma, target = 10.0, 2.0
-    c = calibrate(lambda t: eps_gauss(sigma, t), target, monotone="increasing", integer=True, start=10,
-                  limits=(1, 1e7))
+    c = calibrate(lambda t: eps_gauss(sigma, t), target, monotone="increasing", integer=True, start=10, limits=(1, 1e7))
     assert eps_gauss(sigma, c.value) <= target < eps_gauss(sigma, c.value + 1)  # the largest number of steps
     assert c.bracket == (c.value, c.value + 1)
-    c = calibrate(lambda q: curves.gdp_epsilon(1e-5, q * math.sqrt(1000) / 1.0), 1.0, monotone="increasing",
-                  start=0.5, limits=(1e-6, 1.0), rel_tol=1e-6)
+    c = calibrate(
+        lambda q: curves.gdp_epsilon(1e-5, q * math.sqrt(1000) / 1.0),
+        1.0,
+        monotone="increasing",
+        start=0.5,
+        limits=(1e-6, 1.0),
+        rel_tol=1e-6,
+    )
     exact = brentq(lambda q: curves.gdp_epsilon(1e-5, q * math.sqrt(1000)) - 1.0, 1e-6, 1.0, xtol=1e-16)
     assert c.value <= exact <= c.bracket[1] and c.value == c.bracket[0]
 
@@ -63,8 +68,13 @@ def test_bounded_and_refusing():
         calibrate(lambda s: eps_gauss(s, 100), 1e-9, limits=(1e-3, 10.0))
     at_limit = calibrate(lambda s: eps_gauss(s, 100), 1e9)
     assert at_limit.details["at_limit"] and at_limit.value < 2e-3
-    for kw, name in [(dict(rel_tol=0.0), "rel_tol"), (dict(rel_tol=0.9), "rel_tol"), (dict(monotone="up"), "monotone"),
-                     (dict(limits=(2.0, 1.0)), "limits"), (dict(start=1e6), "start")]:
+    for kw, name in [
+        (dict(rel_tol=0.0), "rel_tol"),
+        (dict(rel_tol=0.9), "rel_tol"),
+        (dict(monotone="up"), "monotone"),
+        (dict(limits=(2.0, 1.0)), "limits"),
+        (dict(start=1e6), "start"),
+    ]:
         with pytest.raises(DPValueError, match=name):
             calibrate(lambda s: eps_gauss(s, 100), 2.0, **kw)
     with pytest.raises(DPValueError, match="target"):

@@ -37,7 +37,7 @@ def _bib_entries(text: str) -> dict[str, dict[str, str]]:
             while d:
                 d += {"{": 1, "}": -1}.get(text[j], 0)
                 j += 1
-            fields[f.group(1).lower()] = text[f.end():j - 1]
+            fields[f.group(1).lower()] = text[f.end() : j - 1]
             i = j
         entries[m.group(2)] = fields
     return entries
@@ -60,10 +60,14 @@ def bib():
 
 
 def test_bib_reader_reads_nested_braces():
-    e = _bib_entries("@article{k1,\n  title = {A {DP-SGD} {G}aussian},\n  year = {2020}\n}\n"
-                     "@misc{k2, author = {{Team X}}, title = {B}}\n")
-    assert e == {"k1": {"ENTRYTYPE": "article", "title": "A {DP-SGD} {G}aussian", "year": "2020"},
-                 "k2": {"ENTRYTYPE": "misc", "author": "{Team X}", "title": "B"}}
+    e = _bib_entries(
+        "@article{k1,\n  title = {A {DP-SGD} {G}aussian},\n  year = {2020}\n}\n"
+        "@misc{k2, author = {{Team X}}, title = {B}}\n"
+    )
+    assert e == {
+        "k1": {"ENTRYTYPE": "article", "title": "A {DP-SGD} {G}aussian", "year": "2020"},
+        "k2": {"ENTRYTYPE": "misc", "author": "{Team X}", "title": "B"},
+    }
 
 
 def test_cff_top_level(cff):
@@ -121,8 +125,7 @@ def test_references_match_the_bibliography(cff, bib):
         entry = bib[key]
         assert r["year"] == int(entry["year"]), key
         bib_family = [_plain(a.split(",")[0]) for a in entry["author"].split(" and ")]
-        cff_family = [_plain(" ".join(filter(None, (a.get("name-particle"), a["family-names"]))))
-                      for a in r["authors"]]
+        cff_family = [_plain(" ".join(filter(None, (a.get("name-particle"), a["family-names"])))) for a in r["authors"]]
         assert cff_family == bib_family, key
         bib_given = [_plain(a.split(",", 1)[1]) for a in entry["author"].split(" and ")]
         assert [_plain(a["given-names"]) for a in r["authors"]] == bib_given, key

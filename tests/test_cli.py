@@ -17,8 +17,22 @@ def run_cli(capsys, *argv):
 
 
 def test_documented_example_within_one_percent_of_dp_accounting(capsys):
-    rc, out, _ = run_cli(capsys, "epsilon", "--accountant", "pld", "--mechanism", "subsampled-gaussian",
-                         "--sigma", "1.0", "--q", "0.01", "--steps", "1000", "--delta", "1e-5")
+    rc, out, _ = run_cli(
+        capsys,
+        "epsilon",
+        "--accountant",
+        "pld",
+        "--mechanism",
+        "subsampled-gaussian",
+        "--sigma",
+        "1.0",
+        "--q",
+        "0.01",
+        "--steps",
+        "1000",
+        "--delta",
+        "1e-5",
+    )
     assert rc == 0
     obj = json.loads(out)
     assert set(obj) >= {"epsilon", "lower", "upper", "accountant", "seconds"}
@@ -31,31 +45,88 @@ def test_documented_example_within_one_percent_of_dp_accounting(capsys):
 
 @pytest.mark.parametrize("acc", ["pld", "rdp", "rdp-classic", "gdp"])
 def test_delta_command(capsys, acc):
-    rc, out, _ = run_cli(capsys, "delta", "--accountant", acc, "--mechanism", "gaussian", "--sigma", "2",
-                         "--steps", "4", "--epsilon", "1")
+    rc, out, _ = run_cli(
+        capsys,
+        "delta",
+        "--accountant",
+        acc,
+        "--mechanism",
+        "gaussian",
+        "--sigma",
+        "2",
+        "--steps",
+        "4",
+        "--epsilon",
+        "1",
+    )
     assert rc == 0 and 0 < json.loads(out)["delta"] < 1
 
 
 def test_calibrate_is_conservative(capsys):
-    rc, out, _ = run_cli(capsys, "calibrate", "--accountant", "pld", "--mechanism", "subsampled-gaussian",
-                         "--q", "0.01", "--steps", "1000", "--epsilon", "2", "--delta", "1e-5")
+    rc, out, _ = run_cli(
+        capsys,
+        "calibrate",
+        "--accountant",
+        "pld",
+        "--mechanism",
+        "subsampled-gaussian",
+        "--q",
+        "0.01",
+        "--steps",
+        "1000",
+        "--epsilon",
+        "2",
+        "--delta",
+        "1e-5",
+    )
     assert rc == 0
     obj = json.loads(out)
     assert obj["epsilon"] <= 2.0
-    rc, out, _ = run_cli(capsys, "epsilon", "--accountant", "pld", "--mechanism", "subsampled-gaussian",
-                         "--sigma", str(obj["bracket"][0]), "--q", "0.01", "--steps", "1000", "--delta", "1e-5")
+    rc, out, _ = run_cli(
+        capsys,
+        "epsilon",
+        "--accountant",
+        "pld",
+        "--mechanism",
+        "subsampled-gaussian",
+        "--sigma",
+        str(obj["bracket"][0]),
+        "--q",
+        "0.01",
+        "--steps",
+        "1000",
+        "--delta",
+        "1e-5",
+    )
     assert json.loads(out)["epsilon"] > 2.0  # the lower end of the bracket does not meet the target
 
 
-@pytest.mark.parametrize("args,word", [
-    (["--sigma", "0"], "sigma"), (["--sigma", "-1"], "sigma"), (["--sigma", "nan"], "sigma"),
-    (["--q", "0"], "q"), (["--q", "1.5"], "q"), (["--steps", "0"], "steps"), (["--steps", "2.5"], "steps"),
-    (["--delta", "0"], "delta"), (["--delta", "1"], "delta"), (["--delta", "inf"], "delta"),
-    (["--mechanism", "cauchy"], "mechanism"), (["--accountant", "nope"], "accountant"),
-])
+@pytest.mark.parametrize(
+    "args,word",
+    [
+        (["--sigma", "0"], "sigma"),
+        (["--sigma", "-1"], "sigma"),
+        (["--sigma", "nan"], "sigma"),
+        (["--q", "0"], "q"),
+        (["--q", "1.5"], "q"),
+        (["--steps", "0"], "steps"),
+        (["--steps", "2.5"], "steps"),
+        (["--delta", "0"], "delta"),
+        (["--delta", "1"], "delta"),
+        (["--delta", "inf"], "delta"),
+        (["--mechanism", "cauchy"], "mechanism"),
+        (["--accountant", "nope"], "accountant"),
+    ],
+)
 def test_bad_input_exits_nonzero_with_one_line(capsys, args, word):
-    base = {"--accountant": "pld", "--mechanism": "subsampled-gaussian", "--sigma": "1", "--q": "0.01",
-            "--steps": "10", "--delta": "1e-5"}
+    base = {
+        "--accountant": "pld",
+        "--mechanism": "subsampled-gaussian",
+        "--sigma": "1",
+        "--q": "0.01",
+        "--steps": "10",
+        "--delta": "1e-5",
+    }
     for k, v in zip(args[::2], args[1::2]):
         base[k] = v
     argv = ["epsilon"] + [x for kv in base.items() for x in kv]
@@ -66,8 +137,26 @@ def test_bad_input_exits_nonzero_with_one_line(capsys, args, word):
 
 
 def test_module_entry_point_runs_as_a_subprocess():
-    p = subprocess.run([sys.executable, "-m", "dputils", "epsilon", "--accountant", "rdp", "--mechanism", "laplace",
-                        "--scale", "-2", "--steps", "3", "--delta", "1e-5"], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dputils",
+            "epsilon",
+            "--accountant",
+            "rdp",
+            "--mechanism",
+            "laplace",
+            "--scale",
+            "-2",
+            "--steps",
+            "3",
+            "--delta",
+            "1e-5",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 2 and "scale" in p.stderr and "Traceback" not in p.stderr
     p = subprocess.run([sys.executable, "-m", "dputils", "accountants"], capture_output=True, text=True)
     assert p.returncode == 0 and "pld" in p.stdout

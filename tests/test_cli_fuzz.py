@@ -21,8 +21,20 @@ from dputils.cli import main
 _G = ["--accountant", "pld", "--mechanism", "gaussian", "--sigma", "1"]
 _SG = ["--accountant", "rdp", "--mechanism", "subsampled-gaussian", "--sigma", "1", "--q", "0.01"]
 _CAL = ["calibrate", "--accountant", "rdp", "--mechanism", "gaussian", "--epsilon", "1", "--delta", "1e-5"]
-_MATRIX = ["--accountant", "matrix-renyi", "--matrix", "bsr", "--bands", "2", "--epochs", "1", "--batches", "4",
-           "--sigma", "1"]
+_MATRIX = [
+    "--accountant",
+    "matrix-renyi",
+    "--matrix",
+    "bsr",
+    "--bands",
+    "2",
+    "--epochs",
+    "1",
+    "--batches",
+    "4",
+    "--sigma",
+    "1",
+]
 
 
 def _strict(text: str):
@@ -60,10 +72,16 @@ CASES = [
     (_CAL + ["--tolerance", "nan"], 2, "tolerance must be finite"),
     (_CAL + ["--tolerance", "0.9"], 2, "tolerance"),
     (_CAL + ["--sigma", "2"], 2, "calibrate searches for sigma"),
-    (["calibrate", "--accountant", "rdp", "--mechanism", "gaussian", "--epsilon", "1e-6", "--delta", "1e-5"], 3,
-     "no sigma in [0.001, 10000] meets the target 1e-06"),
-    (["calibrate", "--accountant", "rdp", "--mechanism", "gaussian", "--epsilon", "1e9", "--delta", "1e-5"], 2,
-     "epsilon: target 1e+09 is met already"),
+    (
+        ["calibrate", "--accountant", "rdp", "--mechanism", "gaussian", "--epsilon", "1e-6", "--delta", "1e-5"],
+        3,
+        "no sigma in [0.001, 10000] meets the target 1e-06",
+    ),
+    (
+        ["calibrate", "--accountant", "rdp", "--mechanism", "gaussian", "--epsilon", "1e9", "--delta", "1e-5"],
+        2,
+        "epsilon: target 1e+09 is met already",
+    ),
     (["calibrate", *_G[:4], "--epsilon", "1e6", "--delta", "1e-5"], 2, "epsilon: calibrating to epsilon=1e+06"),
     # negative numbers are values with a real message, not argparse's "expected one argument"
     (["delta", *_G, "--epsilon", "-1e-5"], 2, "epsilon must be >= 0, got -1e-05"),
@@ -75,14 +93,47 @@ CASES = [
     # options the accountant or the mechanism does not use
     (["epsilon", *_G, "--q", "0.01", "--delta", "1e-5"], 2, "q is not a parameter of mechanism gaussian"),
     (["epsilon", *_G, "--scale", "2", "--delta", "1e-5"], 2, "scale is not a parameter of mechanism gaussian"),
-    (["epsilon", "--accountant", "rdp", "--mechanism", "laplace", "--scale", "1", "--sigma", "1", "--delta", "1e-5"],
-     2, "sigma is not a parameter of mechanism laplace"),
+    (
+        ["epsilon", "--accountant", "rdp", "--mechanism", "laplace", "--scale", "1", "--sigma", "1", "--delta", "1e-5"],
+        2,
+        "sigma is not a parameter of mechanism laplace",
+    ),
     (["epsilon", *_SG, "--scale", "1", "--delta", "1e-5"], 2, "scale is not a parameter of mechanism subsampled"),
     (["epsilon", *_MATRIX, "--steps", "3", "--delta", "1e-5"], 2, "--steps is not used by accountant matrix-renyi"),
-    (["epsilon", "--accountant", "shuffle-batch-clip", "--mechanism", "gaussian", "--sigma", "1", "--epochs", "2",
-      "--delta", "1e-5"], 2, "--mechanism is not used by accountant shuffle-batch-clip"),
-    (["epsilon", "--accountant", "shuffle-batch-clip", "--sigma", "1", "--epochs", "2", "--q", "0.1",
-      "--delta", "1e-5"], 2, "--q is not used by accountant shuffle-batch-clip"),
+    (
+        [
+            "epsilon",
+            "--accountant",
+            "shuffle-batch-clip",
+            "--mechanism",
+            "gaussian",
+            "--sigma",
+            "1",
+            "--epochs",
+            "2",
+            "--delta",
+            "1e-5",
+        ],
+        2,
+        "--mechanism is not used by accountant shuffle-batch-clip",
+    ),
+    (
+        [
+            "epsilon",
+            "--accountant",
+            "shuffle-batch-clip",
+            "--sigma",
+            "1",
+            "--epochs",
+            "2",
+            "--q",
+            "0.1",
+            "--delta",
+            "1e-5",
+        ],
+        2,
+        "--q is not used by accountant shuffle-batch-clip",
+    ),
     (["epsilon", "--accountant", "pld", "--sigma", "1", "--delta", "1e-5"], 2, "mechanism is required"),
     # repeated options
     (["epsilon", *_G, "--sigma", "2", "--delta", "1e-5"], 2, "--sigma given more than once"),
@@ -92,22 +143,60 @@ CASES = [
     (["epsilon", *_G, "--del", "1e-5"], 2, "--delta"),
     # up-front resource checks of the matrix and shuffling accountants (fragments: the parameter named)
     (["epsilon", *_MATRIX[:8], "--batches", "200000", "--sigma", "1", "--delta", "1e-5"], 2, "batches"),
-    (["epsilon", "--accountant", "matrix-condcomp", *_MATRIX[2:8], "--batches", "200000", "--sigma", "1",
-      "--delta", "1e-5"], 2, "batches"),
+    (
+        [
+            "epsilon",
+            "--accountant",
+            "matrix-condcomp",
+            *_MATRIX[2:8],
+            "--batches",
+            "200000",
+            "--sigma",
+            "1",
+            "--delta",
+            "1e-5",
+        ],
+        2,
+        "batches",
+    ),
     (["epsilon", *_MATRIX, "--max-order", "100000000", "--delta", "1e-5"], 2, "max-order"),
-    (["epsilon", "--accountant", "matrix-mc", *_MATRIX[2:], "--samples", "1000000000000", "--delta", "1e-5"], 2,
-     "samples"),
-    (["epsilon", "--accountant", "shuffle-batch-clip", "--sigma", "1", "--epochs", "2", "--group-size", "0",
-      "--delta", "1e-5"], 2, "group-size"),
+    (
+        ["epsilon", "--accountant", "matrix-mc", *_MATRIX[2:], "--samples", "1000000000000", "--delta", "1e-5"],
+        2,
+        "samples",
+    ),
+    (
+        [
+            "epsilon",
+            "--accountant",
+            "shuffle-batch-clip",
+            "--sigma",
+            "1",
+            "--epochs",
+            "2",
+            "--group-size",
+            "0",
+            "--delta",
+            "1e-5",
+        ],
+        2,
+        "group-size",
+    ),
     # other input
     (["epsilon", *_G, "--delta", "1e-5", "--direction", "up"], 2, "direction"),
     (["epsilon", *_G, "--delta", "abc"], 2, "not a number: 'abc'"),
     # issue 24: options named, integers read as integers
     (["epsilon", *_G, "--discretization", "1000", "--delta", "1e-5"], 2, "discretization must be in (0, 1]"),
-    (["calibrate", *_G[:4], "--discretization", "1000", "--epsilon", "1", "--delta", "1e-5"], 2,
-     "discretization must be in (0, 1]"),
-    (["epsilon", *_G, "--steps", "9007199254740993", "--delta", "1e-5"], 2,
-     "steps must be at most 2^53 = 9007199254740992"),
+    (
+        ["calibrate", *_G[:4], "--discretization", "1000", "--epsilon", "1", "--delta", "1e-5"],
+        2,
+        "discretization must be in (0, 1]",
+    ),
+    (
+        ["epsilon", *_G, "--steps", "9007199254740993", "--delta", "1e-5"],
+        2,
+        "steps must be at most 2^53 = 9007199254740992",
+    ),
     (["epsilon", *_G, "--steps", "1e300", "--delta", "1e-5"], 2, "steps must be at most 2^53"),
     (["epsilon", *_G, "--steps", "12x", "--delta", "1e-5"], 2, "not a number: '12x'"),
     (["accountants", "--all"], 2, "accountants takes no options"),
@@ -170,8 +259,10 @@ def test_audit_says_what_a_path_is(capsys, scores, tmp_path):
 
     fifo = tmp_path / "scores.fifo"
     os.mkfifo(fifo)
-    for path, fragment in (("", "in-scores: the path is empty"),
-                           (str(fifo), f"in-scores: {str(fifo)!r} is a named pipe (FIFO), not a file of scores")):
+    for path, fragment in (
+        ("", "in-scores: the path is empty"),
+        (str(fifo), f"in-scores: {str(fifo)!r} is a named pipe (FIFO), not a file of scores"),
+    ):
         rc = main(["audit", "--in-scores", path, "--out-scores", str(scores / "out.npy")])
         out, err = capsys.readouterr()
         _check_refused(rc, out, err, 2, fragment)
@@ -184,16 +275,49 @@ def test_constant_scores_work_with_the_threshold_auditors(capsys, scores):
     assert _strict(out)["epsilon_lower"] >= 0
 
 
-@pytest.mark.parametrize("argv,key", [
-    (["epsilon", "--accountant", "edgeworth", "--mechanism", "gaussian", "--sigma", "0.1", "--delta", "1e-5"],
-     "epsilon"),  # its certified upper bound is vacuous here: printed as null, not Infinity
-    (["epsilon", "--accountant", "rdp", "--mechanism", "subsampled-gaussian", "--sigma", "1e-6", "--q", "0.01",
-      "--delta", "1e-5"], "epsilon"),  # was "math domain error"
-    (["delta", *_SG, "--steps", "100", "--epsilon", "1"], "delta"),
-    (["calibrate", "--accountant", "rdp", "--mechanism", "laplace", "--steps", "3", "--epsilon", "1",
-      "--delta", "1e-5"], "scale"),
-    (_CAL + ["--tolerance", "1e-12"], "sigma"),
-])
+@pytest.mark.parametrize(
+    "argv,key",
+    [
+        (
+            ["epsilon", "--accountant", "edgeworth", "--mechanism", "gaussian", "--sigma", "0.1", "--delta", "1e-5"],
+            "epsilon",
+        ),  # its certified upper bound is vacuous here: printed as null, not Infinity
+        (
+            [
+                "epsilon",
+                "--accountant",
+                "rdp",
+                "--mechanism",
+                "subsampled-gaussian",
+                "--sigma",
+                "1e-6",
+                "--q",
+                "0.01",
+                "--delta",
+                "1e-5",
+            ],
+            "epsilon",
+        ),  # was "math domain error"
+        (["delta", *_SG, "--steps", "100", "--epsilon", "1"], "delta"),
+        (
+            [
+                "calibrate",
+                "--accountant",
+                "rdp",
+                "--mechanism",
+                "laplace",
+                "--steps",
+                "3",
+                "--epsilon",
+                "1",
+                "--delta",
+                "1e-5",
+            ],
+            "scale",
+        ),
+        (_CAL + ["--tolerance", "1e-12"], "sigma"),
+    ],
+)
 def test_successful_commands_print_strict_json(capsys, argv, key):
     rc = main(list(argv))
     out, err = capsys.readouterr()
@@ -228,14 +352,20 @@ def _run(argv, timeout=60):
     return subprocess.run([sys.executable, "-m", "dputils", *argv], capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.parametrize("argv,code,fragment", [
-    (_CAL + ["--tolerance", "nan"], 2, "tolerance"),
-    (["delta", *_G, "--epsilon", "-1e-5"], 2, "epsilon must be >= 0, got -1e-05"),
-    (["epsilon", *_G, "--sigma", "2", "--delta", "1e-5"], 2, "--sigma given more than once"),
-    (["calibrate", *_G[:4], "--epsilon", "1e6", "--delta", "1e-5"], 2, "epsilon"),
-    (["calibrate", "--accountant", "rdp", "--mechanism", "gaussian", "--epsilon", "1e-6", "--delta", "1e-5"], 3,
-     "no sigma"),
-])
+@pytest.mark.parametrize(
+    "argv,code,fragment",
+    [
+        (_CAL + ["--tolerance", "nan"], 2, "tolerance"),
+        (["delta", *_G, "--epsilon", "-1e-5"], 2, "epsilon must be >= 0, got -1e-05"),
+        (["epsilon", *_G, "--sigma", "2", "--delta", "1e-5"], 2, "--sigma given more than once"),
+        (["calibrate", *_G[:4], "--epsilon", "1e6", "--delta", "1e-5"], 2, "epsilon"),
+        (
+            ["calibrate", "--accountant", "rdp", "--mechanism", "gaussian", "--epsilon", "1e-6", "--delta", "1e-5"],
+            3,
+            "no sigma",
+        ),
+    ],
+)
 def test_processes_refuse_quickly_with_one_line(argv, code, fragment):
     p = _run(argv)
     _check_refused(p.returncode, p.stdout, p.stderr, code, fragment)
@@ -250,10 +380,36 @@ def test_process_audit_refusals(scores):
 def test_process_success_prints_strict_json_and_no_warnings():
     # spa in its degraded regime warns, and this subsampled-Gaussian RDP used to emit an IntegrationWarning:
     # the JSON carries the flags, stderr stays empty.
-    for argv in (["epsilon", "--accountant", "spa", "--mechanism", "subsampled-gaussian", "--sigma", "1", "--q", "0.1",
-                  "--steps", "10", "--delta", "1e-5"],
-                 ["epsilon", "--accountant", "rdp-classic", "--mechanism", "subsampled-gaussian", "--sigma", "1e-3",
-                  "--q", "0.5", "--delta", "1e-5"]):
+    for argv in (
+        [
+            "epsilon",
+            "--accountant",
+            "spa",
+            "--mechanism",
+            "subsampled-gaussian",
+            "--sigma",
+            "1",
+            "--q",
+            "0.1",
+            "--steps",
+            "10",
+            "--delta",
+            "1e-5",
+        ],
+        [
+            "epsilon",
+            "--accountant",
+            "rdp-classic",
+            "--mechanism",
+            "subsampled-gaussian",
+            "--sigma",
+            "1e-3",
+            "--q",
+            "0.5",
+            "--delta",
+            "1e-5",
+        ],
+    ):
         p = _run(argv)
         assert p.returncode == 0 and p.stderr == "", p.stderr
         assert _strict(p.stdout)["epsilon"] > 0
@@ -275,8 +431,14 @@ def _limited(argv, timeout, env=None, pre=""):
 
     code = f"import sys\n{pre}\nfrom dputils.cli import main\nsys.exit(main(sys.argv[1:]))"
     full_env = {**os.environ, "TQDM_DISABLE": "1", **(env or {})}
-    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=timeout,
-                          preexec_fn=cap, env=full_env)
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=cap,
+        env=full_env,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -321,17 +483,44 @@ def hostile(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("hostile")
     (d / "bomb.yml").write_text(_bomb())
-    (d / "million.yml").write_text("grid:\n  x: [" + ", ".join(["1.0"] * 1000) + "]\n  n: ["
-                                   + ", ".join(str(i) for i in range(1000)) + "]\n")
+    (d / "million.yml").write_text(
+        "grid:\n  x: [" + ", ".join(["1.0"] * 1000) + "]\n  n: [" + ", ".join(str(i) for i in range(1000)) + "]\n"
+    )
     (d / "one.yml").write_text("grid:\n  x: [1.0]\n")
-    nb = "\n".join(["---", "jupytext:", "  text_representation:", "    extension: .md", "    format_name: myst",
-                     "kernelspec:", "  display_name: Python 3", "  language: python", "  name: python3", "---", "",
-                     "```{code-cell} ipython3", ":tags: [parameters]", "", "steps: int = 3  # a count",
-                     "scale: float = 1.0  # a number", "```", "", "```{code-cell} ipython3", "print(steps * scale)",
-                     "```", ""])
-    for name, smoke in (("badyaml", "demo: {steps: [1\n"), ("unknown", "demo: {stpes: 3}\n"),
-                        ("abc", "demo: {steps: 'abc'}\n"), ("nan", "demo: {scale: .nan}\n"),
-                        ("notmap", "demo: 3\n"), ("ok", "demo: {}\n")):
+    nb = "\n".join(
+        [
+            "---",
+            "jupytext:",
+            "  text_representation:",
+            "    extension: .md",
+            "    format_name: myst",
+            "kernelspec:",
+            "  display_name: Python 3",
+            "  language: python",
+            "  name: python3",
+            "---",
+            "",
+            "```{code-cell} ipython3",
+            ":tags: [parameters]",
+            "",
+            "steps: int = 3  # a count",
+            "scale: float = 1.0  # a number",
+            "```",
+            "",
+            "```{code-cell} ipython3",
+            "print(steps * scale)",
+            "```",
+            "",
+        ]
+    )
+    for name, smoke in (
+        ("badyaml", "demo: {steps: [1\n"),
+        ("unknown", "demo: {stpes: 3}\n"),
+        ("abc", "demo: {steps: 'abc'}\n"),
+        ("nan", "demo: {scale: .nan}\n"),
+        ("notmap", "demo: 3\n"),
+        ("ok", "demo: {}\n"),
+    ):
         root = d / name
         (root / "notebooks").mkdir(parents=True)
         (root / "params").mkdir()
@@ -355,44 +544,113 @@ _QUICK = "import dputils.sweep as s; s.SCHEDULER_TIMEOUT_S = 3"
 # (argv with {d} for the hostile folder and {port} for the silent port, exit status, fragment, timeout s,
 #  extra environment, code run before main)
 HOSTILE = [
-    (["sweep", _NB, "--grid", "{d}/one.yml", "--output", "{d}/out", "--scheduler", "tls://127.0.0.1:1"], 2,
-     "--scheduler: cannot reach tls://127.0.0.1:1", 60, None, ""),
-    (["sweep", _NB, "--grid", "{d}/one.yml", "--output", "{d}/out", "--scheduler", "tcp://127.0.0.1:{port}"], 2,
-     "--scheduler: no answer from tcp://127.0.0.1:{port} within 3 s", 60, None, _QUICK),
+    (
+        ["sweep", _NB, "--grid", "{d}/one.yml", "--output", "{d}/out", "--scheduler", "tls://127.0.0.1:1"],
+        2,
+        "--scheduler: cannot reach tls://127.0.0.1:1",
+        60,
+        None,
+        "",
+    ),
+    (
+        ["sweep", _NB, "--grid", "{d}/one.yml", "--output", "{d}/out", "--scheduler", "tcp://127.0.0.1:{port}"],
+        2,
+        "--scheduler: no answer from tcp://127.0.0.1:{port} within 3 s",
+        60,
+        None,
+        _QUICK,
+    ),
     # the bomb's count in closed form: list l_k holds s_k = (10^(k+2) - 1) / 9 values; the file holds l_0..l_8
     # (sum 1,234,567,899), l_8 once more inside label's list (1 + s_8 = 1,111,111,112) and 13 keys and mappings
-    (["sweep", _NB, "--grid", "{d}/bomb.yml", "--output", "{d}/out"], 2,
-     "its YAML aliases expand to 2,345,679,024 values, over the limit of 1,000,000", 60, None, ""),
-    (["sweep", _NB, "--grid", "{d}/million.yml", "--output", "{d}/out"], 2,
-     "1,000,000 points, over the limit of 100,000 points per sweep", 60, None, ""),
+    (
+        ["sweep", _NB, "--grid", "{d}/bomb.yml", "--output", "{d}/out"],
+        2,
+        "its YAML aliases expand to 2,345,679,024 values, over the limit of 1,000,000",
+        60,
+        None,
+        "",
+    ),
+    (
+        ["sweep", _NB, "--grid", "{d}/million.yml", "--output", "{d}/out"],
+        2,
+        "1,000,000 points, over the limit of 100,000 points per sweep",
+        60,
+        None,
+        "",
+    ),
     (["run", "--root", "{d}/badyaml", "--profile", "smoke"], 2, "smoke.yml: not valid YAML at line", 60, None, ""),
-    (["run", "--root", "{d}/ok", "--profile", "smoke", "--profile", "paper"], 2, "--profile given more than once",
-     60, None, ""),
-    (["run", "--root", "{d}/unknown", "--profile", "smoke"], 2,
-     "params/smoke.yml: demo: unknown parameter 'stpes'; demo.md declares scale, steps", 60, None, ""),
-    (["run", "--root", "{d}/abc", "--profile", "smoke"], 2, "steps='abc' is str, but the notebook declares it int",
-     60, None, ""),
+    (
+        ["run", "--root", "{d}/ok", "--profile", "smoke", "--profile", "paper"],
+        2,
+        "--profile given more than once",
+        60,
+        None,
+        "",
+    ),
+    (
+        ["run", "--root", "{d}/unknown", "--profile", "smoke"],
+        2,
+        "params/smoke.yml: demo: unknown parameter 'stpes'; demo.md declares scale, steps",
+        60,
+        None,
+        "",
+    ),
+    (
+        ["run", "--root", "{d}/abc", "--profile", "smoke"],
+        2,
+        "steps='abc' is str, but the notebook declares it int",
+        60,
+        None,
+        "",
+    ),
     (["run", "--root", "{d}/nan", "--profile", "smoke"], 2, "scale=nan is not finite", 60, None, ""),
-    (["run", "--root", "{d}/notmap", "--profile", "smoke"], 2, "demo must map parameter names to values", 60, None,
-     ""),
-    (["audit", "--in-scores", "{d}/huge.txt", "--out-scores", "{d}/out.npy"], 2,
-     "in-scores: reading the text file", 60, {"DPUTILS_MAX_MEMORY_GB": "2"}, ""),
-    (["audit", "--in-scores", "{d}/big_in.npy", "--out-scores", "{d}/big_out.npy", "--method", "steinke"], 2,
-     "scores: would need about 2.25e+12 operations", 60, None, ""),
-    (["audit", "--in-scores", "{d}/big_in.npy", "--out-scores", "{d}/big_out.npy", "--method", "fdp"], 2,
-     "over the limit of 1e+12", 60, None, ""),
-    (["audit", "--in-scores", "{d}/scores.fifo", "--out-scores", "{d}/out.npy"], 2, "is a named pipe (FIFO)", 60,
-     None, ""),
+    (["run", "--root", "{d}/notmap", "--profile", "smoke"], 2, "demo must map parameter names to values", 60, None, ""),
+    (
+        ["audit", "--in-scores", "{d}/huge.txt", "--out-scores", "{d}/out.npy"],
+        2,
+        "in-scores: reading the text file",
+        60,
+        {"DPUTILS_MAX_MEMORY_GB": "2"},
+        "",
+    ),
+    (
+        ["audit", "--in-scores", "{d}/big_in.npy", "--out-scores", "{d}/big_out.npy", "--method", "steinke"],
+        2,
+        "scores: would need about 2.25e+12 operations",
+        60,
+        None,
+        "",
+    ),
+    (
+        ["audit", "--in-scores", "{d}/big_in.npy", "--out-scores", "{d}/big_out.npy", "--method", "fdp"],
+        2,
+        "over the limit of 1e+12",
+        60,
+        None,
+        "",
+    ),
+    (
+        ["audit", "--in-scores", "{d}/scores.fifo", "--out-scores", "{d}/out.npy"],
+        2,
+        "is a named pipe (FIFO)",
+        60,
+        None,
+        "",
+    ),
     (["audit", "--in-scores", "", "--out-scores", "{d}/out.npy"], 2, "in-scores: the path is empty", 60, None, ""),
-    (["epsilon", *_G, "--discretization", "1000", "--delta", "1e-5"], 2, "discretization must be in (0, 1]", 60,
-     None, ""),
-    (["epsilon", *_G, "--steps", "9007199254740993", "--delta", "1e-5"], 2, "steps must be at most 2^53", 60, None,
-     ""),
+    (
+        ["epsilon", *_G, "--discretization", "1000", "--delta", "1e-5"],
+        2,
+        "discretization must be in (0, 1]",
+        60,
+        None,
+        "",
+    ),
+    (["epsilon", *_G, "--steps", "9007199254740993", "--delta", "1e-5"], 2, "steps must be at most 2^53", 60, None, ""),
 ]
 
 
-@pytest.mark.parametrize("argv,code,fragment,timeout,env,pre", HOSTILE,
-                         ids=[" ".join(c[0])[:60] for c in HOSTILE])
+@pytest.mark.parametrize("argv,code,fragment,timeout,env,pre", HOSTILE, ids=[" ".join(c[0])[:60] for c in HOSTILE])
 def test_hostile_input_is_refused_within_limits(hostile, silent_port, argv, code, fragment, timeout, env, pre):
     fill = {"d": str(hostile), "port": str(silent_port)}
     argv = [a.format(**fill) for a in argv]
@@ -401,8 +659,9 @@ def test_hostile_input_is_refused_within_limits(hostile, silent_port, argv, code
     assert not (hostile / "out").exists()  # refused before anything ran
 
 
-@pytest.mark.parametrize("mechanism", [_G, ["--accountant", "pld", "--mechanism", "laplace", "--scale", "1",
-                                              "--steps", "10"]])
+@pytest.mark.parametrize(
+    "mechanism", [_G, ["--accountant", "pld", "--mechanism", "laplace", "--scale", "1", "--steps", "10"]]
+)
 def test_delta_at_a_huge_epsilon_is_zero(mechanism):
     """The exact delta at epsilon 1e308 is 0; the certified bracket is [0, the counted truncated tail] (eps / h
     overflowed math.ceil and the CLI exited 3 with 'cannot convert float infinity to integer')."""

@@ -9,7 +9,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.md"))
-PROFILES = {name: yaml.safe_load((ROOT / "params" / f"{name}.yml").read_text()) or {} for name in ("smoke", "full", "paper")}
+PROFILES = {
+    name: yaml.safe_load((ROOT / "params" / f"{name}.yml").read_text()) or {} for name in ("smoke", "full", "paper")
+}
 
 
 def test_there_are_notebooks():
@@ -43,12 +45,14 @@ def test_profiles_only_use_declared_parameters_and_full_equals_defaults(path, tm
     jupytext.write(nb, ipynb)
     declared = pm.inspect_notebook(str(ipynb))
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    names = [ln.split(":")[0].strip() for ln in cell.source.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    names = [
+        ln.split(":")[0].strip() for ln in cell.source.splitlines() if ln.strip() and not ln.lstrip().startswith("#")
+    ]
     unseen = [n for n in names if n not in declared]
     assert not unseen, f"{path.name}: papermill cannot parse the parameter line(s) of {unseen} (one '=' per line)"
     assert path.stem in PROFILES["smoke"], f"params/smoke.yml has no block for {path.stem}"
     for prof, data in PROFILES.items():
-        for key in (data.get(path.stem) or {}):
+        for key in data.get(path.stem) or {}:
             assert key in declared, f"params/{prof}.yml sets {key!r}, which {path.name} does not declare"
     for key, value in (PROFILES["full"].get(path.stem) or {}).items():
         default = declared[key]["default"]
@@ -60,7 +64,9 @@ def test_every_notebook_is_in_the_toc_and_saves_results(path):
     toc = (ROOT / "_toc.yml").read_text()
     assert f"book/methods/{path.stem}" in toc, f"{path.stem} is missing from _toc.yml"
     text = path.read_text()
-    assert f'results.save(\n    "{path.stem}"' in text or f'results.save("{path.stem}"' in text, f"{path.name} never saves its results"
+    assert f'results.save(\n    "{path.stem}"' in text or f'results.save("{path.stem}"' in text, (
+        f"{path.name} never saves its results"
+    )
     assert "assert" in text
 
 
@@ -107,4 +113,5 @@ def test_no_stray_result_outputs(path):
         last = tree.body[-1].value
         name = ast.unparse(last.func) if isinstance(last, ast.Call) else ""
         assert not (name == "show_table" or name.startswith("tg.check") or name.startswith("tg.not_")), (
-            f"{path.name}: cell ends with {name}(...): assign it to _ so its value is not shown twice")
+            f"{path.name}: cell ends with {name}(...): assign it to _ so its value is not shown twice"
+        )

@@ -153,8 +153,10 @@ def test_laplace_vs_mpmath_closed_form(t):
     pair = LaplaceMechanism(b, d).pair("remove")
     s = mp.mpf(d) / b
     with mp.workdps(40):
+
         def K(z):
             return mp.log(((1 + z) * mp.exp(z * s) + z * mp.exp(-(1 + z) * s)) / (1 + 2 * z))
+
         # (t = -1/2 is a removable singularity of this formula; -0.499 tests next to it)
         ref = [float(mp.diff(K, mp.mpf(t), k)) for k in range(7)]
     got = C.cgf_derivatives(pair, t, 6)
@@ -171,7 +173,9 @@ def test_laplace_tilted_abs_third_moment_vs_mpmath():
         atoms = [(s, mp.exp(t * s) / 2), (-s, mp.exp(-s - t * s) / 2)]
         Z = mp.quad(dens, [-s, s]) + sum(w for _, w in atoms)
         m = (mp.quad(lambda l: l * dens(l), [-s, s]) + sum(v * w for v, w in atoms)) / Z
-        ref = (mp.quad(lambda l: abs(l - m) ** 3 * dens(l), [-s, m, s]) + sum(abs(v - m) ** 3 * w for v, w in atoms)) / Z
+        ref = (
+            mp.quad(lambda l: abs(l - m) ** 3 * dens(l), [-s, m, s]) + sum(abs(v - m) ** 3 * w for v, w in atoms)
+        ) / Z
     assert C.tilted_abs_third_moment(pair, t) == pytest.approx(float(ref), rel=1e-11)  # panel split at the mean: exact
 
 

@@ -17,7 +17,7 @@ mp.mp.dps = 40
 def _mp_gauss_hs(mp_p, sp, mq, sq, eps):
     """int (p - e^eps q)_+ for two normal densities, integrating between the (quadratic's) roots."""
     mp_p, sp, mq, sq, eps = map(mp.mpf, (mp_p, sp, mq, sq, eps))
-    f = lambda x: mp.npdf(x, mp_p, sp) - mp.e ** eps * mp.npdf(x, mq, sq)
+    f = lambda x: mp.npdf(x, mp_p, sp) - mp.e**eps * mp.npdf(x, mq, sq)
     A = 1 / (2 * sq**2) - 1 / (2 * sp**2)
     B = mp_p / sp**2 - mq / sq**2
     C = mq**2 / (2 * sq**2) - mp_p**2 / (2 * sp**2) + mp.log(sq / sp) - eps
@@ -33,17 +33,33 @@ def _mp_gauss_hs(mp_p, sp, mq, sq, eps):
     edges = [mp.ninf, *pts, mp.inf]
     total = mp.mpf(0)
     for a, b in zip(edges[:-1], edges[1:]):
-        mid = (a + b) / 2 if (mp.isfinite(a) and mp.isfinite(b)) else (b - 1 if mp.isfinite(b) else (a + 1 if mp.isfinite(a) else 0))
+        mid = (
+            (a + b) / 2
+            if (mp.isfinite(a) and mp.isfinite(b))
+            else (b - 1 if mp.isfinite(b) else (a + 1 if mp.isfinite(a) else 0))
+        )
         if f(mid) > 0:
             total += mp.quad(f, [a, mid, b])
     return total
 
 
-@pytest.mark.parametrize("mu_p,sp,mu_q,sq,eps", [
-    (1, 1, 0, 1, 0.0), (1, 1, 0, 1, 1.0), (0, 1, 1, 1, 2.0), (0.5, 1.3, 0, 1, 0.0), (0.5, 1.3, 0, 1, 1.0),
-    (0.5, 1.3, 0, 1, -1.0), (0.5, 0.7, 0, 1, 0.3), (0.5, 0.7, 0, 1, -0.2), (3.0, 2.0, 0.0, 1.0, 2.5),
-    (2.0, 1.0, 0.0, 1.0, 6.0), (0.0, 1.0, 0.0, 2.0, 0.1), (0.0, 2.0, 0.0, 1.0, 0.1),
-])
+@pytest.mark.parametrize(
+    "mu_p,sp,mu_q,sq,eps",
+    [
+        (1, 1, 0, 1, 0.0),
+        (1, 1, 0, 1, 1.0),
+        (0, 1, 1, 1, 2.0),
+        (0.5, 1.3, 0, 1, 0.0),
+        (0.5, 1.3, 0, 1, 1.0),
+        (0.5, 1.3, 0, 1, -1.0),
+        (0.5, 0.7, 0, 1, 0.3),
+        (0.5, 0.7, 0, 1, -0.2),
+        (3.0, 2.0, 0.0, 1.0, 2.5),
+        (2.0, 1.0, 0.0, 1.0, 6.0),
+        (0.0, 1.0, 0.0, 2.0, 0.1),
+        (0.0, 2.0, 0.0, 1.0, 0.1),
+    ],
+)
 def test_gaussian_delta_matches_mpmath(mu_p, sp, mu_q, sq, eps):
     ref = float(_mp_gauss_hs(mu_p, sp, mu_q, sq, eps))
     got = float(curves.gaussian_delta(eps, mu_p, sp, mu_q, sq))
@@ -57,7 +73,9 @@ def test_gaussian_delta_identical_distributions():
 
 @pytest.mark.parametrize("mu,eps", [(0.5, 0.0), (1.0, 1.0), (2.0, 3.0), (1.0, 12.0), (4.0, 0.5)])
 def test_gdp_delta_matches_mpmath(mu, eps):
-    ref = mp.ncdf(-mp.mpf(eps) / mu + mp.mpf(mu) / 2) - mp.e ** mp.mpf(eps) * mp.ncdf(-mp.mpf(eps) / mu - mp.mpf(mu) / 2)
+    ref = mp.ncdf(-mp.mpf(eps) / mu + mp.mpf(mu) / 2) - mp.e ** mp.mpf(eps) * mp.ncdf(
+        -mp.mpf(eps) / mu - mp.mpf(mu) / 2
+    )
     assert curves.gdp_delta(eps, mu) == pytest.approx(float(ref), rel=1e-9)
 
 

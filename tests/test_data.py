@@ -89,6 +89,7 @@ def test_image_data_prefers_cifar_folder_and_says_so(tmp_path):
 
 # --- IDX files and the Fashion-MNIST loader, on small generated files ------------------------------------------
 
+
 def _write_fashion_like(folder, n_train=12, n_test=5, gz=True, seed=0):
     """Write the four Fashion-MNIST IDX files by hand (header bytes spelled out, not via write_idx)."""
     import gzip as _gzip
@@ -170,6 +171,7 @@ def test_fashion_mnist_root_env(tmp_path, monkeypatch):
 
 # --- the fallback chain: Fashion-MNIST -> scikit-learn's digits -> blobs ---------------------------------------
 
+
 def _digits_csv():
     """The digits as scikit-learn ships them (``sklearn/datasets/data/digits.csv.gz``: 64 grey levels 0..16 and
     the label per row), read here with numpy, not through ``load_digits``."""
@@ -177,8 +179,7 @@ def _digits_csv():
     from pathlib import Path as _Path
 
     sklearn = pytest.importorskip("sklearn")
-    raw = np.loadtxt(_gzip.open(_Path(sklearn.__file__).parent / "datasets" / "data" / "digits.csv.gz"),
-                     delimiter=",")
+    raw = np.loadtxt(_gzip.open(_Path(sklearn.__file__).parent / "datasets" / "data" / "digits.csv.gz"), delimiter=",")
     return raw[:, :64], raw[:, 64].astype(np.int64)
 
 
@@ -242,7 +243,7 @@ def test_fashion_mnist_path_wins_over_digits(tmp_path, monkeypatch):
 def test_fit_split():
     # Fashion-MNIST (separate pools) and blobs (unlimited): as asked
     assert data.fit_split(2500, 1000, "fashion-mnist", 100) == (2500, 1000)
-    assert data.fit_split(10 ** 6, 5, "synthetic-blobs") == (10 ** 6, 5)
+    assert data.fit_split(10**6, 5, "synthetic-blobs") == (10**6, 5)
     # digits: as asked when they fit the 1797 images ...
     assert data.fit_split(1000, 500, "sklearn-digits", 100) == (1000, 500)
     assert data.fit_split(1000, 797, "sklearn-digits") == (1000, 797)

@@ -47,9 +47,16 @@ def _model(kind):
         return make_mlp(12, 3, hidden=40).double(), (12,)
     if kind == "odd":  # strides, dilation, a rectangular kernel, no bias, LayerNorm over (C, H, W) and over features
         return nn.Sequential(
-            nn.Conv2d(3, 4, 3, stride=2, padding=1), nn.GroupNorm(2, 4), nn.Tanh(),
+            nn.Conv2d(3, 4, 3, stride=2, padding=1),
+            nn.GroupNorm(2, 4),
+            nn.Tanh(),
             nn.Conv2d(4, 6, (3, 2), stride=(1, 2), dilation=(2, 1), padding=(1, 0), bias=False),
-            nn.LayerNorm([6, 2, 2]), nn.ReLU(), nn.Flatten(), nn.Linear(24, 8), nn.LayerNorm(8), nn.Linear(8, 3),
+            nn.LayerNorm([6, 2, 2]),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(24, 8),
+            nn.LayerNorm(8),
+            nn.Linear(8, 3),
         ).double(), (3, 7, 8)
     return small_cnn(3).double(), (3, 16, 16)  # 16x16: conv1 by grouped convolution, the others by patches
 
@@ -102,8 +109,9 @@ def test_microbatched_ghost_sum_equals_a_naive_loop(kind, m, s, microbatch):
         torch.testing.assert_close(U, ref, rtol=0, atol=1e-6)
 
 
-@pytest.mark.parametrize("k, stride, dil, pad", [(3, 1, 1, 1), (3, 2, 1, 1), (5, 2, 2, 3), (1, 2, 1, 0),
-                                                ((3, 2), (2, 1), (1, 2), (0, 1))])
+@pytest.mark.parametrize(
+    "k, stride, dil, pad", [(3, 1, 1, 1), (3, 2, 1, 1), (5, 2, 2, 3), (1, 2, 1, 0), ((3, 2), (2, 1), (1, 2), (0, 1))]
+)
 def test_patches_equal_unfold(k, stride, dil, pad):
     conv = nn.Conv2d(4, 5, k, stride, pad, dilation=dil)
     a = torch.randn(3, 4, 13, 11)

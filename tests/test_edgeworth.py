@@ -14,12 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from dputils.accountants.edgeworth import (
-    EdgeworthAccountant,
-    dgg_bound_iid_skew,
-    prop45_tail_bound,
-    summarize,
-)
+from dputils.accountants.edgeworth import EdgeworthAccountant, dgg_bound_iid_skew, prop45_tail_bound, summarize
 from dputils.cumulants import loss_moments
 from dputils.curves import gdp_delta, gdp_epsilon
 from dputils.errors import DPValueError
@@ -142,8 +137,9 @@ def test_bad_input_and_cli():
     from dputils.accountants import registry
 
     spec = registry.get("edgeworth")
-    args = argparse.Namespace(mechanism="subsampled-gaussian", sigma=0.8, q=0.01, scale=None, steps=1000,
-                              direction="both", order=2)
+    args = argparse.Namespace(
+        mechanism="subsampled-gaussian", sigma=0.8, q=0.01, scale=None, steps=1000, direction="both", order=2
+    )
     r = spec.build(args).get_epsilon(0.015)
     assert r.value == pytest.approx(1.1482, abs=2e-4)
     assert 0 <= r.value and (r.upper is None or r.value <= r.upper)

@@ -171,7 +171,10 @@ def test_train_ftrl_iterates_are_theta0_minus_lr_prefix_over_B():
 @pytest.fixture(scope="module")
 def trained():
     kw = dict(T=32, batch_size=16, dim=10, n_classes=4, hidden=32, lr=0.5, progress=False, seed=0)
-    return {"ok": run_ftrl_audit(400, epsilon=4.0, **kw), "broken": run_ftrl_audit(400, epsilon=4.0, noise_scale=0.25, **kw)}
+    return {
+        "ok": run_ftrl_audit(400, epsilon=4.0, **kw),
+        "broken": run_ftrl_audit(400, epsilon=4.0, noise_scale=0.25, **kw),
+    }
 
 
 def test_trained_ftrl_scores_match_the_mechanism(trained):
@@ -209,8 +212,19 @@ def test_make_input_canaries():
 
 @pytest.mark.parametrize("kind", ["mislabeled", "ood"])
 def test_input_canary_run(kind):
-    r = run_input_canary_audit(200, kind=kind, sigma=1.0, epochs=10, batch_size=50, n_train=500, dim=20,
-                               n_classes=10, hidden=32, progress=False, seed=0)
+    r = run_input_canary_audit(
+        200,
+        kind=kind,
+        sigma=1.0,
+        epochs=10,
+        batch_size=50,
+        n_train=500,
+        dim=20,
+        n_classes=10,
+        hidden=32,
+        progress=False,
+        seed=0,
+    )
     assert isinstance(r, InputCanaryRun) and len(r.in_sums) + len(r.out_sums) == 200 == len(r.in_loss) + len(r.out_loss)
     assert r.T == 10 * round((500 + len(r.in_sums)) / 50) and 0 < r.saturation <= 1 + 1e-6
     d = r.in_scores.mean() - r.out_scores.mean()
@@ -222,9 +236,21 @@ def test_input_canary_run(kind):
         assert all(0 <= v <= r.epsilon_theory for v in b.values()), (score, b)
 
 
-@pytest.mark.parametrize("kw", [dict(m=3), dict(epsilon=0.0), dict(sigma_node=-1.0), dict(delta=2.0),
-                                dict(canary_leaf=200), dict(noise_scale=0.0), dict(p_in=1.0), dict(dim=10),
-                                dict(epsilon=1.0, sigma_node=2.0), dict(epsilon=None)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(m=3),
+        dict(epsilon=0.0),
+        dict(sigma_node=-1.0),
+        dict(delta=2.0),
+        dict(canary_leaf=200),
+        dict(noise_scale=0.0),
+        dict(p_in=1.0),
+        dict(dim=10),
+        dict(epsilon=1.0, sigma_node=2.0),
+        dict(epsilon=None),
+    ],
+)
 def test_bad_input_raises(kw):
     args = {"m": 100, "epsilon": 2.0, **kw}
     with pytest.raises(DPValueError):

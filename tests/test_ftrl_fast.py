@@ -38,9 +38,16 @@ def _model(kind):
         return make_mlp(6, 3, hidden=9).double(), (6,)
     if kind == "odd":  # strides, dilation, no bias, GroupNorm, LayerNorm over (C, H, W) and over features
         return nn.Sequential(
-            nn.Conv2d(3, 4, 3, stride=2, padding=1), nn.GroupNorm(2, 4), nn.Tanh(),
+            nn.Conv2d(3, 4, 3, stride=2, padding=1),
+            nn.GroupNorm(2, 4),
+            nn.Tanh(),
             nn.Conv2d(4, 6, (3, 2), stride=(1, 2), dilation=(2, 1), padding=(1, 0), bias=False),
-            nn.LayerNorm([6, 2, 2]), nn.ReLU(), nn.Flatten(), nn.Linear(24, 8), nn.LayerNorm(8), nn.Linear(8, 3),
+            nn.LayerNorm([6, 2, 2]),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(24, 8),
+            nn.LayerNorm(8),
+            nn.Linear(8, 3),
         ).double(), (3, 7, 8)
     return small_cnn(3).double(), (3, 16, 16)
 
@@ -143,8 +150,14 @@ def test_float64_ftrl_run_is_the_same_on_both_paths_and_the_naive_loop(kind, mic
     for mode in ("ghost", "vmap"):
         twin = copy.deepcopy(model)
         seen = []
-        res = train_ftrl(twin, X, y, FTRLConfig(grad_mode=mode, **cfg), on_step=lambda st: seen.append(
-            (st.leaf.clone(), st.prefix.clone(), st.data_sum.clone())), extra_gradients=lambda st: extra_t(st.t))
+        res = train_ftrl(
+            twin,
+            X,
+            y,
+            FTRLConfig(grad_mode=mode, **cfg),
+            on_step=lambda st: seen.append((st.leaf.clone(), st.prefix.clone(), st.data_sum.clone())),
+            extra_gradients=lambda st: extra_t(st.t),
+        )
         assert res.grad_mode == mode and len(seen) == T
         for (leaf, prefix, data_sum), rl, rp in zip(seen, ref_leaves, ref_prefixes):
             assert leaf.dtype == torch.float64

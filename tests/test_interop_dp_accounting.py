@@ -22,12 +22,14 @@ def dpsgd(sigma: float, q: float = 0.01, steps: int = 1000) -> dpa.DpEvent:
     return dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), steps)
 
 
-HETERO = dpa.ComposedDpEvent([
-    dpa.GaussianDpEvent(5.0),
-    dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.02, dpa.GaussianDpEvent(1.0)), 300),
-    dpa.LaplaceDpEvent(10.0),
-    dpa.NoOpDpEvent(),
-])
+HETERO = dpa.ComposedDpEvent(
+    [
+        dpa.GaussianDpEvent(5.0),
+        dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.02, dpa.GaussianDpEvent(1.0)), 300),
+        dpa.LaplaceDpEvent(10.0),
+        dpa.NoOpDpEvent(),
+    ]
+)
 
 
 def _quiet(fn, *a):
@@ -113,15 +115,23 @@ def test_edge_events_and_relation():
 def test_calibrate_dp_mechanism_works_unchanged():
     target_eps, delta = 2.0, 1e-5
     bracket = ExplicitBracketInterval(0.5, 5.0)
-    ours = calibrate_dp_mechanism(lambda: make_accountant("pld", discretization=1e-3), dpsgd, target_eps, delta,
-                                  bracket, tol=1e-3)
-    theirs = calibrate_dp_mechanism(lambda: dpa.pld.PLDAccountant(value_discretization_interval=1e-3), dpsgd,
-                                    target_eps, delta, bracket, tol=1e-3)
+    ours = calibrate_dp_mechanism(
+        lambda: make_accountant("pld", discretization=1e-3), dpsgd, target_eps, delta, bracket, tol=1e-3
+    )
+    theirs = calibrate_dp_mechanism(
+        lambda: dpa.pld.PLDAccountant(value_discretization_interval=1e-3), dpsgd, target_eps, delta, bracket, tol=1e-3
+    )
     assert abs(ours - theirs) <= 5e-3
     # the answer keeps the promise it was calibrated for
     assert make_accountant("pld").compose(dpsgd(ours)).get_epsilon(delta) <= target_eps * (1 + 1e-3)
-    steps = calibrate_dp_mechanism(lambda: make_accountant("rdp"), lambda t: dpsgd(1.0, steps=t), target_eps, delta,
-                                   ExplicitBracketInterval(1, 20000), discrete=True)
+    steps = calibrate_dp_mechanism(
+        lambda: make_accountant("rdp"),
+        lambda t: dpsgd(1.0, steps=t),
+        target_eps,
+        delta,
+        ExplicitBracketInterval(1, 20000),
+        discrete=True,
+    )
     assert make_accountant("rdp").compose(dpsgd(1.0, steps=steps)).get_epsilon(delta) <= target_eps
     assert make_accountant("rdp").compose(dpsgd(1.0, steps=steps + 1)).get_epsilon(delta) > target_eps
 
@@ -142,12 +152,14 @@ def test_accountants_say_what_they_support():
 @pytest.mark.parametrize("name", ["pld", "rdp", "spa", "edgeworth"])
 def test_invalid_parameters_are_value_errors_not_unsupported(name):
     # invalid is not unsupported: the peers' suites expect ValueError (DPValueError is one), naming the field
-    for event, fragment in [(dpa.GaussianDpEvent(-1.0), "Noise multiplier"),
-                            (dpa.LaplaceDpEvent(float("nan")), "noise_multiplier"),
-                            (dpa.PoissonSampledDpEvent(1.1, dpa.GaussianDpEvent(1.0)), "Sampling rate"),
-                            (dpa.PoissonSampledDpEvent(-0.1, dpa.GaussianDpEvent(1.0)), "Sampling rate"),
-                            (dpa.PoissonSampledDpEvent("a", dpa.GaussianDpEvent(1.0)), "sampling_probability"),
-                            (dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(1.0), 2.5), "count")]:
+    for event, fragment in [
+        (dpa.GaussianDpEvent(-1.0), "Noise multiplier"),
+        (dpa.LaplaceDpEvent(float("nan")), "noise_multiplier"),
+        (dpa.PoissonSampledDpEvent(1.1, dpa.GaussianDpEvent(1.0)), "Sampling rate"),
+        (dpa.PoissonSampledDpEvent(-0.1, dpa.GaussianDpEvent(1.0)), "Sampling rate"),
+        (dpa.PoissonSampledDpEvent("a", dpa.GaussianDpEvent(1.0)), "sampling_probability"),
+        (dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(1.0), 2.5), "count"),
+    ]:
         acc = make_accountant(name)
         with pytest.raises(DPValueError, match=fragment):
             acc.compose(dpa.ComposedDpEvent([dpa.GaussianDpEvent(2.0), event]))
@@ -225,7 +237,9 @@ def test_spa_and_edgeworth_report_useful_certified_numbers(name):
     exact = curves.gdp_delta(1.0, 1.0)
     assert exact <= _quiet(g.get_delta, 1.0) <= exact + 1e-3
     # subsampled Gaussian: dp_accounting's PLD test pins 0.15594 (spa's Theorem-5 end was 0.485)
-    s = make_accountant(name).compose(dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.2, dpa.GaussianDpEvent(0.5)), 3))
+    s = make_accountant(name).compose(
+        dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.2, dpa.GaussianDpEvent(0.5)), 3)
+    )
     res = _quiet(s.get_delta_bracket, 1.0)
     assert res.lower <= 0.15594 + 1e-5 and abs(res.upper - 0.15594) <= 1e-3
     # Laplace at tiny delta (SPA raised NumericalError): exact epsilon(delta) = 1 + 2 log(1 - delta) for b = 1
@@ -233,7 +247,9 @@ def test_spa_and_edgeworth_report_useful_certified_numbers(name):
     for delta in (1e-14, 1e-10):
         assert 1 + 2 * math.log1p(-delta) <= _quiet(lap.get_epsilon, delta) <= 1.0 + 1e-9
     one = make_accountant(name).compose(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(0.1)))
-    theirs = dpa.pld.PLDAccountant().compose(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(0.1))).get_epsilon(1e-5)
+    theirs = (
+        dpa.pld.PLDAccountant().compose(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(0.1))).get_epsilon(1e-5)
+    )
     assert _quiet(one.get_epsilon, 1e-5) == pytest.approx(theirs, rel=1e-3)
 
 

@@ -82,8 +82,9 @@ def test_privacy_engine_trains_with_a_dputils_accountant():
     engine = PrivacyEngine(accountant="dputils-pld")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Opacus's secure-RNG advice
-        model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader,
-                                                 noise_multiplier=1.0, max_grad_norm=1.0)
+        model, opt, loader = engine.make_private(
+            module=model, optimizer=opt, data_loader=loader, noise_multiplier=1.0, max_grad_norm=1.0
+        )
         for xb, yb in loader:
             opt.zero_grad()
             torch.nn.functional.cross_entropy(model(xb), yb).backward()
@@ -117,11 +118,16 @@ def test_corrupted_state_dicts_and_histories_are_refused_by_name(name):
     acc = create_accountant(name)
     acc.step(noise_multiplier=1.0, sample_rate=0.01)
     before = list(acc.history)
-    for bad, fragment in [({}, "mapping"), ("garbage", "mapping"), (None, "mapping"),
-                          ({"history": None, "mechanism": name}, "history"),
-                          ({"history": [(1.0, 2.0, 3)], "mechanism": name}, "sample_rate"),
-                          ({"history": [(1.0, 0.1)], "mechanism": name}, "history"),
-                          ({"history": [], "mechanism": "rdp"}, "rdp"), ({"history": []}, "mechanism")]:
+    for bad, fragment in [
+        ({}, "mapping"),
+        ("garbage", "mapping"),
+        (None, "mapping"),
+        ({"history": None, "mechanism": name}, "history"),
+        ({"history": [(1.0, 2.0, 3)], "mechanism": name}, "sample_rate"),
+        ({"history": [(1.0, 0.1)], "mechanism": name}, "history"),
+        ({"history": [], "mechanism": "rdp"}, "rdp"),
+        ({"history": []}, "mechanism"),
+    ]:
         with pytest.raises(DPValueError, match=fragment):
             acc.load_state_dict(bad)
         assert acc.history == before

@@ -23,17 +23,8 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import dputils.interop.opacus  # noqa: F401  (registers the names)
 from dputils.errors import DPValueError
-from dputils.interop.opacus_shuffle import (
-    ShuffleBCOpacusAccountant,
-    ShuffleOpacusAccountant,
-    steps_per_epoch,
-)
-from dputils.shuffling import (
-    bc_shuffle_law,
-    gdp_epsilon,
-    ic_shuffle_law,
-    mixture_epsilon,
-)
+from dputils.interop.opacus_shuffle import ShuffleBCOpacusAccountant, ShuffleOpacusAccountant, steps_per_epoch
+from dputils.shuffling import bc_shuffle_law, gdp_epsilon, ic_shuffle_law, mixture_epsilon
 
 
 def _gdp_delta(eps: float, mu: float) -> float:
@@ -64,8 +55,9 @@ def test_batch_clipping_groups_are_thm_f1():
     assert _gdp_delta(acc.get_epsilon(1e-6), mu) <= 1e-6 * (1 + 1e-9)
 
 
-@pytest.mark.parametrize("cls, law", [(ShuffleBCOpacusAccountant, bc_shuffle_law),
-                                      (ShuffleOpacusAccountant, ic_shuffle_law)])
+@pytest.mark.parametrize(
+    "cls, law", [(ShuffleBCOpacusAccountant, bc_shuffle_law), (ShuffleOpacusAccountant, ic_shuffle_law)]
+)
 def test_exact_mixture_is_the_chapter_mixture(cls, law):
     """With sizes: the exact strong-adversary mixture of the corrected law over E epochs at sigma/2."""
     acc = cls(group_size=3, dataset_size=600, batch_size=20)
@@ -112,20 +104,24 @@ def test_get_epsilon_is_monotone():
 
 def test_make_private_with_epsilon_calibrates_through_it():
     """Opacus's get_noise_multiplier through dputils-shuffle: epsilon <= target, within Opacus's 0.01."""
-    sigma = get_noise_multiplier(target_epsilon=8.0, target_delta=1e-5, sample_rate=1 / 50, epochs=5,
-                                 accountant="dputils-shuffle")
+    sigma = get_noise_multiplier(
+        target_epsilon=8.0, target_delta=1e-5, sample_rate=1 / 50, epochs=5, accountant="dputils-shuffle"
+    )
     acc = create_accountant("dputils-shuffle")
     acc.history = [(sigma, 1 / 50, 250)]
     assert 8.0 - 0.01 <= acc.get_epsilon(1e-5) <= 8.0
 
 
 # --------------------------------------------------------------------------------------------- refusals
-@pytest.mark.parametrize("history, match", [
-    ([(1.0, 0.3, 5)], "not 1/k"),
-    ([(1.0, 0.1, 5), (1.0, 0.05, 5)], "several sample rates"),
-    ([("a", 0.1, 1)], "noise_multiplier"),
-    ("garbage", "history must be a list"),
-])
+@pytest.mark.parametrize(
+    "history, match",
+    [
+        ([(1.0, 0.3, 5)], "not 1/k"),
+        ([(1.0, 0.1, 5), (1.0, 0.05, 5)], "several sample rates"),
+        ([("a", 0.1, 1)], "noise_multiplier"),
+        ("garbage", "history must be a list"),
+    ],
+)
 def test_bad_histories_are_refused_by_name(history, match):
     acc = create_accountant("dputils-shuffle")
     acc.history = history
@@ -161,11 +157,13 @@ def test_state_dict_round_trip_and_refusals():
     back = ShuffleBCOpacusAccountant(group_size=2, dataset_size=200, batch_size=20)
     back.load_state_dict(state)
     assert back.history == acc.history and back.get_epsilon(1e-5) == acc.get_epsilon(1e-5)
-    for bad, match in [({}, "non-empty mapping"), ("garbage", "non-empty mapping"),
-                       ({"history": [], "mechanism": "dputils-shuffle"}, "not 'dputils-shuffle-bc'"),
-                       (dict(state, history=None), "history must be a list"),
-                       (dict(state, options={"group_size": 1, "dataset_size": None, "batch_size": None}),
-                        "saved with options")]:
+    for bad, match in [
+        ({}, "non-empty mapping"),
+        ("garbage", "non-empty mapping"),
+        ({"history": [], "mechanism": "dputils-shuffle"}, "not 'dputils-shuffle-bc'"),
+        (dict(state, history=None), "history must be a list"),
+        (dict(state, options={"group_size": 1, "dataset_size": None, "batch_size": None}), "saved with options"),
+    ]:
         with pytest.raises(DPValueError, match=match):
             back.load_state_dict(bad)
         assert back.history == acc.history  # unchanged
@@ -178,9 +176,14 @@ def _training(accountant, poisson: bool, n: int = 96, batch: int = 16, epochs: i
     loader = DataLoader(data, batch_size=batch, shuffle=True)
     model = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
     engine = PrivacyEngine(accountant=accountant)
-    model, opt, loader = engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-                                             data_loader=loader, noise_multiplier=sigma, max_grad_norm=1.0,
-                                             poisson_sampling=poisson)
+    model, opt, loader = engine.make_private(
+        module=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+        data_loader=loader,
+        noise_multiplier=sigma,
+        max_grad_norm=1.0,
+        poisson_sampling=poisson,
+    )
     loss = torch.nn.CrossEntropyLoss()
     for _ in range(epochs):
         for x, y in loader:

@@ -168,7 +168,9 @@ def test_chain_agrees_with_dp_accounting_mixture_plds():
     ours = acc._chain(1e-7)["remove"]
     for eps in (0.5, 1.0, 2.0):
         theirs = ref._pmf_remove.get_delta_for_epsilon(eps)
-        assert float(ours.get_delta(eps)) == pytest.approx(theirs, rel=1e-2)  # tolerance: 1%, both pessimistic, h = 5e-3
+        assert float(ours.get_delta(eps)) == pytest.approx(
+            theirs, rel=1e-2
+        )  # tolerance: 1%, both pessimistic, h = 5e-3
 
 
 TEMPERATURES_SMALL = (math.inf, 0.3, 3.0)
@@ -183,15 +185,21 @@ def test_incremental_gram_matches_direct_computation():
         for n, (vals, lam, order, low) in enumerate(per, start=1):
             ref, ref_order = reverse_hazard_bounds(M, 0.9, n, 1e-4, direction, TEMPERATURES_SMALL)
             np.testing.assert_array_equal(order, ref_order)
-            np.testing.assert_allclose(lam[max(low, 1):], ref[max(low, 1):], rtol=1e-9)
-
+            np.testing.assert_allclose(lam[max(low, 1) :], ref[max(low, 1) :], rtol=1e-9)
 
 
 # ------------------------------------------------------------------- fast per-step path against the direct one
 # The fast path (sparse prefix Gram, rows only, merged reference components) must give the bounds of the
 # straightforward dense computation, which is run here in the same test (no stored numbers).
-_FAST_CASES = [("identity", 1, 40, 1), ("identity", 3, 12, 1), ("bsr", 1, 30, 4), ("bsr", 2, 14, 3),
-               ("bandmf", 1, 16, 3), ("bisr", 1, 14, 3), ("blt", 2, 8, 1)]
+_FAST_CASES = [
+    ("identity", 1, 40, 1),
+    ("identity", 3, 12, 1),
+    ("bsr", 1, 30, 4),
+    ("bsr", 2, 14, 3),
+    ("bandmf", 1, 16, 3),
+    ("bisr", 1, 14, 3),
+    ("blt", 2, 8, 1),
+]
 
 
 @pytest.mark.parametrize("name,epochs,b,bands", _FAST_CASES)
@@ -210,8 +218,10 @@ def test_fast_hazards_equal_the_direct_computation(name, epochs, b, bands, direc
         np.testing.assert_allclose(la[c:], lb[c:], rtol=1e-9, atol=0)  # summation order only (observed ~1e-15)
 
 
-@pytest.mark.parametrize("name,epochs,b,bands,sigma", [("identity", 1, 60, 1, 0.9), ("identity", 2, 15, 1, 1.1),
-                                                       ("bsr", 1, 24, 3, 1.0), ("bsr", 2, 10, 2, 1.3)])
+@pytest.mark.parametrize(
+    "name,epochs,b,bands,sigma",
+    [("identity", 1, 60, 1, 0.9), ("identity", 2, 15, 1, 1.1), ("bsr", 1, 24, 3, 1.0), ("bsr", 2, 10, 2, 1.3)],
+)
 def test_fast_accountant_equals_the_direct_chain(name, epochs, b, bands, sigma):
     # the whole accountant (fast path) against the PLD chains of the directly computed per-step pairs
     s = build_strategy(name, epochs, b, bands)
@@ -302,8 +312,10 @@ def test_never_below_the_exact_delta_of_a_two_slot_case(name, epochs, bands, sig
         assert got >= exact * (1 - 1e-6), (eps, got, exact)  # quadrature error << 1e-6 relative
 
 
-@pytest.mark.parametrize("name,b,bands,sigma,eps,beats_plain", [
-    ("identity", 20, 1, 0.9, 1.0, True), ("identity", 20, 1, 0.9, 2.0, True), ("bsr", 16, 3, 1.2, 0.5, False)])
+@pytest.mark.parametrize(
+    "name,b,bands,sigma,eps,beats_plain",
+    [("identity", 20, 1, 0.9, 1.0, True), ("identity", 20, 1, 0.9, 2.0, True), ("bsr", 16, 3, 1.2, 0.5, False)],
+)
 def test_bound_sits_above_monte_carlo(name, b, bands, sigma, eps, beats_plain):
     # note check 7: condcomp delta >= the Monte Carlo estimate of the same pair, up to its 99% confidence radius
     # (delta_E chosen by the self-consistent delta/2 rule). For DP-SGD it must also beat no amplification,
@@ -336,8 +348,7 @@ def test_get_delta_and_get_epsilon_are_consistent():
 
 def test_monotone_in_sigma_and_epsilon():
     s = build_strategy("bsr", 1, 10, 2)
-    ds = [float(_acc_cc(s, sg, delta_e=1e-8, progress=False).get_delta(1.0))
-          for sg in (0.6, 0.8, 1.0, 1.3)]
+    ds = [float(_acc_cc(s, sg, delta_e=1e-8, progress=False).get_delta(1.0)) for sg in (0.6, 0.8, 1.0, 1.3)]
     assert all(a > b for a, b in zip(ds, ds[1:]))
     acc = _acc_cc(s, 0.8, delta_e=1e-8, progress=False)
     de = [float(acc.get_delta(e)) for e in (0.0, 0.5, 1.0, 2.0, 4.0)]
@@ -357,11 +368,18 @@ def test_hybrid_allocation_is_labelled_unproven_and_equals_union_for_one_epoch()
     assert max(top) - min(top) < 1e-15
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(sigma=0.0), "sigma"), (dict(sigma=1.0, delta_e=0.0), "delta_e"), (dict(sigma=1.0, delta_e=1.0), "delta_e"),
-    (dict(sigma=1.0, delta_e_fraction=1.0), "delta_e_fraction"), (dict(sigma=1.0, allocation="max"), "allocation"),
-    (dict(sigma=1.0, temperatures=[]), "temperatures"), (dict(sigma=1.0, discretization=-1e-3), "discretization"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(sigma=0.0), "sigma"),
+        (dict(sigma=1.0, delta_e=0.0), "delta_e"),
+        (dict(sigma=1.0, delta_e=1.0), "delta_e"),
+        (dict(sigma=1.0, delta_e_fraction=1.0), "delta_e_fraction"),
+        (dict(sigma=1.0, allocation="max"), "allocation"),
+        (dict(sigma=1.0, temperatures=[]), "temperatures"),
+        (dict(sigma=1.0, discretization=-1e-3), "discretization"),
+    ],
+)
 def test_bad_input_names_the_parameter(kwargs, match):
     with pytest.raises(DPValueError, match=match):
         _acc_cc(build_strategy("identity", 1, 5), **kwargs)
@@ -376,8 +394,25 @@ def test_delta_e_must_be_below_delta():
 def test_command_line(capsys):
     from dputils.cli import main
 
-    rc = main(["epsilon", "--accountant", "matrix-condcomp", "--mechanism", "balls-in-bins", "--matrix", "identity",
-               "--epochs", "1", "--batches", "20", "--sigma", "1.2", "--delta", "1e-5"])
+    rc = main(
+        [
+            "epsilon",
+            "--accountant",
+            "matrix-condcomp",
+            "--mechanism",
+            "balls-in-bins",
+            "--matrix",
+            "identity",
+            "--epochs",
+            "1",
+            "--batches",
+            "20",
+            "--sigma",
+            "1.2",
+            "--delta",
+            "1e-5",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["accountant"] == "matrix-condcomp" and out["kind"] == "upper-bound"
     assert 0 < out["epsilon"] < 10 and out["delta_e"] == 5e-6
@@ -393,8 +428,7 @@ def test_algorithm4_reference_range_closed_form_and_below_theorem_d3():
 
     b, n, s, beta = 100, 50, 0.9, 5e-6
     M = build_strategy("identity", 1, b).means
-    lam4, _ = reverse_hazard_bounds(M, s, n, beta, "remove", temperatures=(math.inf,),
-                                    reference_range="algorithm4")
+    lam4, _ = reverse_hazard_bounds(M, s, n, beta, "remove", temperatures=(math.inf,), reference_range="algorithm4")
     nu = -(n - 1) / (2 * s * s * (b - 1))
     xi = math.sqrt(n - 1) / ((b - 1) * s)
     tau = nu + xi * norm.ppf(b * beta / (b - 1))

@@ -37,8 +37,7 @@ MATRIX_ACCOUNTANTS = {
     "matrix-renyi": lambda: MatrixRenyiAccountant(orders=ORDERS),
     "matrix-renyi-tight": lambda: MatrixRenyiTightAccountant(orders=ORDERS),
     "matrix-mc": lambda: MatrixMonteCarloAccountant(samples=20_000, seed=1),
-    "matrix-condcomp": lambda: ConditionalCompositionAccountant(delta_e=1e-6, discretization=1e-2,
-                                                                progress=False),
+    "matrix-condcomp": lambda: ConditionalCompositionAccountant(delta_e=1e-6, discretization=1e-2, progress=False),
 }
 
 
@@ -116,8 +115,9 @@ def test_nothing_composed_is_the_base_class_error(name):
             q()
 
 
-@pytest.mark.parametrize("make", [PLDAccountant, RDPAccountant, GDPAccountant, SaddlePointAccountant,
-                                  EdgeworthAccountant])
+@pytest.mark.parametrize(
+    "make", [PLDAccountant, RDPAccountant, GDPAccountant, SaddlePointAccountant, EdgeworthAccountant]
+)
 def test_scalar_accountants_refuse_the_matrix_mechanism_by_name(make):
     acc = make()
     m = _mech(b=4)
@@ -127,17 +127,20 @@ def test_scalar_accountants_refuse_the_matrix_mechanism_by_name(make):
     assert acc.ledger == []
 
 
-@pytest.mark.parametrize("make,bad", [
-    (lambda: MatrixRenyiAccountant(direction="sideways"), "direction"),
-    (lambda: MatrixRenyiAccountant(orders=[1]), "orders"),
-    (lambda: MatrixRenyiAccountant(effective_bands=0), "effective_bands"),
-    (lambda: MatrixRenyiTightAccountant(add_classes=[]), "add_classes"),
-    (lambda: MatrixMonteCarloAccountant(samples=1), "samples"),
-    (lambda: MatrixMonteCarloAccountant(direction="up"), "direction"),
-    (lambda: ConditionalCompositionAccountant(direction="up"), "direction"),
-    (lambda: ConditionalCompositionAccountant(delta_e=0.0), "delta_e"),
-    (lambda: MatrixRenyiAccountant().compose(_mech(b=4), 0), "count"),
-])
+@pytest.mark.parametrize(
+    "make,bad",
+    [
+        (lambda: MatrixRenyiAccountant(direction="sideways"), "direction"),
+        (lambda: MatrixRenyiAccountant(orders=[1]), "orders"),
+        (lambda: MatrixRenyiAccountant(effective_bands=0), "effective_bands"),
+        (lambda: MatrixRenyiTightAccountant(add_classes=[]), "add_classes"),
+        (lambda: MatrixMonteCarloAccountant(samples=1), "samples"),
+        (lambda: MatrixMonteCarloAccountant(direction="up"), "direction"),
+        (lambda: ConditionalCompositionAccountant(direction="up"), "direction"),
+        (lambda: ConditionalCompositionAccountant(delta_e=0.0), "delta_e"),
+        (lambda: MatrixRenyiAccountant().compose(_mech(b=4), 0), "count"),
+    ],
+)
 def test_bad_options_name_the_parameter(make, bad):
     with pytest.raises(DPValueError, match=bad):
         make()
@@ -300,16 +303,19 @@ def test_rdp_conversion_of_a_gaussian_is_above_its_exact_profile_and_dp_accounti
         assert e == pytest.approx(ra.compute_epsilon(a, rho, 1e-6)[0], rel=1e-9)
 
 
-@pytest.mark.parametrize("call,word", [
-    (lambda: rdp_to_epsilon([2, 3], [0.1, 0.2], 0.0), "delta"),
-    (lambda: rdp_to_epsilon([2, 3], [0.1, 0.2], 1.5), "delta"),
-    (lambda: rdp_to_delta([2, 3], [0.1, 0.2], -1.0), "epsilon"),
-    (lambda: rdp_to_delta([2, 3], [0.1, 0.2], math.nan), "epsilon"),
-    (lambda: rdp_to_delta([0.5, 3], [0.1, 0.2], 1.0), "orders"),  # order 1 is accepted (no bound), as dp_accounting
-    (lambda: rdp_to_delta([], [], 1.0), "orders"),
-    (lambda: rdp_to_delta([2, 3], [0.1], 1.0), "rdp"),
-    (lambda: rdp_to_delta([2, 3], [0.1, 0.2], 1.0, conversion="new"), "conversion"),
-])
+@pytest.mark.parametrize(
+    "call,word",
+    [
+        (lambda: rdp_to_epsilon([2, 3], [0.1, 0.2], 0.0), "delta"),
+        (lambda: rdp_to_epsilon([2, 3], [0.1, 0.2], 1.5), "delta"),
+        (lambda: rdp_to_delta([2, 3], [0.1, 0.2], -1.0), "epsilon"),
+        (lambda: rdp_to_delta([2, 3], [0.1, 0.2], math.nan), "epsilon"),
+        (lambda: rdp_to_delta([0.5, 3], [0.1, 0.2], 1.0), "orders"),  # order 1 is accepted (no bound), as dp_accounting
+        (lambda: rdp_to_delta([], [], 1.0), "orders"),
+        (lambda: rdp_to_delta([2, 3], [0.1], 1.0), "rdp"),
+        (lambda: rdp_to_delta([2, 3], [0.1, 0.2], 1.0, conversion="new"), "conversion"),
+    ],
+)
 def test_rdp_conversion_refuses_bad_input(call, word):
     with pytest.raises(DPValueError, match=word):
         call()

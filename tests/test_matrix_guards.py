@@ -129,8 +129,9 @@ def test_wide_bands_dp_matches_bruteforce(b, p, alpha, G, sigma):
     assert dp == pytest.approx(log_partition_bruteforce(Gp, sigma, alpha), rel=1e-9, abs=1e-12)
 
 
-@pytest.mark.parametrize("case", [("bsr", 1, 30, 4, 14), ("bsr", 3, 12, 4, 8), ("bsr", 2, 10, 5, 6),
-                                  ("bsr", 1, 20, 8, 8)])
+@pytest.mark.parametrize(
+    "case", [("bsr", 1, 30, 4, 14), ("bsr", 3, 12, 4, 8), ("bsr", 2, 10, 5, 6), ("bsr", 1, 20, 8, 8)]
+)
 def test_dp_memory_estimate_covers_the_peak(case):
     name, k, b, p, amax = case
     Gp, _ = truncate_gram(build_strategy(name, k, b, p).gram, p)
@@ -193,8 +194,7 @@ def test_renyi_max_order_refused():
 
 def test_renyi_effective_bands_work_refused(monkeypatch):
     monkeypatch.setenv("DPUTILS_MAX_WORK", "1e8")
-    _refused(lambda: _acc_renyi(build_strategy("bsr", 1, 50, 4), 1.0, effective_bands=50),
-             "effective-bands")
+    _refused(lambda: _acc_renyi(build_strategy("bsr", 1, 50, 4), 1.0, effective_bands=50), "effective-bands")
 
 
 def test_mc_samples_refused():
@@ -205,10 +205,8 @@ def test_mc_samples_refused():
 
 def test_condcomp_refused():
     # dense C (BISR) over b = 1000 slots: ~1000 tail bounds per step at each of the 1000 steps
-    _refused(lambda: _acc_cc(build_strategy("bisr", 1, 1000, 4), 1.0, progress=False),
-             "batches")
-    acc = _acc_cc(build_strategy("identity", 1, 10), 1.0, delta_e=1e-6,
-                                           discretization=1e-9, progress=False)
+    _refused(lambda: _acc_cc(build_strategy("bisr", 1, 1000, 4), 1.0, progress=False), "batches")
+    acc = _acc_cc(build_strategy("identity", 1, 10), 1.0, delta_e=1e-6, discretization=1e-9, progress=False)
     _refused(lambda: acc.get_delta(1.0), "discretization")
 
 
@@ -230,8 +228,11 @@ def test_calibrate_refuses_bad_tolerance(tol):
 
 def test_calibrate_raises_when_it_cannot_converge():
     s = build_strategy("identity", 1, 10)
-    _refused(lambda: calibrate_sigma(lambda x: _acc_renyi(s, x), 1.0, 1e-5, rel_tol=1e-12,
-                                     max_evaluations=5), "no convergence", NumericalError)
+    _refused(
+        lambda: calibrate_sigma(lambda x: _acc_renyi(s, x), 1.0, 1e-5, rel_tol=1e-12, max_evaluations=5),
+        "no convergence",
+        NumericalError,
+    )
 
     class _Nan:
         def __init__(self, sigma):
@@ -241,8 +242,7 @@ def test_calibrate_raises_when_it_cannot_converge():
             return float("nan")
 
     _refused(lambda: calibrate_sigma(_Nan, 1.0, 1e-5), "nan", NumericalError)
-    _refused(lambda: calibrate_sigma(lambda x: _acc_renyi(s, x), 1.0, 1e-5, sigma_start=1e300),
-             "sigma_start")
+    _refused(lambda: calibrate_sigma(lambda x: _acc_renyi(s, x), 1.0, 1e-5, sigma_start=1e300), "sigma_start")
 
 
 def test_shuffle_inversion_bounded():
@@ -250,8 +250,9 @@ def test_shuffle_inversion_bounded():
     # no sign change in the bracket: scipy's ValueError becomes a NumericalError naming the search
     _refused(lambda: shuffling._brentq(lambda x: 1.0, 0.0, 1.0, "test search"), "test search", NumericalError)
     # rejection sampling of g = N distinct positions essentially never succeeds: it must stop
-    _refused(lambda: shuffling.monte_carlo_c2_law(40, 1, 1, 40, 1, np.random.default_rng(0)), "rejection",
-             NumericalError)
+    _refused(
+        lambda: shuffling.monte_carlo_c2_law(40, 1, 1, 40, 1, np.random.default_rng(0)), "rejection", NumericalError
+    )
 
 
 # ------------------------------------------------------------------------------------ input contracts
@@ -271,8 +272,13 @@ def test_common_flags_declared():
     assert registry.get("matrix-renyi-tight").common_flags == {"mechanism", "sigma"}
     assert registry.get("matrix-condcomp").common_flags == {"mechanism", "sigma"}
     assert registry.get("matrix-mc").common_flags == {"mechanism", "sigma", "direction"}
-    for name in ("shuffle-batch-clip", "shuffle-batch-clip-exact", "shuffle-batch-clip-as-printed",
-                 "shuffle-individual-clip-exact", "subsample-batch-clip-exact"):
+    for name in (
+        "shuffle-batch-clip",
+        "shuffle-batch-clip-exact",
+        "shuffle-batch-clip-as-printed",
+        "shuffle-individual-clip-exact",
+        "subsample-batch-clip-exact",
+    ):
         assert registry.get(name).common_flags == {"sigma"}
 
 
@@ -280,30 +286,71 @@ _MATRIX = ["--sigma", "1", "--delta", "1e-5"]
 _SHUFFLE = ["--sigma", "1", "--epochs", "1", "--delta", "1e-5"]
 
 
-@pytest.mark.parametrize("argv,fragment", [
-    (["epsilon", "--accountant", "matrix-renyi", "--batches", "200000"] + _MATRIX, "batches"),
-    (["epsilon", "--accountant", "matrix-condcomp", "--batches", "200000"] + _MATRIX, "batches"),
-    (["epsilon", "--accountant", "matrix-renyi", "--max-order", "100000000"] + _MATRIX, "max-order"),
-    (["epsilon", "--accountant", "matrix-renyi-tight", "--max-order", "100000000"] + _MATRIX, "max-order"),
-    (["epsilon", "--accountant", "matrix-mc", "--samples", "1000000000000"] + _MATRIX, "samples"),
-    (["calibrate", "--accountant", "matrix-renyi", "--max-order", "100000000", "--epsilon", "1", "--delta", "1e-5"],
-     "max-order"),
-    (["epsilon", "--accountant", "matrix-renyi", "--steps", "3"] + _MATRIX, "steps"),
-    (["epsilon", "--accountant", "matrix-renyi", "--direction", "add"] + _MATRIX, "direction"),
-    (["epsilon", "--accountant", "matrix-condcomp", "--max-order", "5"] + _MATRIX, "max-order"),
-    (["epsilon", "--accountant", "matrix-mc", "--effective-bands", "5"] + _MATRIX, "effective-bands"),
-    (["epsilon", "--accountant", "matrix-renyi", "--matrix", "identity", "--bands", "4"] + _MATRIX, "bands"),
-    (["epsilon", "--accountant", "matrix-renyi", "--matrix", "bsr", "--bands", "0"] + _MATRIX, "bands"),
-    (["epsilon", "--accountant", "matrix-renyi", "--epochs", "0"] + _MATRIX, "epochs"),
-    (["epsilon", "--accountant", "matrix-mc", "--seed", "-1"] + _MATRIX, "seed"),
-    (["epsilon", "--accountant", "shuffle-batch-clip", "--group-size", "0"] + _SHUFFLE, "group-size"),
-    (["epsilon", "--accountant", "shuffle-batch-clip-exact", "--group-size", "0", "--dataset-size", "100",
-      "--batch-size", "10"] + _SHUFFLE, "group-size"),
-    (["epsilon", "--accountant", "shuffle-batch-clip", "--mechanism", "gaussian"] + _SHUFFLE, "mechanism"),
-    (["epsilon", "--accountant", "shuffle-batch-clip", "--dataset-size", "100"] + _SHUFFLE, "dataset-size"),
-    (["epsilon", "--accountant", "shuffle-individual-clip-exact", "--group-size", "200", "--dataset-size", "1000",
-      "--batch-size", "10"] + _SHUFFLE, "group_size"),
-])
+@pytest.mark.parametrize(
+    "argv,fragment",
+    [
+        (["epsilon", "--accountant", "matrix-renyi", "--batches", "200000"] + _MATRIX, "batches"),
+        (["epsilon", "--accountant", "matrix-condcomp", "--batches", "200000"] + _MATRIX, "batches"),
+        (["epsilon", "--accountant", "matrix-renyi", "--max-order", "100000000"] + _MATRIX, "max-order"),
+        (["epsilon", "--accountant", "matrix-renyi-tight", "--max-order", "100000000"] + _MATRIX, "max-order"),
+        (["epsilon", "--accountant", "matrix-mc", "--samples", "1000000000000"] + _MATRIX, "samples"),
+        (
+            [
+                "calibrate",
+                "--accountant",
+                "matrix-renyi",
+                "--max-order",
+                "100000000",
+                "--epsilon",
+                "1",
+                "--delta",
+                "1e-5",
+            ],
+            "max-order",
+        ),
+        (["epsilon", "--accountant", "matrix-renyi", "--steps", "3"] + _MATRIX, "steps"),
+        (["epsilon", "--accountant", "matrix-renyi", "--direction", "add"] + _MATRIX, "direction"),
+        (["epsilon", "--accountant", "matrix-condcomp", "--max-order", "5"] + _MATRIX, "max-order"),
+        (["epsilon", "--accountant", "matrix-mc", "--effective-bands", "5"] + _MATRIX, "effective-bands"),
+        (["epsilon", "--accountant", "matrix-renyi", "--matrix", "identity", "--bands", "4"] + _MATRIX, "bands"),
+        (["epsilon", "--accountant", "matrix-renyi", "--matrix", "bsr", "--bands", "0"] + _MATRIX, "bands"),
+        (["epsilon", "--accountant", "matrix-renyi", "--epochs", "0"] + _MATRIX, "epochs"),
+        (["epsilon", "--accountant", "matrix-mc", "--seed", "-1"] + _MATRIX, "seed"),
+        (["epsilon", "--accountant", "shuffle-batch-clip", "--group-size", "0"] + _SHUFFLE, "group-size"),
+        (
+            [
+                "epsilon",
+                "--accountant",
+                "shuffle-batch-clip-exact",
+                "--group-size",
+                "0",
+                "--dataset-size",
+                "100",
+                "--batch-size",
+                "10",
+            ]
+            + _SHUFFLE,
+            "group-size",
+        ),
+        (["epsilon", "--accountant", "shuffle-batch-clip", "--mechanism", "gaussian"] + _SHUFFLE, "mechanism"),
+        (["epsilon", "--accountant", "shuffle-batch-clip", "--dataset-size", "100"] + _SHUFFLE, "dataset-size"),
+        (
+            [
+                "epsilon",
+                "--accountant",
+                "shuffle-individual-clip-exact",
+                "--group-size",
+                "200",
+                "--dataset-size",
+                "1000",
+                "--batch-size",
+                "10",
+            ]
+            + _SHUFFLE,
+            "group_size",
+        ),
+    ],
+)
 def test_cli_refuses(argv, fragment, capsys):
     rc, err = _cli(argv, capsys)
     assert rc == 2

@@ -48,12 +48,27 @@ def _acc_mc(strategy, sigma, **options):
     [
         ("bsr", 1, 4, [1.4883, 1.4883, 0.8047, 0.5312, 0.3125, 0.0, 0.0], [0.8047, 0.5312, 0.3125, 0, 0, 0, 0]),
         ("bsr", 10, 4, [14.8828, 14.8828, 8.0469, 5.3125, 3.1250, 0.0, 7.2422], [8.0469, 5.3125, 3.125, 0, 0, 0, 0]),
-        ("bisr", 1, 4, [1.6224, 1.6224, 0.9810, 0.7546, 0.6013, 0.4563, 0.0],
-         [0.981, 0.7546, 0.6013, 0.4563, 0.3505, 0.2699, 0.2073]),
-        ("bisr", 10, 4, [16.2240, 16.2240, 9.8099, 7.5461, 6.0133, 4.5630, 8.8289],
-         [9.81, 7.546, 6.013, 4.563, 3.505, 2.699, 2.073]),
-        ("bsr", 1, 64, [2.3888, 2.3099, 1.6701, 1.4546, 1.3240, 1.2296, 0.0],
-         [1.7497, 1.535, 1.4051, 1.3115, 1.2382, 1.1776, 1.1259]),
+        (
+            "bisr",
+            1,
+            4,
+            [1.6224, 1.6224, 0.9810, 0.7546, 0.6013, 0.4563, 0.0],
+            [0.981, 0.7546, 0.6013, 0.4563, 0.3505, 0.2699, 0.2073],
+        ),
+        (
+            "bisr",
+            10,
+            4,
+            [16.2240, 16.2240, 9.8099, 7.5461, 6.0133, 4.5630, 8.8289],
+            [9.81, 7.546, 6.013, 4.563, 3.505, 2.699, 2.073],
+        ),
+        (
+            "bsr",
+            1,
+            64,
+            [2.3888, 2.3099, 1.6701, 1.4546, 1.3240, 1.2296, 0.0],
+            [1.7497, 1.535, 1.4051, 1.3115, 1.2382, 1.1776, 1.1259],
+        ),
     ],
 )
 def test_gram_anchors(name, k, p, row, taus):
@@ -117,8 +132,9 @@ def test_truncation_is_upper_bound_and_monotone_in_p():
 
 
 # ------------------------------------------------------------------------------------ Feldman-Shenfeld (target 2)
-@pytest.mark.parametrize("b,sigma,alpha,anchor", [(100, 1.0, 5, 0.0439635), (100, 0.7, 20, 15.80299),
-                                                  (1000, 2.0, 30, 0.0042630)])
+@pytest.mark.parametrize(
+    "b,sigma,alpha,anchor", [(100, 1.0, 5, 0.0439635), (100, 0.7, 20, 15.80299), (1000, 2.0, 30, 0.0042630)]
+)
 def test_dpsgd_equals_feldman_shenfeld(b, sigma, alpha, anchor):
     rho, tau = rho_remove(np.eye(b), sigma, [alpha], 1)
     ref = feldman_shenfeld_rdp(b, sigma, alpha)  # mpmath partition sum, independent algorithm
@@ -252,14 +268,50 @@ def test_bad_inputs():
 
 def test_cli_epsilon():
     out = subprocess.run(
-        [sys.executable, "-m", "dputils", "epsilon", "--accountant", "matrix-renyi", "--mechanism", "balls-in-bins",
-         "--matrix", "identity", "--epochs", "1", "--batches", "100", "--sigma", "1.2014", "--delta", "1e-5"],
-        capture_output=True, text=True, check=True)
+        [
+            sys.executable,
+            "-m",
+            "dputils",
+            "epsilon",
+            "--accountant",
+            "matrix-renyi",
+            "--mechanism",
+            "balls-in-bins",
+            "--matrix",
+            "identity",
+            "--epochs",
+            "1",
+            "--batches",
+            "100",
+            "--sigma",
+            "1.2014",
+            "--delta",
+            "1e-5",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     res = json.loads(out.stdout)
     assert res["epsilon"] == pytest.approx(1.0, abs=2e-3)
     bad = subprocess.run(
-        [sys.executable, "-m", "dputils", "epsilon", "--accountant", "matrix-renyi", "--mechanism", "gaussian",
-         "--sigma", "1", "--delta", "1e-5"], capture_output=True, text=True)
+        [
+            sys.executable,
+            "-m",
+            "dputils",
+            "epsilon",
+            "--accountant",
+            "matrix-renyi",
+            "--mechanism",
+            "gaussian",
+            "--sigma",
+            "1",
+            "--delta",
+            "1e-5",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode != 0 and "mechanism" in (bad.stderr + bad.stdout)
 
 
@@ -288,8 +340,9 @@ def _mp_two_slot_log_moment(v, r):
         return float(r * v / 2 + r * r * v / 4 + mp.log(mp.quad(f, [-mp.inf, -5, 0, 5, mp.inf])))
 
 
-@pytest.mark.parametrize("v,r", [(1.0, 1), (1.0, 3), (0.25, 5), (4.0, 6), (9.0, 30), (25.0, 60), (0.01, 100),
-                                 (1.0, 127)])
+@pytest.mark.parametrize(
+    "v,r", [(1.0, 1), (1.0, 3), (0.25, 5), (4.0, 6), (9.0, 30), (25.0, 60), (0.01, 100), (1.0, 127)]
+)
 def test_negative_moment_two_slots_matches_mpmath(v, r):
     ours, err = log_neg_moment_independent([v, v], [r], return_error=True)
     ref = _mp_two_slot_log_moment(v, r)
@@ -318,12 +371,15 @@ def _gh_log_moment(Sigma, r, nodes):
     return float(np.log(np.sum(W * S ** (-r))))
 
 
-@pytest.mark.parametrize("G,sigma", [
-    (np.array([[1.0, 0.6], [0.6, 1.0]]), 1.0),  # exchangeable pair: c = 1 is exact
-    (np.array([[2.0, 0.3], [0.3, 2.0]]), 1.5),
-    (np.array([[1.0, 1.2], [1.2, 2.0]]), 1.0),  # G_12 > G_11: the variance raise of step 2 is needed
-    (np.array([[1.0, 0.5, 0.1], [0.5, 1.2, 0.4], [0.1, 0.4, 0.8]]), 1.0),
-])
+@pytest.mark.parametrize(
+    "G,sigma",
+    [
+        (np.array([[1.0, 0.6], [0.6, 1.0]]), 1.0),  # exchangeable pair: c = 1 is exact
+        (np.array([[2.0, 0.3], [0.3, 2.0]]), 1.5),
+        (np.array([[1.0, 1.2], [1.2, 2.0]]), 1.0),  # G_12 > G_11: the variance raise of step 2 is needed
+        (np.array([[1.0, 0.5, 0.1], [0.5, 1.2, 0.4], [0.1, 0.4, 0.8]]), 1.0),
+    ],
+)
 def test_class_bound_against_quadrature(G, sigma):
     orders = [2, 3, 4]
     r = np.array(orders) - 1.0
@@ -375,8 +431,9 @@ def test_add_exact_independent_epoch_identity():
         rho_add_exact_independent(build_strategy("bsr", 1, 10, 2).gram, 1.0, [2])
 
 
-@pytest.mark.parametrize("name,k,p,sigma", [("bsr", 1, 4, 1.0), ("bisr", 1, 4, 1.0), ("blt", 1, 1, 1.5),
-                                             ("bsr", 10, 4, 4.0)])
+@pytest.mark.parametrize(
+    "name,k,p,sigma", [("bsr", 1, 4, 1.0), ("bisr", 1, 4, 1.0), ("blt", 1, 1, 1.5), ("bsr", 10, 4, 4.0)]
+)
 def test_tight_add_bound_above_mc_and_below_lemma34(name, k, p, sigma):
     s = build_strategy(name, k, 100, p)
     orders = [2, 3, 5]
@@ -403,8 +460,9 @@ def test_tight_never_above_lemma34_random():
 def test_tight_add_gaussian_limit_one_slot():
     s = build_strategy("bsr", 4, 1, 3)
     orders = [2, 3, 7]
-    np.testing.assert_allclose(rho_add_tight(s.gram, 1.3, orders), np.array(orders) * s.gram[0, 0] / (2 * 1.3**2),
-                               rtol=1e-9)
+    np.testing.assert_allclose(
+        rho_add_tight(s.gram, 1.3, orders), np.array(orders) * s.gram[0, 0] / (2 * 1.3**2), rtol=1e-9
+    )
 
 
 def test_slot_classes_cyclic_separation():
@@ -430,10 +488,26 @@ def test_tight_accountant_calibration_dpsgd():
 
 
 def test_cli_epsilon_tight():
-    args = [sys.executable, "-m", "dputils", "epsilon", "--mechanism", "balls-in-bins", "--matrix", "identity",
-            "--epochs", "1", "--batches", "100", "--sigma", "1", "--delta", "1e-5", "--accountant"]
-    tight = json.loads(subprocess.run(args + ["matrix-renyi-tight"], capture_output=True, text=True,
-                                      check=True).stdout)
+    args = [
+        sys.executable,
+        "-m",
+        "dputils",
+        "epsilon",
+        "--mechanism",
+        "balls-in-bins",
+        "--matrix",
+        "identity",
+        "--epochs",
+        "1",
+        "--batches",
+        "100",
+        "--sigma",
+        "1",
+        "--delta",
+        "1e-5",
+        "--accountant",
+    ]
+    tight = json.loads(subprocess.run(args + ["matrix-renyi-tight"], capture_output=True, text=True, check=True).stdout)
     plain = json.loads(subprocess.run(args + ["matrix-renyi"], capture_output=True, text=True, check=True).stdout)
     assert tight["accountant"] == "matrix-renyi-tight" and tight["kind"] == "upper-bound"
     assert tight["epsilon"] < plain["epsilon"]

@@ -35,8 +35,11 @@ def _mp_hockey_stick(p, q, eps, lo, hi):
     f = lambda x: p(x) - mp.e ** mp.mpf(eps) * q(x)
     xs = np.linspace(lo, hi, 801) + 0.01234567  # offset so no crossing sits exactly on the scan grid
     vals = [f(mp.mpf(float(x))) for x in xs]
-    roots = [mp.findroot(f, (mp.mpf(float(xs[i])), mp.mpf(float(xs[i + 1]))), solver="anderson")
-             for i in range(len(xs) - 1) if vals[i] * vals[i + 1] < 0]
+    roots = [
+        mp.findroot(f, (mp.mpf(float(xs[i])), mp.mpf(float(xs[i + 1]))), solver="anderson")
+        for i in range(len(xs) - 1)
+        if vals[i] * vals[i + 1] < 0
+    ]
     edges = [mp.ninf, *roots, mp.inf]
     total = mp.mpf(0)
     for a, b in zip(edges[:-1], edges[1:]):
@@ -53,11 +56,22 @@ def _mp_hockey_stick(p, q, eps, lo, hi):
     return total
 
 
-@pytest.mark.parametrize("sigma,q,direction,eps", [
-    (1.0, 0.01, "remove", 0.5), (1.0, 0.01, "add", 0.005), (2.0, 0.3, "add", 0.1), (0.5, 0.5, "remove", 2.0),
-    (1.0, 1.0, "remove", 1.0), (1.0, 1.0, "add", 1.0), (1.0, 0.01, "remove", -0.5), (1.0, 0.01, "add", -0.5),
-    (0.8, 0.1, "remove", -0.05), (2.0, 0.01, "remove", 0.3), (0.7, 0.2, "remove", 6.0),
-])
+@pytest.mark.parametrize(
+    "sigma,q,direction,eps",
+    [
+        (1.0, 0.01, "remove", 0.5),
+        (1.0, 0.01, "add", 0.005),
+        (2.0, 0.3, "add", 0.1),
+        (0.5, 0.5, "remove", 2.0),
+        (1.0, 1.0, "remove", 1.0),
+        (1.0, 1.0, "add", 1.0),
+        (1.0, 0.01, "remove", -0.5),
+        (1.0, 0.01, "add", -0.5),
+        (0.8, 0.1, "remove", -0.05),
+        (2.0, 0.01, "remove", 0.3),
+        (0.7, 0.2, "remove", 6.0),
+    ],
+)
 def test_subsampled_gaussian_profile_matches_mpmath(sigma, q, direction, eps):
     pair = SubsampledGaussianPair(sigma, q, 1.0, direction)
     p, qd = _mp_densities(sigma, q, direction)
@@ -69,7 +83,7 @@ def test_subsampled_gaussian_profile_matches_mpmath(sigma, q, direction, eps):
 def test_gaussian_profile_tiny_delta_keeps_relative_accuracy():
     # delta ~ 1e-40: closed form Phi(-e/mu + mu/2) - e^e Phi(-e/mu - mu/2) evaluated by mpmath
     mu, eps = 1.0, 13.0
-    ref = mp.ncdf(-eps / mu + mu / 2) - mp.e ** eps * mp.ncdf(-eps / mu - mu / 2)
+    ref = mp.ncdf(-eps / mu + mu / 2) - mp.e**eps * mp.ncdf(-eps / mu - mu / 2)
     got = float(GaussianMechanism(1.0).pair("remove").delta(eps))
     assert 0 < got < 1e-30
     assert got == pytest.approx(float(ref), rel=1e-8)
@@ -102,8 +116,12 @@ def test_tails_match_monte_carlo(direction):
 
 def test_loss_is_log_density_ratio():
     x = np.linspace(-5, 6, 101)
-    for pair in (SubsampledGaussianPair(1.3, 0.2, 2.0, "remove"), SubsampledGaussianPair(1.3, 0.2, 2.0, "add"),
-                 LaplacePair(0.7, 1.5, "remove"), LaplacePair(0.7, 1.5, "add")):
+    for pair in (
+        SubsampledGaussianPair(1.3, 0.2, 2.0, "remove"),
+        SubsampledGaussianPair(1.3, 0.2, 2.0, "add"),
+        LaplacePair(0.7, 1.5, "remove"),
+        LaplacePair(0.7, 1.5, "add"),
+    ):
         np.testing.assert_allclose(pair.loss(x), pair.log_p(x) - pair.log_q(x), rtol=1e-12, atol=1e-12)
 
 
@@ -116,8 +134,12 @@ def test_add_and_remove_are_related_by_the_duality_identity():
         assert lhs == pytest.approx(rhs, abs=1e-13)
 
 
-@given(st.floats(0.3, 5.0), st.floats(1e-4, 1.0), st.sampled_from(["add", "remove"]),
-       st.lists(st.floats(-3.0, 10.0), min_size=2, max_size=8))
+@given(
+    st.floats(0.3, 5.0),
+    st.floats(1e-4, 1.0),
+    st.sampled_from(["add", "remove"]),
+    st.lists(st.floats(-3.0, 10.0), min_size=2, max_size=8),
+)
 def test_profile_is_nonincreasing_and_in_unit_interval(sigma, q, direction, eps):
     pair = SubsampledGaussianPair(sigma, q, 1.0, direction)
     e = np.sort(np.asarray(eps))
@@ -126,12 +148,19 @@ def test_profile_is_nonincreasing_and_in_unit_interval(sigma, q, direction, eps)
     assert np.all(np.diff(d) <= 1e-15)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(name="gaussian", sigma=0.0), "sigma"), (dict(name="gaussian", sigma=-1.0), "sigma"),
-    (dict(name="gaussian", sigma=float("nan")), "sigma"), (dict(name="subsampled-gaussian", sigma=1.0, q=0.0), "q"),
-    (dict(name="subsampled-gaussian", sigma=1.0, q=1.5), "q"), (dict(name="laplace", scale=float("inf")), "scale"),
-    (dict(name="laplace"), "scale"), (dict(name="nope", sigma=1.0), "mechanism"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(name="gaussian", sigma=0.0), "sigma"),
+        (dict(name="gaussian", sigma=-1.0), "sigma"),
+        (dict(name="gaussian", sigma=float("nan")), "sigma"),
+        (dict(name="subsampled-gaussian", sigma=1.0, q=0.0), "q"),
+        (dict(name="subsampled-gaussian", sigma=1.0, q=1.5), "q"),
+        (dict(name="laplace", scale=float("inf")), "scale"),
+        (dict(name="laplace"), "scale"),
+        (dict(name="nope", sigma=1.0), "mechanism"),
+    ],
+)
 def test_bad_parameters_name_the_parameter(kwargs, match):
     name = kwargs.pop("name")
     with pytest.raises(DPValueError, match=match):
@@ -237,16 +266,19 @@ def test_mixture_normalises_and_hashes():
     assert float(acc1.get_delta(1.0)) == float(acc2.get_delta(1.0))
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(sigma=0.0, sensitivities=[0, 1], weights=[0.5, 0.5]), "sigma"),
-    (dict(sigma=1.0, sensitivities=[0, -1], weights=[0.5, 0.5]), "sensitivities"),
-    (dict(sigma=1.0, sensitivities=[0, float("nan")], weights=[0.5, 0.5]), "sensitivities"),
-    (dict(sigma=1.0, sensitivities=[0, 1], weights=[0.5, 0.6]), "weights"),
-    (dict(sigma=1.0, sensitivities=[0, 1], weights=[1.5, -0.5]), "weights"),
-    (dict(sigma=1.0, sensitivities=[0, 1, 2], weights=[0.5, 0.5]), "weights"),
-    (dict(sigma=1.0, sensitivities=[], weights=[]), "sensitivities"),
-    (dict(sigma=1.0, sensitivities=[0.0, 1.0], weights=[1.0, 0.0]), "sensitivities"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(sigma=0.0, sensitivities=[0, 1], weights=[0.5, 0.5]), "sigma"),
+        (dict(sigma=1.0, sensitivities=[0, -1], weights=[0.5, 0.5]), "sensitivities"),
+        (dict(sigma=1.0, sensitivities=[0, float("nan")], weights=[0.5, 0.5]), "sensitivities"),
+        (dict(sigma=1.0, sensitivities=[0, 1], weights=[0.5, 0.6]), "weights"),
+        (dict(sigma=1.0, sensitivities=[0, 1], weights=[1.5, -0.5]), "weights"),
+        (dict(sigma=1.0, sensitivities=[0, 1, 2], weights=[0.5, 0.5]), "weights"),
+        (dict(sigma=1.0, sensitivities=[], weights=[]), "sensitivities"),
+        (dict(sigma=1.0, sensitivities=[0.0, 1.0], weights=[1.0, 0.0]), "sensitivities"),
+    ],
+)
 def test_mixture_bad_input_names_the_parameter(kwargs, match):
     with pytest.raises(DPValueError, match=match):
         GaussianMixtureMechanism(**kwargs)
@@ -270,9 +302,13 @@ def test_mixture_pld_agrees_with_dp_accounting(direction):
         assert float(r) == pytest.approx(theirs, rel=2e-3, abs=1e-13)  # both pessimistic, h = 1e-4
 
 
-@given(st.floats(0.3, 4.0), st.lists(st.floats(0.0, 3.0), min_size=1, max_size=5),
-       st.lists(st.floats(0.01, 1.0), min_size=5, max_size=5), st.sampled_from(["add", "remove"]),
-       st.lists(st.floats(-3.0, 12.0), min_size=2, max_size=8))
+@given(
+    st.floats(0.3, 4.0),
+    st.lists(st.floats(0.0, 3.0), min_size=1, max_size=5),
+    st.lists(st.floats(0.01, 1.0), min_size=5, max_size=5),
+    st.sampled_from(["add", "remove"]),
+    st.lists(st.floats(-3.0, 12.0), min_size=2, max_size=8),
+)
 def test_mixture_profile_is_nonincreasing_and_in_unit_interval(sigma, sens, raw_w, direction, eps):
     sens = [*sens, 1.0]  # at least one positive mean
     w = np.asarray(raw_w[: len(sens)] + [0.5] * max(0, len(sens) - 5))[: len(sens)]

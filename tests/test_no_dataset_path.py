@@ -27,6 +27,8 @@ def _parameters(name: str) -> dict:
     if name == "gauss_audit":  # the data-dependent part (white-box training) at the book's size, see above
         return {**FULL[name], **SMOKE[name], **{k: v for k, v in FULL[name].items() if k.startswith("wb_")}}
     return FULL.get(name, {})
+
+
 TRAINING_CHAPTERS = ("gauss_audit", "shuffling_batch_clipping")
 
 
@@ -38,8 +40,13 @@ def test_training_chapter_without_fashion_mnist(name, tmp_path, monkeypatch):
     empty = tmp_path / "no-fashion-mnist"
     empty.mkdir()
     monkeypatch.setenv("DPBOOK_FASHION_MNIST", str(empty))
-    report = execute_one(ROOT / "notebooks" / f"{name}.md", tmp_path / f"{name}.ipynb", _parameters(name),
-                         timeout=2400, results_dir=tmp_path / "results")
+    report = execute_one(
+        ROOT / "notebooks" / f"{name}.md",
+        tmp_path / f"{name}.ipynb",
+        _parameters(name),
+        timeout=2400,
+        results_dir=tmp_path / "results",
+    )
     assert report["ok"], f"{name} failed at {report.get('md_line')}: {report.get('error')}"
     res = json.loads((tmp_path / "results" / f"{name}.json").read_text())
     targets = res["targets"]
@@ -50,8 +57,7 @@ def test_training_chapter_without_fashion_mnist(name, tmp_path, monkeypatch):
         assert "Fashion-MNIST not found" in wb["data_warning"] and str(empty) in wb["data_warning"]
         # book sizes fitted to the 1797 digits: 12 steps per epoch of 149, q = 1/12 kept, >= 10 parameters
         # per canary (the hidden layer widened from 32)
-        assert wb["sizes"] == {"n_train": 1788, "batch_size": 149, "hidden": 267, "dim": 64, "n_classes": 10,
-                               "m": 2000}
+        assert wb["sizes"] == {"n_train": 1788, "batch_size": 149, "hidden": 267, "dim": 64, "n_classes": 10, "m": 2000}
         assert wb["n_params"] == 20035 and abs(wb["q"] - 1 / 12) < 1e-12 and len(wb["size_changes"]) == 2
         by_id = {t["id"]: t for t in targets}
         assert all("sklearn-digits" in by_id[i]["what"] for i in ("T8-IN", "T8-OUT"))

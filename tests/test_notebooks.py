@@ -15,8 +15,9 @@ SMOKE = load_profile("smoke", ROOT)
 @pytest.mark.notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_smoke(path, tmp_path):
-    report = execute_one(path, tmp_path / f"{path.stem}.ipynb", SMOKE.get(path.stem, {}), timeout=600,
-                         results_dir=tmp_path / "results")
+    report = execute_one(
+        path, tmp_path / f"{path.stem}.ipynb", SMOKE.get(path.stem, {}), timeout=600, results_dir=tmp_path / "results"
+    )
     assert report["ok"], f"{path.stem} failed at cell {report.get('cell')}: {report.get('error')}"
     out = tmp_path / "results" / f"{path.stem}.json"
     assert out.is_file(), f"{path.stem} did not save results/{path.stem}.json"

@@ -69,8 +69,12 @@ def _setup(seed=0, accountant="dputils-pld", sigma=SIGMA, hidden=HIDDEN, n=N, ba
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Opacus's secure-RNG notice
         model, opt, loader = engine.make_private(
-            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
-            data_loader=DataLoader(ds, batch_size=batch), noise_multiplier=sigma, max_grad_norm=C)
+            module=model,
+            optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
+            data_loader=DataLoader(ds, batch_size=batch),
+            noise_multiplier=sigma,
+            max_grad_norm=C,
+        )
     return (engine, model, opt, loader) + ((fresh,) if extra else ())
 
 
@@ -86,12 +90,15 @@ def _plant(opt, bug):
                 add_noise()
             finally:
                 opt.noise_multiplier = nm
+
         opt.add_noise = scaled_add_noise
     elif bug == "clip":  # clipping skipped: per-sample gradients summed as they are, noise still sigma C
+
         def no_clip():
             for p in opt.params:
                 g = opt._get_flat_grad_sample(p).sum(0)
                 p.summed_grad = g if p.summed_grad is None else p.summed_grad + g
+
         opt.clip_and_accumulate = no_clip
 
 
@@ -159,8 +166,16 @@ def _input_run(bug=None, seed=0):
     Xc, yc = make_input_canaries("ood", Xf, yf, 10, seed=seed)  # from fresh points, never trained on
     _plant(opt, bug)
     Xd, yd = loader.dataset.tensors  # the training set, for the centring
-    audit = OpacusCanaryAudit(opt, loader, engine=engine, seed=seed, canaries=(Xc, yc), model=model,
-                              loss_fn=nn.functional.cross_entropy, background=(Xd, yd))
+    audit = OpacusCanaryAudit(
+        opt,
+        loader,
+        engine=engine,
+        seed=seed,
+        canaries=(Xc, yc),
+        model=model,
+        loss_fn=nn.functional.cross_entropy,
+        background=(Xd, yd),
+    )
     _train(model, opt, loader)
     return audit.report(DELTA)
 
@@ -212,11 +227,18 @@ def test_refusals():
     with pytest.raises(DPValueError, match="input canaries"):
         OpacusCanaryAudit(opt, loader, m=10, engine=engine, loss_fn=nn.functional.cross_entropy)
     with pytest.raises(DPValueError, match="GradSampleModule"):
-        OpacusCanaryAudit(opt, loader, engine=engine, canaries=(np.zeros((5, DIM)), np.zeros(5, dtype=int)),
-                          model=model._module, loss_fn=nn.functional.cross_entropy)
+        OpacusCanaryAudit(
+            opt,
+            loader,
+            engine=engine,
+            canaries=(np.zeros((5, DIM)), np.zeros(5, dtype=int)),
+            model=model._module,
+            loss_fn=nn.functional.cross_entropy,
+        )
     with pytest.raises(DPValueError, match="pair"):
-        OpacusCanaryAudit(opt, loader, engine=engine, canaries=np.zeros((5, DIM)), model=model,
-                          loss_fn=nn.functional.cross_entropy)
+        OpacusCanaryAudit(
+            opt, loader, engine=engine, canaries=np.zeros((5, DIM)), model=model, loss_fn=nn.functional.cross_entropy
+        )
     with pytest.raises(DPValueError, match="canary_scale"):
         OpacusCanaryAudit(opt, loader, m=10, engine=engine, canary_scale=0.5)
     audit = OpacusCanaryAudit(opt, loader, m=10, engine=engine)

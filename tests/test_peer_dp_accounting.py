@@ -80,10 +80,22 @@ INTERNALS: dict[str, tuple[tuple[str, ...], str]] = {
     "test_compute_rdp_multi_zcdp": (ALL, _RDP_ARR + " (and " + _ZCDP + ")"),
     "test_zcdp_matches_gaussian": (ALL, _RDP_ARR + " (and " + _ZCDP + ")"),
     "test_compute_rdp_poisson_sampled_gaussian": (ALL, _RDP_ARR + "; our log A is checked against mpmath below"),
-    "test_laplace_small_eps": (ALL, _RDP_ARR + "; the epsilon part is test_rdp_orders_one_and_infinity in test_rdp_gdp"),
-    "test_laplace_medium_eps": (ALL, _RDP_ARR + "; the epsilon part is test_rdp_orders_one_and_infinity in test_rdp_gdp"),
-    "test_laplace_large_eps": (ALL, _RDP_ARR + "; the epsilon part is test_rdp_orders_one_and_infinity in test_rdp_gdp"),
-    "test_laplace_repetition": (ALL, _RDP_ARR + "; the epsilon part is test_rdp_orders_one_and_infinity in test_rdp_gdp"),
+    "test_laplace_small_eps": (
+        ALL,
+        _RDP_ARR + "; the epsilon part is test_rdp_orders_one_and_infinity in test_rdp_gdp",
+    ),
+    "test_laplace_medium_eps": (
+        ALL,
+        _RDP_ARR + "; the epsilon part is test_rdp_orders_one_and_infinity in test_rdp_gdp",
+    ),
+    "test_laplace_large_eps": (
+        ALL,
+        _RDP_ARR + "; the epsilon part is test_rdp_orders_one_and_infinity in test_rdp_gdp",
+    ),
+    "test_laplace_repetition": (
+        ALL,
+        _RDP_ARR + "; the epsilon part is test_rdp_orders_one_and_infinity in test_rdp_gdp",
+    ),
     "test_log_a_frac_early_termination": (ALL, _RDP_ARR + " and the peer's logged warning"),
     "test_repeat_and_select_gaussian_poisson*": (ALL, _ORDERS + " (and " + _RAS + ")"),
 }
@@ -94,11 +106,15 @@ METHOD: dict[str, tuple[tuple[str, ...], str]] = {
     "test_gaussian_basic": (("rdp",), "pins the exact delta to 1e-3; an RDP bound is not that tight"),
     "test_laplace_basic": (("rdp",), "pins the exact epsilon to 1e-6; an RDP bound is not that tight"),
     "test_poisson_subsampled_gaussian": (("rdp",), "pins the exact delta to 1e-3; an RDP bound is not that tight"),
-    "test_self_composed_subsampled_gaussian": (("rdp",), "pins the exact delta to 1e-3; an RDP bound is not "
-                                               "that tight"),
+    "test_self_composed_subsampled_gaussian": (
+        ("rdp",),
+        "pins the exact delta to 1e-3; an RDP bound is not that tight",
+    ),
     # pld, spa and edgeworth (through their PLD fallback) pass it; rdp has the subsampled Laplace since issue 24
-    "test_poisson_subsampled_laplace": (("rdp",), "pins the pure-DP epsilon 2.46964 to 1e-3 at delta 1e-14; an "
-                                        "RDP bound is not that tight"),
+    "test_poisson_subsampled_laplace": (
+        ("rdp",),
+        "pins the pure-DP epsilon 2.46964 to 1e-3 at delta 1e-14; an RDP bound is not that tight",
+    ),
 }
 
 
@@ -164,8 +180,7 @@ def _classes(base, label):
     out = {}
     for name in NAMES:
         extra = {t: _slow(getattr(base, t)) for t in SLOW if hasattr(base, t)}
-        cls = type(f"Test{label}_{name}", (_OnDputils, base),
-                   {"ACCOUNTANT": name, "__module__": __name__, **extra})
+        cls = type(f"Test{label}_{name}", (_OnDputils, base), {"ACCOUNTANT": name, "__module__": __name__, **extra})
         out[cls.__name__] = cls
     return out
 
@@ -195,12 +210,14 @@ def test_rdp_answers_bound_the_pld_suite_values():
     g = make_accountant("rdp").compose(dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(math.sqrt(3)), 3))
     assert g.get_delta(1.0) >= 0.126936 - 1e-6
     sg = make_accountant("rdp").compose(
-        dp_event.SelfComposedDpEvent(dp_event.PoissonSampledDpEvent(0.2, dp_event.GaussianDpEvent(0.5)), 3))
+        dp_event.SelfComposedDpEvent(dp_event.PoissonSampledDpEvent(0.2, dp_event.GaussianDpEvent(0.5)), 3)
+    )
     assert sg.get_delta(1.0) >= 0.15594 - 1e-5
     lap = make_accountant("rdp").compose(dp_event.LaplaceDpEvent(1.0), 3).compose(dp_event.LaplaceDpEvent(2.0), 2)
     assert lap.get_epsilon(1e-14) >= 4 - 1e-9
     psl = make_accountant("rdp").compose(
-        dp_event.SelfComposedDpEvent(dp_event.PoissonSampledDpEvent(0.2, dp_event.LaplaceDpEvent(0.5)), 3))
+        dp_event.SelfComposedDpEvent(dp_event.PoissonSampledDpEvent(0.2, dp_event.LaplaceDpEvent(0.5)), 3)
+    )
     assert psl.get_epsilon(1e-14) >= 3 * math.log1p(0.2 * math.expm1(2.0)) - 3e-12
 
 

@@ -47,8 +47,13 @@ NAMES = ("dputils-pld", "dputils-spa", "dputils-edgeworth", "dputils-rdp", "dput
 #: the adapters whose answer is a PLD-type certified bound (rdp is an RDP bound, gdp an approximation)
 CERTIFIED = ("dputils-pld", "dputils-spa", "dputils-edgeworth")
 #: the dputils accountant that stands in for Opacus's GaussianAccountant where the test needs a *different* one
-OTHER = {"dputils-pld": "dputils-spa", "dputils-spa": "dputils-pld", "dputils-edgeworth": "dputils-pld",
-         "dputils-rdp": "dputils-pld", "dputils-gdp": "dputils-pld"}
+OTHER = {
+    "dputils-pld": "dputils-spa",
+    "dputils-spa": "dputils-pld",
+    "dputils-edgeworth": "dputils-pld",
+    "dputils-rdp": "dputils-pld",
+    "dputils-gdp": "dputils-pld",
+}
 
 #: tests that pin a number of one of Opacus's methods: (method, what is pinned). Each runs unchanged in the class of
 #: the dputils adapter of the same method (rdp, gdp); in the other classes it is skipped naming where it runs. The
@@ -97,10 +102,15 @@ class _OnDputils:
         def noise(*a, accountant="rdp", **k):
             return get_noise_multiplier(*a, accountant=self.ACCOUNTANT, **k)
 
-        patches = [(accountants_test, "RDPAccountant", ours), (accountants_test, "PRVAccountant", ours),
-                   (accountants_test, "GaussianAccountant", gaussian), (accountants_test, "create_accountant", create),
-                   (accountants_test, "get_noise_multiplier", noise), (anm_test, "RDPAccountant", ours),
-                   (anm_test, "PrivacyEngine", functools.partial(PrivacyEngine, accountant=self.ACCOUNTANT))]
+        patches = [
+            (accountants_test, "RDPAccountant", ours),
+            (accountants_test, "PRVAccountant", ours),
+            (accountants_test, "GaussianAccountant", gaussian),
+            (accountants_test, "create_accountant", create),
+            (accountants_test, "get_noise_multiplier", noise),
+            (anm_test, "RDPAccountant", ours),
+            (anm_test, "PrivacyEngine", functools.partial(PrivacyEngine, accountant=self.ACCOUNTANT)),
+        ]
         for module, attr, value in patches:
             patcher = mock.patch.object(module, attr, value)
             patcher.start()
@@ -132,8 +142,9 @@ def _overshoot():
     test = given(**handle._given_kwargs)(test_get_noise_multiplier_overshoot)
     for eps, epochs, rate, delta in OVERSHOOT_EXAMPLES:
         test = example(epsilon=eps, epochs=epochs, sample_rate=rate, delta=delta)(test)
-    return pytest.mark.slow(settings(phases=[Phase.explicit], deadline=None, database=None,
-                                     suppress_health_check=list(HealthCheck))(test))
+    return pytest.mark.slow(
+        settings(phases=[Phase.explicit], deadline=None, database=None, suppress_health_check=list(HealthCheck))(test)
+    )
 
 
 def _classes(base, label):
@@ -143,8 +154,7 @@ def _classes(base, label):
         extra = {}
         if base is accountants_test.AccountingTest:
             extra = {"test_get_noise_multiplier_overshoot": _overshoot()}
-        cls = type(f"Test{label}_{short}", (_OnDputils, base),
-                   {"ACCOUNTANT": name, "__module__": __name__, **extra})
+        cls = type(f"Test{label}_{short}", (_OnDputils, base), {"ACCOUNTANT": name, "__module__": __name__, **extra})
         out[cls.__name__] = cls
     return out
 

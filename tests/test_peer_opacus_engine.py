@@ -102,6 +102,7 @@ def _engine(name):
 def _classes():
     out = {}
     for name in NAMES:
+
         def setUp(self, _name=name):
             pet.PrivacyEngineCustomLayerTest.setUp(self)
             patcher = mock.patch.object(pet, "PrivacyEngine", _engine(_name))

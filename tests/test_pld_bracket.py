@@ -47,10 +47,13 @@ def _bracket(mech, steps, delta, h):
 # The two settings reported in issue 11, where the bracket used to exclude the exact value: the FFT's
 # floating-point error, amplified by raising the spectrum to the power T, was not in the certificate.
 @pytest.mark.slow
-@pytest.mark.parametrize("sigma,steps,delta,h", [
-    (0.6197115545032963, 21685, 1.762552894796354e-09, 1e-4),
-    (0.7385238603557547, 42653, 1.8253055259590336e-09, 2e-4),
-])
+@pytest.mark.parametrize(
+    "sigma,steps,delta,h",
+    [
+        (0.6197115545032963, 21685, 1.762552894796354e-09, 1e-4),
+        (0.7385238603557547, 42653, 1.8253055259590336e-09, 2e-4),
+    ],
+)
 def test_reported_large_epsilon_settings(sigma, steps, delta, h):
     exact = gdp_epsilon_mpmath(math.sqrt(steps) / sigma, delta)
     lo, val, hi = _bracket(GaussianMechanism(sigma), steps, delta, h)
@@ -85,12 +88,10 @@ def test_randomized_gaussian_sweep_against_exact_gdp():
     assert answered >= 11, (answered, refused)
 
 
-@pytest.mark.parametrize("sigma,q,steps,delta", [
-    (1.0, 0.01, 1000, 1e-5),
-    (0.7, 0.05, 300, 1e-8),
-    (2.0, 0.2, 2000, 1e-10),
-    (0.5, 0.1, 50, 1e-6),
-])
+@pytest.mark.parametrize(
+    "sigma,q,steps,delta",
+    [(1.0, 0.01, 1000, 1e-5), (0.7, 0.05, 300, 1e-8), (2.0, 0.2, 2000, 1e-10), (0.5, 0.1, 50, 1e-6)],
+)
 def test_subsampled_gaussian_bracket_contains_contour_truth(sigma, q, steps, delta):
     mech = SubsampledGaussianMechanism(sigma, q)
     ref, err = truth.composition_epsilon([(mech, steps)], delta)
@@ -141,8 +142,9 @@ def test_long_subsampled_gaussian_bracket_contains_contour_truth(steps):
     assert all(type(acc._cache[d].up).__name__ == "SpectralPLD" for d in acc._cache)
 
 
-@pytest.mark.parametrize("sigma,q,steps,delta", [(1.0, 0.01, 3000, 1e-5), (0.8, 0.05, 20_000, 1e-8),
-                                                 (2.0, 0.2, 5000, 1e-10)])
+@pytest.mark.parametrize(
+    "sigma,q,steps,delta", [(1.0, 0.01, 3000, 1e-5), (0.8, 0.05, 20_000, 1e-8), (2.0, 0.2, 5000, 1e-10)]
+)
 def test_spectral_and_fft_compositions_bracket_the_same_truth(sigma, q, steps, delta, monkeypatch):
     # Both composition paths must certify the same independent truth; the spectral one (no T u growth of
     # the rounding bound) is never looser than the FFT power by more than a hair. The spectral accountant
@@ -169,8 +171,13 @@ def test_composed_infinity_mass_keeps_tiny_masses():
     # and loses the whole mass (1e-13), which the upper PMF must carry to +infinity.
     from dputils.accountants.pld import _composed_inf_mass
 
-    cases = [[(1e-20, 10_000_000)], [(1e-20, 10_000_000), (3e-17, 1000)], [(0.25, 3), (1e-9, 10**6)],
-             [(0.0, 5)], [(1e-300, 10**9)]]
+    cases = [
+        [(1e-20, 10_000_000)],
+        [(1e-20, 10_000_000), (3e-17, 1000)],
+        [(0.25, 3), (1e-9, 10**6)],
+        [(0.0, 5)],
+        [(1e-300, 10**9)],
+    ]
     for parts in cases:
         with mp.workdps(50):
             exact = -mp.expm1(mp.fsum(c * mp.log1p(-mp.mpf(x)) for x, c in parts))
@@ -211,8 +218,9 @@ def test_spectral_zeta_and_its_error_bound_against_mpmath(n, i0, N, K):
     z, err = p.zeta(N, K)
     with mp.workdps(40):
         for k in sorted({1, 2, K // 2, K}):
-            exact = mp.fsum(mp.mpf(float(mi)) * (1 - mp.expjpi(-2 * mp.mpf(k) * (i - p.ctr) / N))
-                            for i, mi in enumerate(m)) / mp.mpf(p.s)
+            exact = mp.fsum(
+                mp.mpf(float(mi)) * (1 - mp.expjpi(-2 * mp.mpf(k) * (i - p.ctr) / N)) for i, mi in enumerate(m)
+            ) / mp.mpf(p.s)
             diff = abs(complex(exact) - z[k - 1])
             assert diff <= err[k - 1], (k, diff, err[k - 1])
             assert err[k - 1] < 1e-12 * max(abs(complex(exact)), 1e-3)
@@ -314,6 +322,7 @@ def test_bracket_holds_near_delta_one_with_the_summation_error_counted():
     sigma, steps, delta = 0.16026585133152987, 38, 0.999999999999
     mu = math.sqrt(steps) / sigma
     with mp.workdps(60):
+
         def d(e, mu=mp.mpf(mu)):
             return mp.ncdf(mu / 2 - e / mu) - mp.exp(e) * mp.ncdf(-mu / 2 - e / mu)
 

@@ -101,12 +101,14 @@ def test_one_step_bracket_contains_the_exact_value(direction):
 def _dpa(b: float, q: float, steps: int, pessimistic: bool):
     from dp_accounting.pld import privacy_loss_distribution as pld
 
-    return pld.from_laplace_mechanism(b, sensitivity=1.0, value_discretization_interval=1e-4, sampling_prob=q,
-                                      pessimistic_estimate=pessimistic).self_compose(steps)
+    return pld.from_laplace_mechanism(
+        b, sensitivity=1.0, value_discretization_interval=1e-4, sampling_prob=q, pessimistic_estimate=pessimistic
+    ).self_compose(steps)
 
 
-@pytest.mark.parametrize("b,q,steps,eps,delta", [(1.0, 0.01, 1000, 0.5, 1e-5), (2.0, 0.1, 100, 1.0, 1e-6),
-                                                 (0.5, 0.2, 10, 2.0, 1e-8)])
+@pytest.mark.parametrize(
+    "b,q,steps,eps,delta", [(1.0, 0.01, 1000, 0.5, 1e-5), (2.0, 0.1, 100, 1.0, 1e-6), (0.5, 0.2, 10, 2.0, 1e-8)]
+)
 def test_compositions_against_dp_accounting(b, q, steps, eps, delta):
     pytest.importorskip("dp_accounting")
     ours = PLDAccountant().compose(SubsampledLaplaceMechanism(b, q), steps)
@@ -194,13 +196,17 @@ def _exact_renyi(b: float, q: float, alpha: int, direction: str) -> float:
         return float(mp.log(integral) / (alpha - 1))
 
 
-@pytest.mark.parametrize("b,q,alpha", [(0.5, 0.2, 2), (1.0, 1e-4, 2), (1.0, 0.01, 16), (3.0, 0.3, 5), (0.05, 0.9, 64),
-                                       (0.5, 0.5, 1024), (0.5, 1.0, 4)])
+@pytest.mark.parametrize(
+    "b,q,alpha",
+    [(0.5, 0.2, 2), (1.0, 1e-4, 2), (1.0, 0.01, 16), (3.0, 0.3, 5), (0.05, 0.9, 64), (0.5, 0.5, 1024), (0.5, 1.0, 4)],
+)
 def test_rdp_moments_bound_mpmath_in_each_direction(b, q, alpha):
     from dputils.accountants.rdp import _slap_log_moment_add, _slap_log_moment_remove, subsampled_laplace_rdp
 
-    ours = {"remove": _slap_log_moment_remove(q, 1 / b, alpha) / (alpha - 1),
-            "add": _slap_log_moment_add(q, 1 / b, alpha) / (alpha - 1)}
+    ours = {
+        "remove": _slap_log_moment_remove(q, 1 / b, alpha) / (alpha - 1),
+        "add": _slap_log_moment_add(q, 1 / b, alpha) / (alpha - 1),
+    }
     for direction, bound in ours.items():
         exact = _exact_renyi(b, q, alpha, direction)
         assert exact <= bound <= exact * (1 + 1e-4) + 1e-12, (direction, bound, exact)

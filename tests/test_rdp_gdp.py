@@ -15,10 +15,15 @@ from dputils.mechanisms import GaussianMechanism, LaplaceMechanism, SubsampledGa
 ORDERS = [1.25, 1.5, 1.75] + list(range(2, 65))
 
 
-@pytest.mark.parametrize("mech,T", [
-    (SubsampledGaussianMechanism(1.1, 256 / 60000), 14063), (SubsampledGaussianMechanism(0.7, 0.01), 1000),
-    (GaussianMechanism(2.0), 10), (LaplaceMechanism(2.0), 10),
-])
+@pytest.mark.parametrize(
+    "mech,T",
+    [
+        (SubsampledGaussianMechanism(1.1, 256 / 60000), 14063),
+        (SubsampledGaussianMechanism(0.7, 0.01), 1000),
+        (GaussianMechanism(2.0), 10),
+        (LaplaceMechanism(2.0), 10),
+    ],
+)
 def test_rdp_matches_dp_accounting(mech, T):
     a = dp_accounting.rdp.RdpAccountant(ORDERS)
     a.compose(mech.to_dp_event(), T)
@@ -40,7 +45,9 @@ def test_classic_conversion_reproduces_published_mnist_table():
     q = 256 / 60000
     for sigma, epochs, published in ((1.1, 60, 3.01), (1.3, 15, 1.19), (0.7, 45, 7.10)):
         T = math.ceil(epochs / q)
-        e = RDPAccountant(range(2, 257), conversion="classic", refine=False).compose(SubsampledGaussianMechanism(sigma, q), T)
+        e = RDPAccountant(range(2, 257), conversion="classic", refine=False).compose(
+            SubsampledGaussianMechanism(sigma, q), T
+        )
         assert e.get_epsilon(1e-5).value == pytest.approx(published, abs=0.03)
 
 
@@ -89,8 +96,10 @@ def test_rdp_round_trip_with_orders_from_two():
 DENSE = [float(a) for a in list(__import__("numpy").linspace(1.01, 8, 300)) + list(range(9, 257))]
 
 
-@pytest.mark.parametrize("sigma,q,T,delta", [(0.8, 0.01, 1000, 1e-5), (1.0, 0.1, 100, 1e-5),
-                                             (0.5, 0.001, 10_000, 1e-10), (2.0, 1.0, 50, 1e-5)])
+@pytest.mark.parametrize(
+    "sigma,q,T,delta",
+    [(0.8, 0.01, 1000, 1e-5), (1.0, 0.1, 100, 1e-5), (0.5, 0.001, 10_000, 1e-10), (2.0, 1.0, 50, 1e-5)],
+)
 def test_refined_order_is_never_looser_than_a_dense_grid_and_is_exact_at_its_order(sigma, q, T, delta):
     mech = SubsampledGaussianMechanism(sigma, q) if q < 1 else GaussianMechanism(sigma)
     grid = RDPAccountant(refine=False).compose(mech, T).get_epsilon(delta)
@@ -121,8 +130,9 @@ def test_refine_must_be_a_bool():
         RDPAccountant(refine="yes")
 
 
-@pytest.mark.parametrize("q,sigma,alpha", [(1e-4, 20.0, 1.01), (1e-4, 3.0, 1.1), (0.01, 20.0, 1.37),
-                                           (0.3, 0.5, 1.5), (0.05, 1.0, 33.5)])
+@pytest.mark.parametrize(
+    "q,sigma,alpha", [(1e-4, 20.0, 1.01), (1e-4, 3.0, 1.1), (0.01, 20.0, 1.37), (0.3, 0.5, 1.5), (0.05, 1.0, 33.5)]
+)
 def test_fractional_orders_keep_relative_precision_when_the_rdp_is_tiny(q, sigma, alpha):
     # log A ~ 1e-13 here: formed as log(A) it would keep ~1e-16 absolute, i.e. 1e-3 relative
     mp.mp.dps = 40
@@ -145,8 +155,9 @@ def _log_a_mpmath(q, sigma, alpha):
         return float(mp.log(mp.quad(f, sorted(set(pts)), maxdegree=10)))
 
 
-@pytest.mark.parametrize("q,sigma,alpha", [(1e-7, 0.1, 1.01), (1e-5, 0.1, 256.1), (1e-4, 1.0, 1.5),
-                                           (0.1, 100, 20.5), (0.01, 0.1, 1.5)])
+@pytest.mark.parametrize(
+    "q,sigma,alpha", [(1e-7, 0.1, 1.01), (1e-5, 0.1, 256.1), (1e-4, 1.0, 1.5), (0.1, 100, 20.5), (0.01, 0.1, 1.5)]
+)
 def test_fractional_order_log_a_matches_mpmath_at_small_sigma(q, sigma, alpha):
     # issue 24: at q 1e-7, sigma 0.1, alpha 1.01 the quadrature overflowed (e^t before the Gaussian weight)
     # and the chord bound 0.6776 was used where the truth is 4.0e-8
@@ -159,8 +170,11 @@ def test_fractional_order_log_a_matches_mpmath_at_small_sigma(q, sigma, alpha):
 def test_one_step_small_sigma_rdp_epsilon_is_not_the_chord():
     # the same defect seen from the accountant: q 0.01, sigma 0.1, delta 0.5 gave 90.10 (dp_accounting 12.87)
     eps = RDPAccountant().compose(SubsampledGaussianMechanism(0.1, 0.01)).get_epsilon(0.5).value
-    ref = dp_accounting.rdp.RdpAccountant().compose(
-        dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(0.1))).get_epsilon(0.5)
+    ref = (
+        dp_accounting.rdp.RdpAccountant()
+        .compose(dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(0.1)))
+        .get_epsilon(0.5)
+    )
     assert eps <= ref
 
 

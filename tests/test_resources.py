@@ -152,8 +152,9 @@ def test_hybrid_v1_and_v2_take_the_smaller(fake):
     _expect(resources.memory_limit(), 4 * GIB, "cgroup", f)
 
 
-@pytest.mark.parametrize("breakage", ["directory", "garbage", "empty", "negative", "no_self_cgroup",
-                                      "garbage_self_cgroup"])
+@pytest.mark.parametrize(
+    "breakage", ["directory", "garbage", "empty", "negative", "no_self_cgroup", "garbage_self_cgroup"]
+)
 def test_unreadable_cgroup_files_fall_back_to_meminfo(fake, breakage):
     fake.cgroups("0::/")
     if breakage == "directory":  # open() fails with IsADirectoryError (chmod would not stop root)
@@ -188,8 +189,10 @@ def test_paths_as_arguments(tmp_path, monkeypatch):
     (tmp_path / "fs" / "x" / "memory.max").write_text(str(GIB))
     lim = resources.memory_limit(str(tmp_path / "meminfo"), str(tmp_path / "cgroup"), str(tmp_path / "fs"))
     _expect(lim, GIB, "cgroup", tmp_path / "fs" / "x" / "memory.max")
-    assert resources.cgroup_memory_limit(str(tmp_path / "cgroup"), str(tmp_path / "fs")) == \
-        (float(GIB), str(tmp_path / "fs" / "x" / "memory.max"))
+    assert resources.cgroup_memory_limit(str(tmp_path / "cgroup"), str(tmp_path / "fs")) == (
+        float(GIB),
+        str(tmp_path / "fs" / "x" / "memory.max"),
+    )
     assert resources.physical_memory_bytes(str(tmp_path / "meminfo")) == (16.0 * GIB, str(tmp_path / "meminfo"))
 
 

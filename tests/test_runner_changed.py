@@ -35,18 +35,29 @@ def _make_root(root):
     (root / "data").mkdir()
     (root / "data" / "in.txt").write_text("4\n")
     (root / "params" / "full.yml").write_text("demo: {}\n")
-    p = nbformat.v4.new_code_cell("scale: int = 1  # multiplies the value\ndata_file: str = 'data/in.txt'  # input\n"
-                                  "fail: bool = False  # raise after saving")
+    p = nbformat.v4.new_code_cell(
+        "scale: int = 1  # multiplies the value\ndata_file: str = 'data/in.txt'  # input\n"
+        "fail: bool = False  # raise after saving"
+    )
     p.metadata["tags"] = ["parameters"]
-    _write_md(root / "notebooks" / "demo.md", [
-        p, nbformat.v4.new_code_cell("import os\nfrom pathlib import Path\nfrom dputils import results\n"
-                                     "root = Path(os.environ['DPBOOK_RESULTS_PUBLISHED']).parent\n"
-                                     "results.save('demo', value=scale * int((root / data_file).read_text()))"),
-        nbformat.v4.new_code_cell(f"x = 1\n{FAIL_LINE}\nprint(x)")])
+    _write_md(
+        root / "notebooks" / "demo.md",
+        [
+            p,
+            nbformat.v4.new_code_cell(
+                "import os\nfrom pathlib import Path\nfrom dputils import results\n"
+                "root = Path(os.environ['DPBOOK_RESULTS_PUBLISHED']).parent\n"
+                "results.save('demo', value=scale * int((root / data_file).read_text()))"
+            ),
+            nbformat.v4.new_code_cell(f"x = 1\n{FAIL_LINE}\nprint(x)"),
+        ],
+    )
     q = nbformat.v4.new_code_cell("k: int = 2  # a value")
     q.metadata["tags"] = ["parameters"]
-    _write_md(root / "notebooks" / "other.md", [q, nbformat.v4.new_code_cell(
-        "from dputils import results\nresults.save('other', k=k)")])
+    _write_md(
+        root / "notebooks" / "other.md",
+        [q, nbformat.v4.new_code_cell("from dputils import results\nresults.save('other', k=k)")],
+    )
     return root
 
 
@@ -83,7 +94,8 @@ def test_changed_reuses_unchanged_chapters_and_says_why_the_others_ran(tmp_path,
     assert json.loads((root / "results" / "demo.json").read_text())["value"] == 4
     record = _strict(chg.record_path(root / "book" / "methods", "demo").read_text())
     assert record["ok"] is True and record["results"] == {
-        "demo.json": hashlib.sha256((root / "results" / "demo.json").read_bytes()).hexdigest()}
+        "demo.json": hashlib.sha256((root / "results" / "demo.json").read_bytes()).hexdigest()
+    }
 
     # 2. nothing changed: both reused, nothing executed
     before = nb.stat().st_mtime_ns, nb.read_bytes()
@@ -118,8 +130,7 @@ def test_changed_reuses_unchanged_chapters_and_says_why_the_others_ran(tmp_path,
 
     # 6. a package file (the digests are those of dputils.changed.package_digests, checked below)
     real = chg.package_digests
-    monkeypatch.setattr(chg, "package_digests",
-                        lambda exclude=(): {**real(exclude), "audit/gauss.py": "0" * 64})
+    monkeypatch.setattr(chg, "package_digests", lambda exclude=(): {**real(exclude), "audit/gauss.py": "0" * 64})
     rc, err, rep, ch = _run(root, capfd)
     assert ch["demo"]["reason"] == ch["other"]["reason"] == "dputils/audit/gauss.py changed"
     monkeypatch.setattr(chg, "package_digests", real)

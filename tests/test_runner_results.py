@@ -27,7 +27,9 @@ def test_runner_reports_the_failing_cell(tmp_path):
     src = tmp_path / "broken.md"
     params = nbformat.v4.new_code_cell("x: int = 1  # a parameter")
     params.metadata["tags"] = ["parameters"]
-    _write_md(src, [params, nbformat.v4.new_code_cell("y = x + 1"), nbformat.v4.new_code_cell("assert y == 3, 'drifted'")])
+    _write_md(
+        src, [params, nbformat.v4.new_code_cell("y = x + 1"), nbformat.v4.new_code_cell("assert y == 3, 'drifted'")]
+    )
     rep = execute_one(src, tmp_path / "out" / "broken.ipynb", {"x": 1}, timeout=120)
     assert not rep["ok"]
     # execution count 4: papermill's injected-parameters cell runs after the parameters cell
@@ -100,9 +102,12 @@ def test_load_falls_back_to_published_results(tmp_path, monkeypatch):
 
 # A throw-away repository root: notebooks/demo.md saves its results, then fails when `fail` is set.
 
+
 def _params_cell():
-    c = nbformat.v4.new_code_cell("scale: int = 1  # multiplies the saved value\nlabel: str = 'a'  # a name\n"
-                                  "fail: bool = False  # raise after saving")
+    c = nbformat.v4.new_code_cell(
+        "scale: int = 1  # multiplies the saved value\nlabel: str = 'a'  # a name\n"
+        "fail: bool = False  # raise after saving"
+    )
     c.metadata["tags"] = ["parameters"]
     return c
 
@@ -113,9 +118,11 @@ def _make_root(root, fail_line="assert not fail, 'asked to fail'"):
     (root / "params" / "full.yml").write_text("demo: {}\n")
     (root / "params" / "smoke.yml").write_text("demo:\n  scale: 7\n")
     (root / "params" / "paper.yml").write_text("")
-    cells = [_params_cell(),
-             nbformat.v4.new_code_cell("from dputils import results\nresults.save('demo', value=3 * scale)"),
-             nbformat.v4.new_code_cell(f"x = 1\n{fail_line}\nprint(x)")]
+    cells = [
+        _params_cell(),
+        nbformat.v4.new_code_cell("from dputils import results\nresults.save('demo', value=3 * scale)"),
+        nbformat.v4.new_code_cell(f"x = 1\n{fail_line}\nprint(x)"),
+    ]
     _write_md(root / "notebooks" / "demo.md", cells)
     return root
 
@@ -183,9 +190,12 @@ def test_merge_parameter_cells_falls_back_when_the_cell_is_not_plain_literals():
 
     nb, p, inj = cells("n: int = 3  # count\nk: float = -2.0  # same as injected\nflag = True")
     assert merge_parameter_cells(nb, "smoke") is True
-    assert p.source.splitlines() == ["# Parameters of this run (profile smoke); values the run set show [default ...]",
-                                     "n: int = 5  # count [default 3]", "k: float = -2.0  # same as injected",
-                                     "flag = True"]
+    assert p.source.splitlines() == [
+        "# Parameters of this run (profile smoke); values the run set show [default ...]",
+        "n: int = 5  # count [default 3]",
+        "k: float = -2.0  # same as injected",
+        "flag = True",
+    ]
     assert "remove-cell" in inj.metadata["tags"] and "remove-cell" not in p.metadata["tags"]
     for src in ("n: int = 3  # count\nprint(n)", "n: int = 3  # count\nm: int = 2 * n  # derived"):
         nb, p, inj = cells(src)
@@ -205,8 +215,9 @@ def test_failure_location_without_an_error_output(tmp_path):
 
 def _cli(args, cwd):
     env = {k: v for k, v in os.environ.items() if k not in ("DPBOOK_RESULTS_DIR", "MPLBACKEND")}
-    return subprocess.run([sys.executable, "-m", "dputils", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "dputils", *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=env
+    )
 
 
 def test_run_with_root_from_outside_the_repository(tmp_path):
@@ -225,18 +236,21 @@ def test_run_with_root_from_outside_the_repository(tmp_path):
 def test_run_finds_the_package_repository_from_outside(tmp_path):
     p = _cli(["run", "--only", "no_such_notebook"], tmp_path)
     assert p.returncode == 2
-    line, = p.stderr.strip().splitlines()
+    (line,) = p.stderr.strip().splitlines()
     assert "no_such_notebook" in line and "foundations" in line  # known names of the package's repository
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["run", "--root", "/nonexistent/dir"], "no notebooks/ and params/"),
-    (["run", "--jobs", "0"], "jobs must be >= 1"),
-    (["run", "--timeout", "0"], "timeout must be >= 1"),
-    (["run", "--profile", "huge"], "invalid choice"),
-    (["run", "--only", "foundations", "nope"], "unknown notebook(s) nope; known: "),
-    (["book", "--output", "x"], "unrecognized arguments"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["run", "--root", "/nonexistent/dir"], "no notebooks/ and params/"),
+        (["run", "--jobs", "0"], "jobs must be >= 1"),
+        (["run", "--timeout", "0"], "timeout must be >= 1"),
+        (["run", "--profile", "huge"], "invalid choice"),
+        (["run", "--only", "foundations", "nope"], "unknown notebook(s) nope; known: "),
+        (["book", "--output", "x"], "unrecognized arguments"),
+    ],
+)
 def test_run_bad_input_exits_2_with_one_line(args, fragment, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # outside any repository: the package's repository is found
     assert cli_main(args[0], args[1:]) == 2
@@ -248,10 +262,13 @@ def test_run_bad_input_exits_2_with_one_line(args, fragment, tmp_path, monkeypat
 # --------------------------------------------------------------------------- issue 24: work lost, hostile input
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["--profile", "smoke", "--profile", "full"], "--profile given more than once"),  # full last: the book
-    (["--prof", "smoke"], "unrecognized arguments: --prof"),  # no abbreviations
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--profile", "smoke", "--profile", "full"], "--profile given more than once"),  # full last: the book
+        (["--prof", "smoke"], "unrecognized arguments: --prof"),  # no abbreviations
+    ],
+)
 def test_repeated_or_abbreviated_options_refused(args, fragment, tmp_path, capsys):
     root = _make_root(tmp_path / "repo")  # a throw-away root: if the refusal regressed, nothing real would run
     assert cli_main("run", ["--root", str(root), *args]) == 2
@@ -276,8 +293,11 @@ def test_publish_failing_halfway_leaves_the_old_pair(tmp_path, monkeypatch):
         (stage / "demo.json").write_text("new results")
         (stage / "extra.json").write_text("new extra")
         (stage / "demo.ipynb").write_text("new notebook")
-        return [(stage / "demo.json", r_dir / "demo.json"), (stage / "extra.json", r_dir / "extra.json"),
-                (stage / "demo.ipynb", m_dir / "demo.ipynb")]
+        return [
+            (stage / "demo.json", r_dir / "demo.json"),
+            (stage / "extra.json", r_dir / "extra.json"),
+            (stage / "demo.ipynb", m_dir / "demo.ipynb"),
+        ]
 
     real_replace = os.replace
 
@@ -294,8 +314,14 @@ def test_publish_failing_halfway_leaves_the_old_pair(tmp_path, monkeypatch):
         return sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
 
     assert (m_dir / "demo.ipynb").read_text() == "old notebook" and (r_dir / "demo.json").read_text() == "old results"
-    assert listing() == ["methods/demo.ipynb", "results/demo.json", "results/other.json", "stage/demo.ipynb",
-                         "stage/demo.json", "stage/extra.json"]  # staged files back in staging, nothing else
+    assert listing() == [
+        "methods/demo.ipynb",
+        "results/demo.json",
+        "results/other.json",
+        "stage/demo.ipynb",
+        "stage/demo.json",
+        "stage/extra.json",
+    ]  # staged files back in staging, nothing else
     monkeypatch.setattr(run.os, "replace", real_replace)
     run.publish_atomically(staged() + [(None, r_dir / "other.json")])
     assert (m_dir / "demo.ipynb").read_text() == "new notebook" and (r_dir / "demo.json").read_text() == "new results"
@@ -340,12 +366,22 @@ def test_killed_run_leaves_no_worker_that_publishes(tmp_path):
     (root / "params" / "smoke.yml").write_text("slow:\n  wait: 8.0\n")
     params = nbformat.v4.new_code_cell("wait: float = 0.0  # seconds before saving")
     params.metadata["tags"] = ["parameters"]
-    _write_md(root / "notebooks" / "slow.md", [params, nbformat.v4.new_code_cell("import time\ntime.sleep(wait)"),
-                                               nbformat.v4.new_code_cell("from dputils import results\n"
-                                                                         "results.save('slow', value=1)")])
+    _write_md(
+        root / "notebooks" / "slow.md",
+        [
+            params,
+            nbformat.v4.new_code_cell("import time\ntime.sleep(wait)"),
+            nbformat.v4.new_code_cell("from dputils import results\nresults.save('slow', value=1)"),
+        ],
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("DPBOOK_RESULTS_DIR", "MPLBACKEND")}
-    main = subprocess.Popen([sys.executable, "-m", "dputils", "run", "--root", str(root), "--profile", "smoke"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    main = subprocess.Popen(
+        [sys.executable, "-m", "dputils", "run", "--root", str(root), "--profile", "smoke"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
     family: set[int] = set()
     try:
         t0 = time.time()
@@ -389,11 +425,21 @@ def test_killed_run_leaves_no_worker_that_publishes(tmp_path):
 def test_book_log_keeps_warnings_and_drops_the_banner_and_colours():
     from dputils.run import book_log_line
 
-    banner = ["Running Jupyter-Book v1.0.4.post1", "Source Folder: /work/main", "Config Path: /work/main/_config.yml",
-              "Output Path: /work/main/_build/html", "\x1b[92m" + "=" * 79 + "\x1b[0m", "",
-              "Finished generating HTML for book.", "Your book's HTML pages are here:", "    _build/html/",
-              "You can look at your book by opening this file in a browser:", "    _build/html/index.html",
-              "Or paste this line directly into your browser bar:", "    file:///work/main/_build/html/index.html   "]
+    banner = [
+        "Running Jupyter-Book v1.0.4.post1",
+        "Source Folder: /work/main",
+        "Config Path: /work/main/_config.yml",
+        "Output Path: /work/main/_build/html",
+        "\x1b[92m" + "=" * 79 + "\x1b[0m",
+        "",
+        "Finished generating HTML for book.",
+        "Your book's HTML pages are here:",
+        "    _build/html/",
+        "You can look at your book by opening this file in a browser:",
+        "    _build/html/index.html",
+        "Or paste this line directly into your browser bar:",
+        "    file:///work/main/_build/html/index.html   ",
+    ]
     assert [book_log_line(b + "\n") for b in banner] == [None] * len(banner)
     warn = "\x1b[91m/work/main/book/methods/x.ipynb:12: WARNING: undefined label: 'fig-x'\x1b[39;49;00m\n"
     assert book_log_line(warn) == "/work/main/book/methods/x.ipynb:12: WARNING: undefined label: 'fig-x'"

@@ -92,9 +92,14 @@ def test_table_cells_never_break_inside_a_word_or_number():
     heads = h.split("<th ")[1:]
     assert all("word-break:normal" in c for c in heads)
 
+
 def test_page_has_one_table_per_chapter_sorted_by_id():
-    recs = {"chap": [{"id": i, "what": "w", "paper": 1.0, "ours": 1.0, "tolerance": "±0.1", "status": "pass",
-                      "source": "paper"} for i in ("T10", "T2", "T1b", "T1a")]}
+    recs = {
+        "chap": [
+            {"id": i, "what": "w", "paper": 1.0, "ours": 1.0, "tolerance": "±0.1", "status": "pass", "source": "paper"}
+            for i in ("T10", "T2", "T1b", "T1a")
+        ]
+    }
     page = page_markdown(recs, {"chap": "Long title: with a subtitle"})
     assert "{doc}`Long title: with a subtitle <methods/chap>`" in page  # the per-chapter totals
     assert "## Long title\n" in page  # one heading per chapter, short form
@@ -132,8 +137,9 @@ def test_ledger_differences_name_every_change():
     assert "a T3: in the ledger (not run) but not recorded by the run" in diffs
     assert len(diffs) == 3
     # a chapter whose results are missing is reported, one outside the chosen chapters is not
-    assert ledger_differences({"a": same["a"]}, ledger) == ["b: no recorded targets (results/b.json missing or "
-                                                            "without targets), the ledger expects 1"]
+    assert ledger_differences({"a": same["a"]}, ledger) == [
+        "b: no recorded targets (results/b.json missing or without targets), the ledger expects 1"
+    ]
     assert ledger_differences({"a": same["a"]}, ledger, chapters=["a"]) == []
 
 

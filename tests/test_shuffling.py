@@ -36,7 +36,8 @@ def _mp_gdp_epsilon(delta, mu):
 
 
 @pytest.mark.parametrize(
-    "mu, eps_note", [(0.5, 1.9931), (1.0, 4.3772), (2.0, 9.9973), (3.0, 16.6755), (math.sqrt(50) / 2, 20.6755), (5.0, 33.1037)]
+    "mu, eps_note",
+    [(0.5, 1.9931), (1.0, 4.3772), (2.0, 9.9973), (3.0, 16.6755), (math.sqrt(50) / 2, 20.6755), (5.0, 33.1037)],
 )
 def test_gdp_epsilon_note_target1_and_mpmath(mu, eps_note):
     eps = sh.gdp_epsilon(1e-5, mu)
@@ -61,7 +62,9 @@ def test_gdp_delta_tiny_is_stable():
     assert abs(sh.gdp_delta(eps, mu) / float(ref) - 1) < 1e-6
 
 
-@pytest.mark.parametrize("sigma, E, g, eps_note", [(2, 50, 1, 20.68), (2, 50, 4, 54.38), (2, 10, 4, 17.86), (4, 50, 1, 8.60)])
+@pytest.mark.parametrize(
+    "sigma, E, g, eps_note", [(2, 50, 1, 20.68), (2, 50, 4, 54.38), (2, 10, 4, 17.86), (4, 50, 1, 8.60)]
+)
 def test_headline_target2(sigma, E, g, eps_note):
     mu = sh.bc_shuffle_mu(sigma, E, g)
     assert abs(mu - math.sqrt(g * E) / sigma) < 1e-12
@@ -219,8 +222,7 @@ def _slsqp_mixture(alpha, q, mus):
 
 
 @pytest.mark.parametrize(
-    "pmf, sigma",
-    [({1: 0.3, 4: 0.7}, 1.0), ({0: 0.2, 1: 0.5, 9: 0.3}, 1.5), ({0: 0.1, 2: 0.3, 3: 0.4, 5: 0.2}, 0.8)],
+    "pmf, sigma", [({1: 0.3, 4: 0.7}, 1.0), ({0: 0.2, 1: 0.5, 9: 0.3}, 1.5), ({0: 0.1, 2: 0.3, 3: 0.4, 5: 0.2}, 0.8)]
 )
 def test_mixture_tradeoff_vs_slsqp(pmf, sigma):
     arr = np.zeros(max(pmf) + 1)
@@ -255,8 +257,14 @@ def test_tradeoff_values_target7():
     al = np.array([1e-3, 0.01, 0.05, 0.1, 0.3])
     rows = {
         "G": (sh.gaussian_tradeoff(al, math.sqrt(10) / 2), [0.93436, 0.77193, 0.52540, 0.38225, 0.14532]),
-        "ss": (sh.mixture_tradeoff(al, sh.subsample_ic_g1_law(60000, 250, 10), 2), [0.92600, 0.76737, 0.53195, 0.39268, 0.15267]),
-        "bc4": (sh.mixture_tradeoff(al, sh.bc_shuffle_law(60000, 250, 4).compose(10), 2), [0.47522, 0.20443, 0.06586, 0.03069, 0.00430]),
+        "ss": (
+            sh.mixture_tradeoff(al, sh.subsample_ic_g1_law(60000, 250, 10), 2),
+            [0.92600, 0.76737, 0.53195, 0.39268, 0.15267],
+        ),
+        "bc4": (
+            sh.mixture_tradeoff(al, sh.bc_shuffle_law(60000, 250, 4).compose(10), 2),
+            [0.47522, 0.20443, 0.06586, 0.03069, 0.00430],
+        ),
         "G4": (sh.gaussian_tradeoff(al, math.sqrt(40) / 2), [0.47128, 0.20160, 0.06458, 0.03000, 0.00417]),
     }
     for name, (got, want) in rows.items():
@@ -288,8 +296,12 @@ def test_mixture_delta_vs_curve_sup_mc_and_dp_accounting():
 
     eps = 2.0
     ref = sum(
-        law.pmf[j] * pld.from_gaussian_mechanism(sigma, sensitivity=math.sqrt(j), value_discretization_interval=1e-3).get_delta_for_epsilon(eps)
-        for j in law.support if j > 0
+        law.pmf[j]
+        * pld.from_gaussian_mechanism(
+            sigma, sensitivity=math.sqrt(j), value_discretization_interval=1e-3
+        ).get_delta_for_epsilon(eps)
+        for j in law.support
+        if j > 0
     )
     d = sh.mixture_delta(eps, law, sigma)
     assert d <= ref * (1 + 1e-9) and ref - d < 5e-3 * d  # PLD (grid 1e-3) is pessimistic by < 0.5%
@@ -297,8 +309,12 @@ def test_mixture_delta_vs_curve_sup_mc_and_dp_accounting():
 
 def test_group_privacy_target5():
     N, s, sig, E = 50000, 250, 2.0, 50
-    want = {1: (20.68, 20.68, 20.68, 20.68, 20.68), 2: (33.10, 33.05, 33.00, 33.24, 54.38),
-            4: (54.38, 54.09, 53.82, 55.04, 159.44), 8: (91.82, 90.63, 89.48, 94.48, 519.70)}
+    want = {
+        1: (20.68, 20.68, 20.68, 20.68, 20.68),
+        2: (33.10, 33.05, 33.00, 33.24, 54.38),
+        4: (54.38, 54.09, 53.82, 55.04, 159.44),
+        8: (91.82, 90.63, 89.48, 94.48, 519.70),
+    }
     for g, w in want.items():
         got = (
             sh.gdp_epsilon(1e-5, sh.bc_shuffle_mu(sig, E, g)),
@@ -316,7 +332,10 @@ def test_group_privacy_target5():
 
 def test_headline_bound_dominates_exact_curve():
     for g in (2, 4, 8):
-        for law in (sh.bc_shuffle_law(50000, 250, g).compose(5), sh.bc_shuffle_law_as_printed(50000, 250, g).compose(5)):
+        for law in (
+            sh.bc_shuffle_law(50000, 250, g).compose(5),
+            sh.bc_shuffle_law_as_printed(50000, 250, g).compose(5),
+        ):
             a = np.geomspace(1e-9, 0.999, 60)
             assert np.all(sh.mixture_tradeoff(a, law, 2.0) >= sh.gaussian_tradeoff(a, math.sqrt(5 * g) / 2) - 1e-12)
 
@@ -350,7 +369,10 @@ def _lower_convex_envelope(x, y):
     return np.interp(x, hx, hy)
 
 
-@pytest.mark.parametrize("c, sigma, u, b0, b1", [(1, 1, 0.05, 0.29072, 0.36048), (2, 1, 0.2, 0.13316, 0.34972), (math.sqrt(10), 2, 0.01, 0.21275, 0.22429)])
+@pytest.mark.parametrize(
+    "c, sigma, u, b0, b1",
+    [(1, 1, 0.05, 0.29072, 0.36048), (2, 1, 0.2, 0.13316, 0.34972), (math.sqrt(10), 2, 0.01, 0.21275, 0.22429)],
+)
 def test_def53_betas_and_envelope(c, sigma, u, b0, b1):
     got = sh.upper_bound_betas(c, u, sigma)
     assert abs(got[0] - b0) < 1e-5 and abs(got[1] - b1) < 1e-5  # note target 4
@@ -392,9 +414,14 @@ def test_lower_bound_valid_where_tail_is_exact():
 
 
 TAILS = [
-    (60000, 256, 1, 0.2637, 0.3677), (60000, 256, 2, 0.1427, 0.1346), (60000, 256, 5, 0.2376, 0.2644),
-    (60000, 256, 10, 0.2081, 0.2195), (60000, 256, 20, 0.2122, 0.2204), (60000, 256, 50, 0.2151, 0.2205),
-    (60000, 256, 100, 0.2240, 0.2282), (50000, 128, 10, 0.2081, 0.2199),
+    (60000, 256, 1, 0.2637, 0.3677),
+    (60000, 256, 2, 0.1427, 0.1346),
+    (60000, 256, 5, 0.2376, 0.2644),
+    (60000, 256, 10, 0.2081, 0.2195),
+    (60000, 256, 20, 0.2122, 0.2204),
+    (60000, 256, 50, 0.2151, 0.2205),
+    (60000, 256, 100, 0.2240, 0.2282),
+    (50000, 128, 10, 0.2081, 0.2199),
 ]
 
 
@@ -407,7 +434,10 @@ def test_hoeffding_tail_table(N, m, E, above, below):
         assert t["P_above_cL2"] > 1000 * t["printed"]
 
 
-@pytest.mark.parametrize("sigma, E, eps, exact, claimed", [(1, 10, 16, 2.098e-3, 1.270e-3), (1, 10, 20, 1.359e-4, 6.16e-5), (4, 50, 12, 1.082e-8, 3.54e-9)])
+@pytest.mark.parametrize(
+    "sigma, E, eps, exact, claimed",
+    [(1, 10, 16, 2.098e-3, 1.270e-3), (1, 10, 20, 1.359e-4, 6.16e-5), (4, 50, 12, 1.082e-8, 3.54e-9)],
+)
 def test_hoeffding_counterexample_target6(sigma, E, eps, exact, claimed):
     law = sh.subsample_ic_g1_law(60000, 256, E)
     pr = sh.lemma_e2_as_printed(E)
@@ -478,8 +508,13 @@ def test_registered_accountants():
     from dputils.accountants import registry
 
     names = registry.names()
-    for n in ("shuffle-batch-clip", "shuffle-batch-clip-exact", "shuffle-batch-clip-as-printed",
-              "shuffle-individual-clip-exact", "subsample-batch-clip-exact"):
+    for n in (
+        "shuffle-batch-clip",
+        "shuffle-batch-clip-exact",
+        "shuffle-batch-clip-as-printed",
+        "shuffle-individual-clip-exact",
+        "subsample-batch-clip-exact",
+    ):
         assert n in names and registry.get(n).uses_mechanism is False
     acc = registry.get("shuffle-batch-clip").build(_ns(group_size=4))
     r = acc.get_epsilon(1e-5)
@@ -545,21 +580,39 @@ def test_cli_epsilon_shuffle_batch_clip():
     import subprocess
     import sys
 
-    cmd = [sys.executable, "-m", "dputils", "epsilon", "--accountant", "shuffle-batch-clip", "--sigma", "2",
-           "--epochs", "50", "--group-size", "4", "--delta", "1e-5"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "dputils",
+        "epsilon",
+        "--accountant",
+        "shuffle-batch-clip",
+        "--sigma",
+        "2",
+        "--epochs",
+        "50",
+        "--group-size",
+        "4",
+        "--delta",
+        "1e-5",
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if out.returncode != 0 and "invalid choice" in out.stderr:  # pragma: no cover - CLI not in this checkout
         pytest.skip("dputils CLI without the epsilon command")
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout.strip().splitlines()[-1])
     assert abs(res["epsilon"] - 54.38) < 0.01 and res["accountant"] == "shuffle-batch-clip"  # note target 2
-    bad = subprocess.run(cmd[:-6] + ["--group-size", "4", "--delta", "1e-5"], capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        cmd[:-6] + ["--group-size", "4", "--delta", "1e-5"], capture_output=True, text=True, timeout=120
+    )
     assert bad.returncode != 0 and "epochs" in bad.stderr
 
 
 def test_lemma_e4_example_and_validity():
     r = sh.lemma_e4_as_printed(60000, 256, 1, 10, gamma=1.0)
-    assert abs(r["beta"] - 3.730) < 1e-3 and abs(math.sqrt(r["cL2"]) - 6.107) < 1e-3 and abs(r["l"] - 4.54e-5) < 1e-7  # note 2.5
+    assert (
+        abs(r["beta"] - 3.730) < 1e-3 and abs(math.sqrt(r["cL2"]) - 6.107) < 1e-3 and abs(r["l"] - 4.54e-5) < 1e-7
+    )  # note 2.5
     # for g = 1 the exact Binomial tail beyond (c^L)^2 is indeed below l (the Chernoff step is sound)
     for E in (1, 5, 10, 50):
         r = sh.lemma_e4_as_printed(60000, 256, 1, E)
@@ -643,8 +696,12 @@ def test_mixture_composition_is_the_labelled_product():
     acc.compose(sh.ShuffledBatchClipping(sig, 1, g, N, s), count=2)
     acc.compose(sh.SubsampledBatchClipping(sig, 2, g, N, s))
     for eps in (0.0, 0.7, 2.5):
-        ref = sum(pa * pb * pc * (_mp_gdp_delta(eps, math.sqrt(a + b + c) / sig) if a + b + c else 0.0)
-                  for a, pa in shuf.items() for b, pb in shuf.items() for c, pc in sub.items())
+        ref = sum(
+            pa * pb * pc * (_mp_gdp_delta(eps, math.sqrt(a + b + c) / sig) if a + b + c else 0.0)
+            for a, pa in shuf.items()
+            for b, pb in shuf.items()
+            for c, pc in sub.items()
+        )
         r = acc.get_delta(eps)
         assert r.kind == "exact" and r.lower <= ref * (1 + 1e-12) and ref <= r.upper * (1 + 1e-12)
         assert r.value == pytest.approx(ref, rel=1e-10)
@@ -699,19 +756,22 @@ def test_supports_and_refusals_name_the_mechanism():
         sh.MixtureAccountant("printed")
 
 
-@pytest.mark.parametrize("call, word", [
-    (lambda: sh.ShuffledBatchClipping(0.0, 10), "sigma"),
-    (lambda: sh.ShuffledBatchClipping(1.0, 0), "epochs"),
-    (lambda: sh.ShuffledBatchClipping(1.0, 2.5), "epochs"),
-    (lambda: sh.ShuffledBatchClipping(1.0, 10, 0), "group_size"),
-    (lambda: sh.ShuffledBatchClipping(1.0, 10, 1, 1000), "batch_size must be given"),
-    (lambda: sh.ShuffledBatchClipping(1.0, 10, 1, None, 10), "dataset_size must be given"),
-    (lambda: sh.ShuffledBatchClipping(1.0, 10, 1, 1001, 10), "dataset_size must be a multiple of batch_size"),
-    (lambda: sh.ShuffledIndividualClipping(1.0, 10, 20, 10, 5), "group_size must be <= dataset_size"),
-    (lambda: sh.ShuffledIndividualClipping(1.0, 10, 2).mu, "group_size must be 1"),
-    (lambda: sh.SubsampledBatchClipping(1.0, 10, 1), "dataset_size must be given"),
-    (lambda: sh.SubsampledBatchClipping(1.0, 10, 5, 10, 6), "batch_size \\+ group_size"),
-])
+@pytest.mark.parametrize(
+    "call, word",
+    [
+        (lambda: sh.ShuffledBatchClipping(0.0, 10), "sigma"),
+        (lambda: sh.ShuffledBatchClipping(1.0, 0), "epochs"),
+        (lambda: sh.ShuffledBatchClipping(1.0, 2.5), "epochs"),
+        (lambda: sh.ShuffledBatchClipping(1.0, 10, 0), "group_size"),
+        (lambda: sh.ShuffledBatchClipping(1.0, 10, 1, 1000), "batch_size must be given"),
+        (lambda: sh.ShuffledBatchClipping(1.0, 10, 1, None, 10), "dataset_size must be given"),
+        (lambda: sh.ShuffledBatchClipping(1.0, 10, 1, 1001, 10), "dataset_size must be a multiple of batch_size"),
+        (lambda: sh.ShuffledIndividualClipping(1.0, 10, 20, 10, 5), "group_size must be <= dataset_size"),
+        (lambda: sh.ShuffledIndividualClipping(1.0, 10, 2).mu, "group_size must be 1"),
+        (lambda: sh.SubsampledBatchClipping(1.0, 10, 1), "dataset_size must be given"),
+        (lambda: sh.SubsampledBatchClipping(1.0, 10, 5, 10, 6), "batch_size \\+ group_size"),
+    ],
+)
 def test_training_runs_are_validated_on_construction(call, word):
     with pytest.raises(DPValueError, match=word):
         call()
@@ -724,15 +784,22 @@ def test_training_runs_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         run.sigma = 1.0
     assert run.as_dict() == {"sigma": 2.0, "epochs": 10, "group_size": 4, "dataset_size": 1000, "batch_size": 10}
-    assert run == sh.ShuffledBatchClipping(2, 10, 4, 1000, 10) and hash(run) == hash(sh.ShuffledBatchClipping(2.0, 10, 4, 1000, 10))
+    assert run == sh.ShuffledBatchClipping(2, 10, 4, 1000, 10) and hash(run) == hash(
+        sh.ShuffledBatchClipping(2.0, 10, 4, 1000, 10)
+    )
 
 
 def test_registered_shuffling_accountants_are_one_family():
     from dputils.accountants import registry
     from dputils.accountants.base import Accountant
 
-    for n in ("shuffle-batch-clip", "shuffle-batch-clip-exact", "shuffle-batch-clip-as-printed",
-              "shuffle-individual-clip-exact", "subsample-batch-clip-exact"):
+    for n in (
+        "shuffle-batch-clip",
+        "shuffle-batch-clip-exact",
+        "shuffle-batch-clip-as-printed",
+        "shuffle-individual-clip-exact",
+        "subsample-batch-clip-exact",
+    ):
         acc = registry.get(n).build(_ns(epochs=5, group_size=2, dataset_size=1000, batch_size=10))
         assert isinstance(acc, Accountant) and len(acc.ledger) == 1
         run, count = acc.ledger[0]

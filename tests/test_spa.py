@@ -19,13 +19,40 @@ from dputils.mechanisms import GaussianMechanism, LaplaceMechanism, SubsampledGa
 from dputils.truth import spa_accuracy_scan
 
 # n -> authors' mpmath truth eps(delta=1e-15), sigma=2, q=0.01 (note table 3.6b / peers 5.4)
-AUTHORS = {1500: 1.6553534717, 1596: 1.7061031098, 1693: 1.7559235005, 1790: 1.8044010469, 1887: 1.8516424843,
-           1983: 1.8972713966, 2080: 1.9423198260, 2177: 1.9863795137, 2274: 2.0295152773, 2370: 2.0713536012,
-           2467: 2.1128178778, 2564: 2.1535151017, 2661: 2.1934880595, 2758: 2.2327756953, 2854: 2.2710184512,
-           2951: 2.3090453750, 3048: 2.3464847867, 3145: 2.3833643067, 3241: 2.4193374054, 3338: 2.4551769622,
-           3435: 2.4905274986, 3532: 2.5254094378, 3629: 2.5598418174, 3725: 2.5934940413, 3822: 2.6270836965,
-           3919: 2.6602736449, 4016: 2.6930785344, 4112: 2.7251796202, 4209: 2.7572585372, 4306: 2.7889912449,
-           4403: 2.8203892986, 4500: 2.8514636235}
+AUTHORS = {
+    1500: 1.6553534717,
+    1596: 1.7061031098,
+    1693: 1.7559235005,
+    1790: 1.8044010469,
+    1887: 1.8516424843,
+    1983: 1.8972713966,
+    2080: 1.9423198260,
+    2177: 1.9863795137,
+    2274: 2.0295152773,
+    2370: 2.0713536012,
+    2467: 2.1128178778,
+    2564: 2.1535151017,
+    2661: 2.1934880595,
+    2758: 2.2327756953,
+    2854: 2.2710184512,
+    2951: 2.3090453750,
+    3048: 2.3464847867,
+    3145: 2.3833643067,
+    3241: 2.4193374054,
+    3338: 2.4551769622,
+    3435: 2.4905274986,
+    3532: 2.5254094378,
+    3629: 2.5598418174,
+    3725: 2.5934940413,
+    3822: 2.6270836965,
+    3919: 2.6602736449,
+    4016: 2.6930785344,
+    4112: 2.7251796202,
+    4209: 2.7572585372,
+    4306: 2.7889912449,
+    4403: 2.8203892986,
+    4500: 2.8514636235,
+}
 SG = SubsampledGaussianMechanism(2.0, 0.01)
 
 
@@ -148,8 +175,9 @@ def test_cli_registration():
     from dputils.accountants import registry
 
     spec = registry.get("spa")
-    args = argparse.Namespace(mechanism="subsampled-gaussian", sigma=2.0, q=0.01, scale=None, steps=3048,
-                              direction="remove", sensitivity=1.0)
+    args = argparse.Namespace(
+        mechanism="subsampled-gaussian", sigma=2.0, q=0.01, scale=None, steps=3048, direction="remove", sensitivity=1.0
+    )
     acc = spec.build(args)
     res = acc.get_epsilon(1e-15)
     assert res.kind == "estimate" and res.lower <= AUTHORS[3048] <= res.upper
@@ -220,8 +248,13 @@ def test_accuracy_scan_few_epochs_against_pld():
     (r,) = spa_accuracy_scan(pair, [300], 1e-5)
     logging.disable(logging.WARNING)
     try:
-        pl = pldm.from_gaussian_mechanism(2.0, sampling_prob=0.01, value_discretization_interval=2e-5,
-                                          use_connect_dots=True, log_mass_truncation_bound=-80)
+        pl = pldm.from_gaussian_mechanism(
+            2.0,
+            sampling_prob=0.01,
+            value_discretization_interval=2e-5,
+            use_connect_dots=True,
+            log_mass_truncation_bound=-80,
+        )
         e_pld = pl.self_compose(300, tail_mass_truncation=1e-30).get_epsilon_for_delta(1e-5)
     finally:
         logging.disable(logging.NOTSET)
@@ -249,8 +282,12 @@ def test_upper_end_is_the_first_crossing_and_stays_certified():
     for sigma in (1.19680490008, 1.1968049000828165, 1.1968, 1.19681):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", S.SaddlePointWarning)
-            ups.append(S.SaddlePointAccountant().compose(SubsampledGaussianMechanism(sigma, 0.002), 26000)
-                       .get_epsilon(1e-6).upper)
+            ups.append(
+                S.SaddlePointAccountant()
+                .compose(SubsampledGaussianMechanism(sigma, 0.002), 26000)
+                .get_epsilon(1e-6)
+                .upper
+            )
     assert max(ups) - min(ups) < 1e-4 and max(ups) < 1.47
     pld = PLDAccountant().compose(SubsampledGaussianMechanism(1.1968, 0.002), 26000).get_epsilon(1e-6)
     assert pld.lower <= ups[2]

@@ -60,10 +60,17 @@ def test_chunks_and_seeds_follow_seed_sequence_spawn():
     assert map_chunks(uniform_sum, 10, 4, ss) == expected == map_chunks(uniform_sum, 10, 4, ss)  # not consumed
 
 
-@pytest.mark.parametrize("bad, fragment", [
-    (dict(n_samples=0), "n_samples"), (dict(chunk=0), "chunk"), (dict(seed=-1), "seed"), (dict(seed=1.5), "seed"),
-    (dict(seed=None), "seed"), (dict(client=object(), executor=object()), "not both"),
-])
+@pytest.mark.parametrize(
+    "bad, fragment",
+    [
+        (dict(n_samples=0), "n_samples"),
+        (dict(chunk=0), "chunk"),
+        (dict(seed=-1), "seed"),
+        (dict(seed=1.5), "seed"),
+        (dict(seed=None), "seed"),
+        (dict(client=object(), executor=object()), "not both"),
+    ],
+)
 def test_map_chunks_refuses_bad_input(bad, fragment):
     kw = dict(n_samples=10, chunk=3, seed=0) | bad
     with pytest.raises(DPValueError, match=fragment):
@@ -79,8 +86,9 @@ def test_map_chunks_same_answer_for_one_and_two_workers(client):
         assert map_chunks(uniform_sum, 1000, 130, 3, executor=ex) == serial
     assert map_chunks(uniform_sum, 1000, 130, 3, client=client) == serial
     one = list(client.scheduler_info()["workers"])[:1]
-    futs = client.map(uniform_sum, chunk_sizes(1000, 130), np.random.SeedSequence(3).spawn(8), pure=False,
-                      workers=one)  # one worker only
+    futs = client.map(
+        uniform_sum, chunk_sizes(1000, 130), np.random.SeedSequence(3).spawn(8), pure=False, workers=one
+    )  # one worker only
     assert client.gather(futs) == serial
 
 
@@ -132,10 +140,12 @@ def _without_seconds(rows):
 
 def test_sweep_on_two_workers_equals_serial_run(dask_sweep, capsys):
     tmp, g, plan, out = dask_sweep
-    assert [p.swept for p in plan.points] == [{"x": 1.0, "n": 2, "fail_product": 7.5},
-                                              {"x": 1.0, "n": 3, "fail_product": 7.5},
-                                              {"x": 2.5, "n": 2, "fail_product": 7.5},
-                                              {"x": 2.5, "n": 3, "fail_product": 7.5}]
+    assert [p.swept for p in plan.points] == [
+        {"x": 1.0, "n": 2, "fail_product": 7.5},
+        {"x": 1.0, "n": 3, "fail_product": 7.5},
+        {"x": 2.5, "n": 2, "fail_product": 7.5},
+        {"x": 2.5, "n": 3, "fail_product": 7.5},
+    ]
     rows = sweep.read_table(tmp / "dask" / "g" / "results.csv")
     assert [r["status"] for r in rows] == ["ok", "ok", "ok", "failed"]
     for r in rows[:3]:
@@ -166,8 +176,21 @@ def test_resume_skips_done_points_and_reruns_failed_ones(client, dask_sweep, cap
     tmp, g, plan, _ = dask_sweep
     before = {p.id: json.loads((plan.out_dir / p.id / "point.json").read_text())["finished"] for p in plan.points}
     addr = client.scheduler.address
-    rc = main(["sweep", str(NB), "--grid", str(g), "--output", str(tmp / "dask"), "--scheduler", addr, "--resume",
-               "--timeout", "300"])
+    rc = main(
+        [
+            "sweep",
+            str(NB),
+            "--grid",
+            str(g),
+            "--output",
+            str(tmp / "dask"),
+            "--scheduler",
+            addr,
+            "--resume",
+            "--timeout",
+            "300",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 1  # the failing point ran again and failed again
     assert "3 already done (--resume)" in err and "(1 run, 3 skipped)" in err
@@ -203,12 +226,17 @@ BAD_GRIDS = [
     ("sigma: [1.0]\n", "unknown key(s) sigma"),
     ("points:\n  - {x: 1.0}\n  - {x: 1}\n", "are the same point"),
     # issue 24: limits checked before anything is expanded (a 10^7-value alias bomb; a recursive alias)
-    ("grid:\n  x: &a [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]\n"
-     + "".join(f"  y{k}: &a{k} [{', '.join([f'*a{k - 1}' if k > 1 else '*a'] * 10)}]\n" for k in range(1, 7))
-     + "  label: [*a6]\n", "aliases expand to"),
+    (
+        "grid:\n  x: &a [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]\n"
+        + "".join(f"  y{k}: &a{k} [{', '.join([f'*a{k - 1}' if k > 1 else '*a'] * 10)}]\n" for k in range(1, 7))
+        + "  label: [*a6]\n",
+        "aliases expand to",
+    ),
     ("grid:\n  x: &a [1.0, *a]\n", "a YAML alias refers to itself"),
-    ("grid:\n  x: [" + ", ".join(["1.0"] * 400) + "]\n  n: [" + ", ".join(map(str, range(300))) + "]\n",
-     "120,000 points, over the limit of 100,000 points per sweep"),
+    (
+        "grid:\n  x: [" + ", ".join(["1.0"] * 400) + "]\n  n: [" + ", ".join(map(str, range(300))) + "]\n",
+        "120,000 points, over the limit of 100,000 points per sweep",
+    ),
 ]
 
 
@@ -222,13 +250,16 @@ def test_bad_grid_refused_with_one_line_before_any_run(tmp_path, capsys, text, f
     assert not (tmp_path / "out").exists()  # refused before anything ran
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["--grid", "{g}", "--workers", "0"], "workers must be >= 1"),
-    (["--grid", "{g}", "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "--workers sizes the local cluster"),
-    (["--grid", "{tmp}/missing.yml"], "is not a file"),
-    (["--grid", "{g}", "--name", "a/b"], "name must be"),
-    (["--grid", "{g}", "--profile", "nope"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--grid", "{g}", "--workers", "0"], "workers must be >= 1"),
+        (["--grid", "{g}", "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "--workers sizes the local cluster"),
+        (["--grid", "{tmp}/missing.yml"], "is not a file"),
+        (["--grid", "{g}", "--name", "a/b"], "name must be"),
+        (["--grid", "{g}", "--profile", "nope"], "invalid choice"),
+    ],
+)
 def test_bad_sweep_options_refused(tmp_path, capsys, argv, fragment):
     g = _grid(tmp_path, "grid:\n  x: [1.0]\n")
     argv = [a.format(g=g, tmp=tmp_path) for a in argv]
@@ -339,8 +370,18 @@ def test_a_port_that_accepts_and_never_answers_is_given_up(tmp_path, capsys, mon
     port = srv.getsockname()[1]
     t0 = time.perf_counter()
     try:
-        rc = main(["sweep", str(NB), "--grid", str(g), "--output", str(tmp_path / "out"),
-                   "--scheduler", f"tcp://127.0.0.1:{port}"])
+        rc = main(
+            [
+                "sweep",
+                str(NB),
+                "--grid",
+                str(g),
+                "--output",
+                str(tmp_path / "out"),
+                "--scheduler",
+                f"tcp://127.0.0.1:{port}",
+            ]
+        )
     finally:
         srv.close()
     err = capsys.readouterr().err
@@ -351,8 +392,9 @@ def test_a_port_that_accepts_and_never_answers_is_given_up(tmp_path, capsys, mon
 
 def test_tls_scheduler_without_settings_is_one_line(tmp_path, capsys):
     g = _grid(tmp_path, "grid:\n  x: [1.0]\n")
-    rc = main(["sweep", str(NB), "--grid", str(g), "--output", str(tmp_path / "out"), "--scheduler",
-               "tls://127.0.0.1:1"])
+    rc = main(
+        ["sweep", str(NB), "--grid", str(g), "--output", str(tmp_path / "out"), "--scheduler", "tls://127.0.0.1:1"]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
     assert "--scheduler: cannot reach tls://127.0.0.1:1" in err and "distributed.comm.tls" in err
@@ -402,7 +444,9 @@ def test_a_failed_rerun_keeps_the_last_good_results(tmp_path):
     plan = sweep.plan_sweep(nb, g, output=tmp_path / "out")
     out = sweep.run_sweep(plan, serial=True, timeout=120)
     assert len(out["failed"]) == 1 and "broken" in out["failed"][0]["error"]
-    assert (pdir / "results" / "sweep_tiny.json").read_bytes() == good_res and (pdir / "tiny.ipynb").read_bytes() == good_nb
+    assert (pdir / "results" / "sweep_tiny.json").read_bytes() == good_res and (
+        pdir / "tiny.ipynb"
+    ).read_bytes() == good_nb
     meta = json.loads((pdir / "point.json").read_text())
     assert meta["ok"] is False and meta["last_ok"]["results"] == ["sweep_tiny.json"]
 

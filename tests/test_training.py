@@ -68,7 +68,9 @@ def test_local_sgd_matches_manual_loop(blobs):
     opt = torch.optim.SGD(ref_model.parameters(), lr=0.1)
     for i in range(6):
         opt.zero_grad()
-        torch.nn.functional.cross_entropy(ref_model(torch.as_tensor(X[i : i + 1])), torch.as_tensor(y[i : i + 1])).backward()
+        torch.nn.functional.cross_entropy(
+            ref_model(torch.as_tensor(X[i : i + 1])), torch.as_tensor(y[i : i + 1])
+        ).backward()
         opt.step()
     w7 = torch.cat([p.detach().flatten() for p in ref_model.parameters()])
     assert torch.allclose(a, (w1 - w7) / 0.1, atol=1e-5)
@@ -83,7 +85,9 @@ def test_clip_rows_global_norm():
     big = ~small
     assert torch.allclose(Cg[big].norm(dim=1), torch.full((int(big.sum()),), 1.5), atol=1e-5)
     # direction kept
-    assert torch.allclose(Cg[big] / Cg[big].norm(dim=1, keepdim=True), G[big] / G[big].norm(dim=1, keepdim=True), atol=1e-5)
+    assert torch.allclose(
+        Cg[big] / Cg[big].norm(dim=1, keepdim=True), G[big] / G[big].norm(dim=1, keepdim=True), atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("m, s", [(8, 1), (1, 8), (2, 4)])
@@ -190,8 +194,18 @@ def test_microbatched_clipped_sum_equals_the_full_batch(blobs, sampler):
 
     sums = {0: [], 7: []}
     for mb, mdl in ((0, model), (7, twin)):
-        cfg = DPSGDConfig(epochs=2, sub_batch_size=1, sub_batches=40, clip=0.5, sigma=1.0, lr=0.1, seed=0,
-                          sampler=sampler, noise_multiplier_scale=1.0, microbatch=mb)
+        cfg = DPSGDConfig(
+            epochs=2,
+            sub_batch_size=1,
+            sub_batches=40,
+            clip=0.5,
+            sigma=1.0,
+            lr=0.1,
+            seed=0,
+            sampler=sampler,
+            noise_multiplier_scale=1.0,
+            microbatch=mb,
+        )
         train(mdl, X, y, cfg, extra_gradients=extra, on_round=lambda i, mb=mb: sums[mb].append(i.released.clone()))
     assert len(sums[0]) == len(sums[7]) == 12
     for a, b in zip(sums[0], sums[7]):

@@ -71,9 +71,7 @@ class AccountingResult:
         lo = -math.inf if self.lower is None else self.lower
         hi = math.inf if self.upper is None else self.upper
         if lo > hi * (1 + 1e-12) + 1e-300:
-            raise NumericalError(
-                f"{self.accountant}: empty bracket for {self.quantity}: lower {lo!r} > upper {hi!r}"
-            )
+            raise NumericalError(f"{self.accountant}: empty bracket for {self.quantity}: lower {lo!r} > upper {hi!r}")
 
     def __float__(self) -> float:
         return float(self.value)
@@ -143,8 +141,9 @@ class Accountant(ABC):
 
     def _require_ledger(self) -> None:
         if not self.ledger:
-            raise DPValueError(f"{self.name}: nothing composed yet; call compose(mechanism, count) before "
-                               "get_epsilon/get_delta")
+            raise DPValueError(
+                f"{self.name}: nothing composed yet; call compose(mechanism, count) before get_epsilon/get_delta"
+            )
 
     @abstractmethod
     def get_delta(self, epsilon: float) -> AccountingResult:
@@ -168,10 +167,17 @@ class Accountant(ABC):
         """The accountant as strict JSON: its class, constructor options and ledger (mechanisms and counts), with
         a format name and version; :meth:`from_state_dict` rebuilds it (see :mod:`dputils.state`)."""
         opts = self.__dict__.get("_init_options", {"direction": self.direction})
-        return {"format": STATE_FORMAT, "version": STATE_VERSION, "dputils": __version__,
-                "accountant": _path(self), "options": _plain(opts, "options"),
-                "ledger": [{"mechanism": mechanism_state(m, f"ledger[{i}]"), "count": int(c)}
-                           for i, (m, c) in enumerate(self.ledger)]}
+        return {
+            "format": STATE_FORMAT,
+            "version": STATE_VERSION,
+            "dputils": __version__,
+            "accountant": _path(self),
+            "options": _plain(opts, "options"),
+            "ledger": [
+                {"mechanism": mechanism_state(m, f"ledger[{i}]"), "count": int(c)}
+                for i, (m, c) in enumerate(self.ledger)
+            ],
+        }
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> Accountant:

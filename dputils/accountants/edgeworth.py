@@ -273,28 +273,40 @@ def dgg_bound_iid_skew(n: int, K3: float, K3tilde: float, K4: float, lam3: float
     main = _main_term(n, K3tilde, K4, e)
     e3 = math.exp(e * e / 6 + e * e / (2 * (1 - 3 * e)) ** 2)
     skew = (0.054 * abs(lam3) * K3tilde + 0.037 * e3 * lam3**2) / n
-    P2 = (48 * e * math.sqrt(K4 / n) + 4 * e * e * K4 / n + 96 * math.sqrt(2 * e) * abs(lam3) / (K4**0.25 * n**0.25)
-          + 32 * e * lam3**2 / math.sqrt(K4 * n) + 16 * math.sqrt(2) * K4**0.25 * abs(lam3) * e**1.5 / n**0.75)
+    P2 = (
+        48 * e * math.sqrt(K4 / n)
+        + 4 * e * e * K4 / n
+        + 96 * math.sqrt(2 * e) * abs(lam3) / (K4**0.25 * n**0.25)
+        + 32 * e * lam3**2 / math.sqrt(K4 * n)
+        + 16 * math.sqrt(2) * K4**0.25 * abs(lam3) * e**1.5 / n**0.75
+    )
     one = (1 - 3 * e) ** 2
     e2 = math.exp(e * e * (1 / 6 + 1 / (2 * one) + 2 * P2 / (576 * one)))
     c, g = _C_PSI, special.gamma
     den = 2 * one * math.pi
     bracket = K4 / 12 + 1 / (4 * one) + P2 / (576 * one)
-    Rn = (c / den * abs(lam3) / (6 * n**1.5) * 2**0.5 * g(1.5)
-          + c / den * K4 / (24 * n**2) * 2**3 * g(4)
-          + c / den * lam3**2 / (36 * n**2) * 2**3 * g(4)
-          + c / den * K4 * abs(lam3) / (72 * n**2.5) * 2**3.5 * g(4.5)
-          + c / den * K4**2 / (576 * n**3) * 2**4 * g(5)
-          + c / math.pi * e2 / (8 * n**2) * bracket * 2**4 * g(5)
-          + c / math.pi * e2 * abs(lam3) / (12 * n**1.5) * bracket * 2**3.5 * g(4.5))
+    Rn = (
+        c / den * abs(lam3) / (6 * n**1.5) * 2**0.5 * g(1.5)
+        + c / den * K4 / (24 * n**2) * 2**3 * g(4)
+        + c / den * lam3**2 / (36 * n**2) * 2**3 * g(4)
+        + c / den * K4 * abs(lam3) / (72 * n**2.5) * 2**3.5 * g(4.5)
+        + c / den * K4**2 / (576 * n**3) * 2**4 * g(5)
+        + c / math.pi * e2 / (8 * n**2) * bracket * 2**4 * g(5)
+        + c / math.pi * e2 * abs(lam3) / (12 * n**1.5) * bracket * 2**3.5 * g(4.5)
+    )
     ell = min(math.sqrt(2 * e) * (n / K4) ** 0.25, 2 * math.sqrt(n) / K3tilde)
-    r1 = ((14.1961 + 67.0415) * K3tilde**4 / (16 * math.pi**4 * n**2)
-          + 4.3394 * abs(lam3) * K3tilde**3 / (8 * math.pi**3 * n**2)
-          + Rn
-          + 1.306 * (e2 - e3) * lam3**2 / (36 * n)
-          + abs(lam3) * (_upper_gamma(1.5, ell) - _upper_gamma(1.5, 2 * math.sqrt(n) / K3tilde)) / math.sqrt(n)
-          + c * 2**2.5 * K3 / (3 * math.pi * math.sqrt(n))
-          * (_upper_gamma(1.5, ell**2 / 8) - _upper_gamma(1.5, 4 * n / (8 * K3tilde**2))))
+    r1 = (
+        (14.1961 + 67.0415) * K3tilde**4 / (16 * math.pi**4 * n**2)
+        + 4.3394 * abs(lam3) * K3tilde**3 / (8 * math.pi**3 * n**2)
+        + Rn
+        + 1.306 * (e2 - e3) * lam3**2 / (36 * n)
+        + abs(lam3) * (_upper_gamma(1.5, ell) - _upper_gamma(1.5, 2 * math.sqrt(n) / K3tilde)) / math.sqrt(n)
+        + c
+        * 2**2.5
+        * K3
+        / (3 * math.pi * math.sqrt(n))
+        * (_upper_gamma(1.5, ell**2 / 8) - _upper_gamma(1.5, 4 * n / (8 * K3tilde**2)))
+    )
     return main + skew + r1
 
 
@@ -489,8 +501,13 @@ class EdgeworthAccountant(Accountant):
         clipped = not (lower <= est <= upper)
         value = min(max(est, lower), upper)
         return AccountingResult(
-            value=value, lower=lower, upper=upper, kind=self._kind(lower > 0 or upper < 1), accountant=self.name,
-            quantity="delta", details=self._details(clipped=clipped, aea=est),
+            value=value,
+            lower=lower,
+            upper=upper,
+            kind=self._kind(lower > 0 or upper < 1),
+            accountant=self.name,
+            quantity="delta",
+            details=self._details(clipped=clipped, aea=est),
         )
 
     # epsilon -------------------------------------------------------------------------------------
@@ -512,7 +529,9 @@ class EdgeworthAccountant(Accountant):
         i = above[-1]
         if i == grid.size - 1:  # pragma: no cover - excluded by _grid_hi
             raise NumericalError("edgeworth: could not bracket the epsilon root")
-        return float(optimize.brentq(lambda e: float(f(np.array([e]))[0]) - delta, grid[i], grid[i + 1], xtol=1e-13, rtol=1e-13))
+        return float(
+            optimize.brentq(lambda e: float(f(np.array([e]))[0]) - delta, grid[i], grid[i + 1], xtol=1e-13, rtol=1e-13)
+        )
 
     def epsilon_bounds_direction(self, delta: float, direction: str) -> tuple[float, float]:
         """Certified (eps_lower, eps_upper) of one direction from the EEAI (upper = inf when vacuous)."""
@@ -570,10 +589,18 @@ class EdgeworthAccountant(Accountant):
         clipped = not (lower <= est <= upper)
         value = min(max(est, lower), upper)
         return AccountingResult(
-            value=value, lower=lower, upper=upper, kind=self._kind(lower > 0 or math.isfinite(upper)),
-            accountant=self.name, quantity="epsilon",
-            details=self._details(clipped=clipped, aea=est, per_direction=per,
-                                  bounds_per_direction={d: list(b) for d, b in bounds.items()}),
+            value=value,
+            lower=lower,
+            upper=upper,
+            kind=self._kind(lower > 0 or math.isfinite(upper)),
+            accountant=self.name,
+            quantity="epsilon",
+            details=self._details(
+                clipped=clipped,
+                aea=est,
+                per_direction=per,
+                bounds_per_direction={d: list(b) for d, b in bounds.items()},
+            ),
         )
 
     def _kind(self, informative: bool) -> str:
@@ -581,8 +608,12 @@ class EdgeworthAccountant(Accountant):
 
     def _details(self, **kw) -> dict[str, Any]:
         eb = self.error_bounds()
-        out = {"order": self.order, "direction": self.direction,
-               "Delta_P": {d: float(b[0]) for d, b in eb.items()}, "Delta_Q": {d: float(b[1]) for d, b in eb.items()}}
+        out = {
+            "order": self.order,
+            "direction": self.direction,
+            "Delta_P": {d: float(b[0]) for d, b in eb.items()},
+            "Delta_Q": {d: float(b[1]) for d, b in eb.items()},
+        }
         out.update(kw)
         return out
 
@@ -591,14 +622,22 @@ class EdgeworthAccountant(Accountant):
 # Command line
 # ------------------------------------------------------------------------------------------------
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--order", type=int, default=2, choices=(0, 1, 2, 3),
-                        help="order of the Edgeworth expansion of the estimate (default 2, the paper's EW_EST)")
+    parser.add_argument(
+        "--order",
+        type=int,
+        default=2,
+        choices=(0, 1, 2, 3),
+        help="order of the Edgeworth expansion of the estimate (default 2, the paper's EW_EST)",
+    )
 
 
 def _build(args: argparse.Namespace) -> EdgeworthAccountant:
     from .registry import mechanism_from_args
 
-    acc = EdgeworthAccountant(direction=getattr(args, "direction", None) or "both", order=2 if getattr(args, "order", None) is None else args.order)
+    acc = EdgeworthAccountant(
+        direction=getattr(args, "direction", None) or "both",
+        order=2 if getattr(args, "order", None) is None else args.order,
+    )
     return acc.compose(mechanism_from_args(args), check_positive_int("steps", args.steps))
 
 

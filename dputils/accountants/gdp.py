@@ -57,7 +57,8 @@ class GDPAccountant(Accountant):
             if not math.isfinite(mu2):
                 raise NumericalError(
                     f"gdp: mu overflows at sigma={m.sigma:g} (mu^2 = T (sensitivity/sigma)^2, or q^2 T (e^(1/sigma^2) - 1) "
-                    "for subsampling, exceeds the float range); use the pld or rdp accountant")
+                    "for subsampling, exceeds the float range); use the pld or rdp accountant"
+                )
         return math.sqrt(mu2), exact
 
     def get_delta(self, epsilon: float) -> AccountingResult:
@@ -80,8 +81,9 @@ class GDPAccountant(Accountant):
         d_hi = delta * (1 + EXACT_REL_MARGIN)
         lo_c = 0.0 if d_hi >= 1 else min(lo, gdp_epsilon_bracket(d_hi, mu)[0])
         hi_c = max(hi, gdp_epsilon_bracket(delta * (1 - EXACT_REL_MARGIN), mu)[1])
-        return AccountingResult(hi, lo_c * (1 - EXACT_REL_MARGIN), hi_c * (1 + EXACT_REL_MARGIN), "exact", self.name,
-                                "epsilon", {"mu": mu})
+        return AccountingResult(
+            hi, lo_c * (1 - EXACT_REL_MARGIN), hi_c * (1 + EXACT_REL_MARGIN), "exact", self.name, "epsilon", {"mu": mu}
+        )
 
 
 def _build(args: argparse.Namespace) -> GDPAccountant:
@@ -92,5 +94,4 @@ def _build(args: argparse.Namespace) -> GDPAccountant:
 
 from .registry import register  # noqa: E402
 
-register("gdp", help="Gaussian DP: exact for Gaussians, CLT approximation (not a bound) for subsampling",
-         build=_build)
+register("gdp", help="Gaussian DP: exact for Gaussians, CLT approximation (not a bound) for subsampling", build=_build)

@@ -173,13 +173,13 @@ def _log_mgf(masses: np.ndarray, losses: np.ndarray, t: np.ndarray) -> np.ndarra
     out = np.empty(t.size)
     rows = max(1, 400_000 // max(lm.size, 1))
     for s0 in range(0, t.size, rows):
-        tb = t[s0:s0 + rows]
+        tb = t[s0 : s0 + rows]
         a = np.multiply.outer(tb, ll)
         a += lm
         mx = a.max(axis=1)
         a -= mx[:, None]
         np.exp(a, out=a)
-        out[s0:s0 + rows] = mx + np.log(a.sum(axis=1))
+        out[s0 : s0 + rows] = mx + np.log(a.sum(axis=1))
     return out
 
 
@@ -267,7 +267,8 @@ class ComposedPLD:
                 n = self.masses.size
                 r = np.arange(n - 1, -1, -1, dtype=float)  # points strictly above l_k
                 D = D + self.noise_pp * np.maximum(
-                    r - math.exp(-self.h) * (-np.expm1(-self.h * r)) / (-math.expm1(-self.h)), 0.0)
+                    r - math.exp(-self.h) * (-np.expm1(-self.h * r)) / (-math.expm1(-self.h)), 0.0
+                )
             cache[noise] = D
         return cache[noise]
 
@@ -307,8 +308,11 @@ class ComposedPLD:
         if k == 0:
             # eps at or below the first atom: every atom has l_j >= eps
             tot = self._A[0] + self.masses[0]
-            return float((1 - a) * tot + a * self._D[0]) + self.inf_mass if a <= 1 else float(
-                np.dot(self.masses, -np.expm1(np.minimum(eps - self.losses, 0.0)))) + self.inf_mass
+            return (
+                float((1 - a) * tot + a * self._D[0]) + self.inf_mass
+                if a <= 1
+                else float(np.dot(self.masses, -np.expm1(np.minimum(eps - self.losses, 0.0)))) + self.inf_mass
+            )
         if k >= n:
             return self.inf_mass
         return float((1 - a) * self._A[k - 1] + a * self._D[k]) + self.inf_mass
@@ -365,7 +369,7 @@ def _half_zeta(w: np.ndarray, N: int, K: int) -> tuple[np.ndarray, int]:
     z = np.empty(K, complex)
     kc = max(1, 16_384 // A)  # frequencies per block: (A, kc) temporaries of at most 256 KiB
     for k0 in range(0, K, kc):
-        kb = ks[k0:k0 + kc]
+        kb = ks[k0 : k0 + kc]
         xb = _sym_angle(np.multiply.outer(np.arange(B, dtype=np.int64), kb), N)  # (B, kc)
         xa = _sym_angle(np.multiply.outer(aB, kb), N)  # (A, kc)
         sb = np.sin(0.5 * xb)
@@ -374,7 +378,7 @@ def _half_zeta(w: np.ndarray, N: int, K: int) -> tuple[np.ndarray, int]:
         # contends with other work (measured 2x slower on a loaded 2-core machine)
         inner = np.einsum("ab,bk->ak", mp, 2.0 * sb * sb) + 1j * np.einsum("ab,bk->ak", mp, np.sin(xb))
         terms = ((2.0 * sa * sa) + 1j * np.sin(xa)) * Wa[:, None] + (np.cos(xa) - 1j * np.sin(xa)) * inner
-        z[k0:k0 + kc] = _pairwise_sum(terms.real) + 1j * _pairwise_sum(terms.imag)
+        z[k0 : k0 + kc] = _pairwise_sum(terms.real) + 1j * _pairwise_sum(terms.imag)
     return z, max(1, (A - 1).bit_length())
 
 
@@ -584,8 +588,15 @@ class SpectralPLD:
         return int(self.N)
 
 
-def _spectral(parts: list[tuple[np.ndarray, int, int]], h: float, j_lo: int, j_hi: int, offset0: int,
-              inf_mass: float, outside: float) -> SpectralPLD | None:
+def _spectral(
+    parts: list[tuple[np.ndarray, int, int]],
+    h: float,
+    j_lo: int,
+    j_hi: int,
+    offset0: int,
+    inf_mass: float,
+    outside: float,
+) -> SpectralPLD | None:
     """The spectral composition when few frequencies suffice, else None (the caller uses the FFT path).
 
     parts: (masses, absolute grid index of masses[0], count). The kept set |k| <= K is the smallest for
@@ -658,8 +669,9 @@ def _composed_inf_mass(parts: list[tuple[float, int]], round_up: bool) -> float:
     return min(1.0, v * (1 + slack)) if round_up else max(0.0, v * (1 - slack))
 
 
-def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: float,
-             spectral: bool = True) -> ComposedPLD | SpectralPLD:
+def _compose(
+    parts: list[tuple[DiscretePLD, int]], which: str, window_tail: float, spectral: bool = True
+) -> ComposedPLD | SpectralPLD:
     """Composition of the 'upper' or 'lower' PMFs of the parts, each self-composed ``count`` times.
 
     Spectral (:class:`SpectralPLD`) when few Fourier coefficients suffice (long compositions) and
@@ -677,8 +689,9 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
         K_neg += c * _log_mgf_grid(m, d.i0, h, -t)
         offset += c * d.i0
         span += c * (m.size - 1)
-    inf_mass = _composed_inf_mass([(d.upper_inf if which == "upper" else d.lower_inf, c) for d, c in parts],
-                                  round_up=(which == "upper"))
+    inf_mass = _composed_inf_mass(
+        [(d.upper_inf if which == "upper" else d.lower_inf, c) for d, c in parts], round_up=(which == "upper")
+    )
     # rounding of the log-MGFs (~1e-13 relative): inflate them, which only widens the window
     K_pos = K_pos + 1e-9 * (1.0 + np.abs(K_pos))
     K_neg = K_neg + 1e-9 * (1.0 + np.abs(K_neg))
@@ -692,17 +705,29 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
         raise DPValueError(
             f"discretization: the composed privacy loss spans [{j_lo * h:.6g}, {j_hi * h:.6g}], {n_win:,} grid points "
             f"at discretization {h:g}, over the limit of {MAX_WINDOW:,} (about a minute and 5 GiB); use a "
-            f"discretization of at least {h * n_win / MAX_WINDOW:.2g}")
+            f"discretization of at least {h * n_win / MAX_WINDOW:.2g}"
+        )
     if spectral:
-        sp = _spectral([(d.upper if which == "upper" else d.lower, d.i0, c) for d, c in parts], h, j_lo, j_hi,
-                       offset, inf_mass, 2.0 * window_tail)
+        sp = _spectral(
+            [(d.upper if which == "upper" else d.lower, d.i0, c) for d, c in parts],
+            h,
+            j_lo,
+            j_hi,
+            offset,
+            inf_mass,
+            2.0 * window_tail,
+        )
         if sp is not None:
             return sp
     # the FFT length must hold every single-part support as well as the window
     n_fft = sp_fft.next_fast_len(max(n_win, max(d.upper.size for d, _ in parts)), real=True)
     # about 80 bytes per point at the peak (input, half spectrum, powers, inverse, window, indices)
-    check_memory("discretization", 80.0 * n_fft, f"the PLD's FFT window of {n_fft:,} points",
-                 hint=f"use a coarser discretization than {h:g}")
+    check_memory(
+        "discretization",
+        80.0 * n_fft,
+        f"the PLD's FFT window of {n_fft:,} points",
+        hint=f"use a coarser discretization than {h:g}",
+    )
     spec = None
     for d, c in parts:
         m = d.upper if which == "upper" else d.lower
@@ -716,9 +741,9 @@ def _compose(parts: list[tuple[DiscretePLD, int]], which: str, window_tail: floa
     # circular array, wrapping at most once (n_win <= n_fft)
     start = (j_lo - offset) % n_fft
     if start + n_win <= n_fft:
-        window = circ[start:start + n_win].copy()
+        window = circ[start : start + n_win].copy()
     else:
-        window = np.concatenate([circ[start:], circ[:start + n_win - n_fft]])
+        window = np.concatenate([circ[start:], circ[: start + n_win - n_fft]])
     del circ
     # Floating-point error of each mass. Raising a Fourier coefficient to the power c multiplies its
     # relative error by c, so the masses carry an absolute error that grows with the number of
@@ -1043,8 +1068,13 @@ class PLDAccountant(Accountant):
     #: use the spectral composition where it applies (False: always the FFT power; for tests and comparison)
     _spectral = True
 
-    def __init__(self, direction: str = "both", discretization: float | None = None, tail: float = 1e-20,
-                 window_tail: float = 1e-20) -> None:
+    def __init__(
+        self,
+        direction: str = "both",
+        discretization: float | None = None,
+        tail: float = 1e-20,
+        window_tail: float = 1e-20,
+    ) -> None:
         super().__init__(direction)
         self.auto_h = discretization is None
         self.h = 1e-4 if discretization is None else check_positive("discretization", discretization)
@@ -1062,8 +1092,10 @@ class PLDAccountant(Accountant):
             raise DPValueError(f"mechanism must be a dputils.mechanisms.Mechanism, got {type(mechanism).__name__}")
         for d in self.directions:
             if not getattr(mechanism.pair(d), "has_tails", True):
-                raise DPValueError(f"pld: {type(mechanism).__name__} has no privacy-loss tails to discretize "
-                                   "(use the spa or edgeworth accountant)")
+                raise DPValueError(
+                    f"pld: {type(mechanism).__name__} has no privacy-loss tails to discretize "
+                    "(use the spa or edgeworth accountant)"
+                )
 
     def _invalidate(self) -> None:
         self._cache.clear()
@@ -1130,8 +1162,9 @@ class PLDAccountant(Accountant):
         worst = max(ups, key=ups.get)
         up, lo = ups[worst], max(lows.values())
         h = max(self._h_used.get(d, self.h) for d in self.directions)
-        return AccountingResult(up, lo, up, "upper-bound", self.name, quantity,
-                                {"direction": worst, "discretization": h})
+        return AccountingResult(
+            up, lo, up, "upper-bound", self.name, quantity, {"direction": worst, "discretization": h}
+        )
 
     def _summation_rtol(self) -> float:
         r"""Relative error bound of the running sums over the window (``np.cumsum`` / ``lfilter`` of n
@@ -1142,7 +1175,7 @@ class PLDAccountant(Accountant):
         epsilon is solved at delta / (1 +- it)."""
         for d in self.directions:
             self._direction(d)
-        return 2.0 * max(self.window_points(), 1) * 2.0 ** -53
+        return 2.0 * max(self.window_points(), 1) * 2.0**-53
 
     def get_delta(self, epsilon: float) -> AccountingResult:
         eps = self._checked_epsilon(epsilon)
@@ -1157,8 +1190,9 @@ class PLDAccountant(Accountant):
         t = self._summation_rtol()
         d_up = delta / (1 + t)
         d_lo = delta / (1 - t)
-        res = self._worst("epsilon", lambda dp: dp.epsilon_upper(d_up),
-                          lambda dp: dp.epsilon_lower(d_lo) if d_lo < 1 else 0.0)
+        res = self._worst(
+            "epsilon", lambda dp: dp.epsilon_upper(d_up), lambda dp: dp.epsilon_lower(d_lo) if d_lo < 1 else 0.0
+        )
         return res
 
 
@@ -1170,11 +1204,16 @@ def _build(args: argparse.Namespace) -> PLDAccountant:
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--discretization", type=float, default=1e-4,
-                        help="grid width of the privacy-loss axis (default 1e-4)")
+    parser.add_argument(
+        "--discretization", type=float, default=1e-4, help="grid width of the privacy-loss axis (default 1e-4)"
+    )
 
 
 from .registry import register  # noqa: E402
 
-register("pld", help="privacy-loss distribution (FFT), certified lower/upper bracket", build=_build,
-         add_arguments=_add_arguments)
+register(
+    "pld",
+    help="privacy-loss distribution (FFT), certified lower/upper bracket",
+    build=_build,
+    add_arguments=_add_arguments,
+)

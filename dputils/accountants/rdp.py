@@ -71,8 +71,9 @@ from .base import Accountant, AccountingResult
 
 #: Default orders: fractional ones down to 1.01 (long compositions want orders near 1), the integers
 #: 2..64 and a few large ones. With ``refine=True`` (the default) they are only the starting grid.
-DEFAULT_ORDERS = tuple([1.01, 1.02, 1.05, 1.1, 1.25, 1.5, 1.75] + list(range(2, 65))
-                       + [80, 96, 128, 160, 192, 256, 512, 1024])
+DEFAULT_ORDERS = tuple(
+    [1.01, 1.02, 1.05, 1.1, 1.25, 1.5, 1.75] + list(range(2, 65)) + [80, 96, 128, 160, 192, 256, 512, 1024]
+)
 #: Integer orders only, as in the dp_accounting comparisons.
 INTEGER_ORDERS = tuple(range(2, 257))
 
@@ -206,8 +207,9 @@ def _log_a_frac(q: float, sigma: float, alpha: float) -> float:
         coarse = 2 * h * (w[::2].sum() - 0.5 * (w[0] + w[-1]))
         if np.all(np.isfinite(w)) and fine > 0 and abs(fine - coarse) <= 1e-12 * fine:
             return math.log1p(fine)
-    total, _ = integrate.quad(lambda x: float(integrand(x)), lo, hi, points=[0.0, 0.5, alpha], limit=400,
-                              epsabs=0, epsrel=1e-12)
+    total, _ = integrate.quad(
+        lambda x: float(integrand(x)), lo, hi, points=[0.0, 0.5, alpha], limit=400, epsabs=0, epsrel=1e-12
+    )
     return math.log1p(total)
 
 
@@ -405,8 +407,10 @@ def rdp_to_epsilon(orders, rdp, delta: float, conversion: str = "modern") -> tup
     if not np.any(np.isfinite(eps)) and not np.any(mid):  # only orders 1 / infinity: no bound is the answer
         return math.inf, float(a[0])
     if not np.any(np.isfinite(eps)):
-        raise NumericalError("rdp: the composed RDP overflowed at every order (noise too small for these orders); "
-                             "epsilon cannot be computed")
+        raise NumericalError(
+            "rdp: the composed RDP overflowed at every order (noise too small for these orders); "
+            "epsilon cannot be computed"
+        )
     i = int(np.nanargmin(eps))
     return max(float(eps[i]), 0.0), float(a[i])
 
@@ -462,11 +466,13 @@ class RDPAccountant(Accountant):
 
     name = "rdp"
 
-    def __init__(self, orders=DEFAULT_ORDERS, conversion: str = "modern", direction: str = "both",
-                 refine: bool = True) -> None:
+    def __init__(
+        self, orders=DEFAULT_ORDERS, conversion: str = "modern", direction: str = "both", refine: bool = True
+    ) -> None:
         super().__init__(direction)
         if isinstance(orders, (str, bytes)) or not hasattr(orders, "__iter__"):
             raise DPValueError(f"orders must be a non-empty sequence of numbers >= 1, got {orders!r}")
+
         def order(o):
             if isinstance(o, (int, float, np.floating, np.integer)) and not isinstance(o, bool) and o == math.inf:
                 return math.inf
@@ -474,16 +480,18 @@ class RDPAccountant(Accountant):
 
         self.orders = tuple(order(o) for o in orders)
         if not self.orders or min(self.orders) < 1:
-            raise DPValueError(f"orders must be a non-empty sequence of numbers >= 1 (infinity allowed), got "
-                               f"{list(orders)!r}")
+            raise DPValueError(
+                f"orders must be a non-empty sequence of numbers >= 1 (infinity allowed), got {list(orders)!r}"
+            )
         self.conversion = check_choice("conversion", conversion, ("modern", "classic"))
         if not isinstance(refine, bool):
             raise DPValueError(f"refine must be True or False, got {refine!r}")
         self.refine = refine
 
     def _check_supported(self, mechanism) -> None:
-        if not isinstance(mechanism, (GaussianMechanism, SubsampledGaussianMechanism, LaplaceMechanism,
-                                      SubsampledLaplaceMechanism)):
+        if not isinstance(
+            mechanism, (GaussianMechanism, SubsampledGaussianMechanism, LaplaceMechanism, SubsampledLaplaceMechanism)
+        ):
             raise DPValueError(f"rdp: unsupported mechanism {type(mechanism).__name__}")
 
     def rdp_at(self, alpha: float) -> float:
@@ -493,8 +501,9 @@ class RDPAccountant(Accountant):
         if alpha == 1:
             return math.inf
         if alpha == math.inf:
-            return max(sum(c * max(float(m.pair(d).loss_support[1]), 0.0) for m, c in self.ledger)
-                       for d in ("remove", "add"))
+            return max(
+                sum(c * max(float(m.pair(d).loss_support[1]), 0.0) for m, c in self.ledger) for d in ("remove", "add")
+            )
         return float(sum(c * mechanism_rdp(m, alpha) for m, c in self.ledger))
 
     def rdp(self) -> np.ndarray:
@@ -508,12 +517,14 @@ class RDPAccountant(Accountant):
 
             def objective(a):
                 return rdp_to_epsilon((a,), (self.rdp_at(a),), target, self.conversion)[0]
+
             score = value
         else:
             value, order, score = _rdp_to_delta(self.orders, self.rdp(), target, self.conversion)
 
             def objective(a):  # log delta before the cap at 1, so that the search sees a slope
                 return _rdp_to_delta((a,), (self.rdp_at(a),), target, self.conversion)[2]
+
         details: dict = {"order": order, "conversion": self.conversion}
         inner = [a for a in self.orders if 1 < a < math.inf]
         if self.refine and 1 < order < math.inf and inner:
@@ -530,8 +541,9 @@ class RDPAccountant(Accountant):
         return self._answer("delta", self._checked_epsilon(epsilon))
 
 
-def refine_order(value_at, orders, best_order: float, best_value: float,
-                 xatol: float = 1e-7) -> tuple[float, float, int]:
+def refine_order(
+    value_at, orders, best_order: float, best_value: float, xatol: float = 1e-7
+) -> tuple[float, float, int]:
     """Minimise ``value_at(alpha)`` over the continuous orders between the grid neighbours of ``best_order``.
 
     The converted epsilon (or delta) is unimodal in the order near its grid minimum in practice, but
@@ -557,8 +569,7 @@ def refine_order(value_at, orders, best_order: float, best_value: float,
         return seen[a]
 
     if hi > lo:
-        optimize.minimize_scalar(f, bounds=(lo, hi), method="bounded",
-                                 options={"xatol": xatol, "maxiter": 100})
+        optimize.minimize_scalar(f, bounds=(lo, hi), method="bounded", options={"xatol": xatol, "maxiter": 100})
     order = min(seen, key=seen.get)
     return seen[order], order, len(seen) - 1
 

@@ -70,8 +70,10 @@ class AccountantSpec:
         flags = frozenset(flags)
         unknown = flags - COMMON_FLAGS
         if unknown:
-            raise ValueError(f"accountant {self.name}: common_flags {sorted(unknown)} are not common options; "
-                             f"use add_arguments for them (common: {sorted(COMMON_FLAGS)})")
+            raise ValueError(
+                f"accountant {self.name}: common_flags {sorted(unknown)} are not common options; "
+                f"use add_arguments for them (common: {sorted(COMMON_FLAGS)})"
+            )
         object.__setattr__(self, "common_flags", flags)
 
 
@@ -94,8 +96,15 @@ def register(
     ``common_flags``: the common options (of :data:`COMMON_FLAGS`) this accountant reads; None picks the
     default described in the module docstring.
     """
-    _REGISTRY[name] = AccountantSpec(name, help, build, add_arguments, uses_mechanism, noise_parameter,
-                                     None if common_flags is None else frozenset(common_flags))
+    _REGISTRY[name] = AccountantSpec(
+        name,
+        help,
+        build,
+        add_arguments,
+        uses_mechanism,
+        noise_parameter,
+        None if common_flags is None else frozenset(common_flags),
+    )
 
 
 def _load_plugins() -> None:
@@ -135,5 +144,10 @@ def mechanism_from_args(args: argparse.Namespace) -> Any:
     if getattr(args, "mechanism", None) is None:
         raise DPValueError(f"mechanism is required ({', '.join(MECHANISM_NAMES)})")
     sensitivity = getattr(args, "sensitivity", None)
-    return make_mechanism(args.mechanism, sigma=getattr(args, "sigma", None), q=getattr(args, "q", None),
-                          scale=getattr(args, "scale", None), sensitivity=1.0 if sensitivity is None else sensitivity)
+    return make_mechanism(
+        args.mechanism,
+        sigma=getattr(args, "sigma", None),
+        q=getattr(args, "q", None),
+        scale=getattr(args, "scale", None),
+        sensitivity=1.0 if sensitivity is None else sensitivity,
+    )

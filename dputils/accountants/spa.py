@@ -212,8 +212,14 @@ class SPAPoint:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d.update(delta_clt=self.delta_clt, delta_msd0=self.delta_msd0, delta_msd1=self.delta_msd1,
-                 err=self.err, lower=self.lower, upper=self.upper)
+        d.update(
+            delta_clt=self.delta_clt,
+            delta_msd0=self.delta_msd0,
+            delta_msd1=self.delta_msd1,
+            err=self.err,
+            lower=self.lower,
+            upper=self.upper,
+        )
         return d
 
 
@@ -266,8 +272,9 @@ def spa_terms(ledger: Ledger, t: float, epsilon: float | None = None) -> SPAPoin
     log_hi = min(log_hi, log_ma + slack, 0.0)
     log_lo = min(log_lo, log_hi)
     degraded = bool(t >= 0.8 * _phase_transition_tilt(ledger) or not (0.5 < msd1_factor < 1.5))
-    return SPAPoint(t, eps, K, K1, K2, K3, K4, P3, log_clt, log_err, log_msd0, msd1_factor, log_ma,
-                    log_lo, log_hi, saddle, degraded)
+    return SPAPoint(
+        t, eps, K, K1, K2, K3, K4, P3, log_clt, log_err, log_msd0, msd1_factor, log_ma, log_lo, log_hi, saddle, degraded
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -354,8 +361,9 @@ def _first_crossing(h, u0: float, u: float) -> float:
     return u
 
 
-def spa_epsilon(ledger: Ledger, delta: float, method: str = "clt",
-                t_start: float | None = None) -> tuple[float, SPAPoint | None]:
+def spa_epsilon(
+    ledger: Ledger, delta: float, method: str = "clt", t_start: float | None = None
+) -> tuple[float, SPAPoint | None]:
     """epsilon(delta) for ``method`` in clt, msd0, msd1, lower, upper, with the SPA point there.
 
     One root-find in the tilt t along the saddle-point path eps(t) = K'(t) - 1/t - 1/(1+t).
@@ -541,8 +549,11 @@ class SaddlePointAccountant(Accountant):
         pw = per_dir[worst]
         degraded = [d for d, p in per_dir.items() if (p is not None and p.degraded) or d in fallback]
         self._warn(degraded, f"delta({eps:g})")
-        details = {"direction": worst, "method": "moments-bound fallback" if worst in fallback else "SP-CLT",
-                   "degraded": bool(degraded)}
+        details = {
+            "direction": worst,
+            "method": "moments-bound fallback" if worst in fallback else "SP-CLT",
+            "degraded": bool(degraded),
+        }
         if pw is not None:
             details.update(t_hat=pw.t, delta_msd0=pw.delta_msd0, delta_msd1=pw.delta_msd1, err_bound=pw.err)
         return AccountingResult(value, lower, upper, "estimate", self.name, "delta", details)
@@ -563,8 +574,12 @@ class SaddlePointAccountant(Accountant):
         degraded = [d for d, p in pts.items() if p is not None and p.degraded]
         self._warn(degraded, f"epsilon({delta:g})")
         p = pts[worst]
-        details = {"direction": worst, "method": "SP-CLT", "degraded": bool(degraded),
-                   "t_hat": None if p is None else p.t}
+        details = {
+            "direction": worst,
+            "method": "SP-CLT",
+            "degraded": bool(degraded),
+            "t_hat": None if p is None else p.t,
+        }
         return AccountingResult(value, lower, upper, "estimate", self.name, "epsilon", details)
 
 

@@ -41,6 +41,12 @@ def andrew_epsilon(in_stats, out_stats, delta: float = 1e-5, *, direction: str =
     i, o = check_scores(in_stats, out_stats)
     th = fit_theta(i, o)
     eps = float(epsilon_of_theta(delta, th, direction=direction))
-    return AuditResult(epsilon_lower=eps, method="andrew", delta=delta, alpha=None, n_in=int(i.size),
-                       n_out=int(o.size), details={"kind": "estimate", "mu_in": th[0], "sigma_in": th[1],
-                                                   "mu_out": th[2], "sigma_out": th[3]})
+    return AuditResult(
+        epsilon_lower=eps,
+        method="andrew",
+        delta=delta,
+        alpha=None,
+        n_in=int(i.size),
+        n_out=int(o.size),
+        details={"kind": "estimate", "mu_in": th[0], "sigma_in": th[1], "mu_out": th[2], "sigma_out": th[3]},
+    )

@@ -65,9 +65,19 @@ def _not_a_file(path: str, p: Path) -> str | None:
     mode = st.st_mode
     if stat.S_ISREG(mode):
         return None
-    kind = ("a directory" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode)
-            else "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
-            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a named pipe (FIFO)"
+        if stat.S_ISFIFO(mode)
+        else "a character device"
+        if stat.S_ISCHR(mode)
+        else "a block device"
+        if stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "not a regular file"
+    )
     return f"{path!r} is {kind}, not a file of scores"
 
 
@@ -83,12 +93,20 @@ def _load_scores(path: str, name: str) -> np.ndarray:
         if p.suffix == ".npy":
             head = np.load(p, allow_pickle=False, mmap_mode="r")
             if isinstance(head, np.ndarray):
-                check_memory(name, float(size) + 8.0 * head.size, f"reading {path!r} ({head.size:,} scores)",
-                             hint="audit fewer canaries")
+                check_memory(
+                    name,
+                    float(size) + 8.0 * head.size,
+                    f"reading {path!r} ({head.size:,} scores)",
+                    hint="audit fewer canaries",
+                )
             a = np.array(head)
         else:
-            check_memory(name, TEXT_BYTES_PER_BYTE * size, f"reading the text file {path!r} ({size:,} bytes)",
-                         hint="save the scores as .npy (numpy.save) or audit fewer canaries")
+            check_memory(
+                name,
+                TEXT_BYTES_PER_BYTE * size,
+                f"reading the text file {path!r} ({size:,} bytes)",
+                hint="save the scores as .npy (numpy.save) or audit fewer canaries",
+            )
             a = np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, ndmin=1)
     except DPValueError:
         raise
@@ -100,8 +118,9 @@ def _load_scores(path: str, name: str) -> np.ndarray:
     if a.dtype.kind == "c":
         raise DPValueError(f"{name}: {path!r} holds complex numbers; scores must be real")
     if a.dtype.kind not in "biuf":
-        raise DPValueError(f"{name}: {path!r} holds values of type {a.dtype} ({a.dtype.kind!r}); "
-                           "scores must be real numbers")
+        raise DPValueError(
+            f"{name}: {path!r} holds values of type {a.dtype} ({a.dtype.kind!r}); scores must be real numbers"
+        )
     if p.suffix == ".npy" and a.ndim != 1:
         raise DPValueError(f"{name}: {path!r} holds an array of shape {a.shape}; scores must be a 1-D array")
     return np.asarray(a, dtype=float).ravel()
@@ -113,12 +132,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out-scores", required=True, help="scores of absent (OUT) canaries (.npy or text)")
     parser.add_argument("--delta", type=float, default=1e-5, help="delta at which epsilon is audited (default 1e-5)")
     parser.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default 0.05)")
-    parser.add_argument("--method", choices=METHODS, default="gauss",
-                        help="gauss: bootstrap ellipsoid; gauss-bonferroni: Bonferroni box; steinke; fdp")
+    parser.add_argument(
+        "--method",
+        choices=METHODS,
+        default="gauss",
+        help="gauss: bootstrap ellipsoid; gauss-bonferroni: Bonferroni box; steinke; fdp",
+    )
     parser.add_argument("--n-bootstrap", type=int, default=2000, help="bootstrap resamples (gauss)")
     parser.add_argument("--pool-variance", action="store_true", help="gauss*: evaluate eps with pooled variance")
-    parser.add_argument("--selection", choices=("split", "bonferroni-grid", "none"), default="split",
-                        help="steinke/fdp threshold selection; 'none' is the paper's uncorrected sweep (not valid)")
+    parser.add_argument(
+        "--selection",
+        choices=("split", "bonferroni-grid", "none"),
+        default="split",
+        help="steinke/fdp threshold selection; 'none' is the paper's uncorrected sweep (not valid)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap / the data split")
     parser.add_argument("--claimed-epsilon", type=float, default=None, help="report whether the bound exceeds it")
 
@@ -135,8 +162,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     o = _load_scores(args.out_scores, "out-scores")
     if args.method == "gauss":
         check_bootstrap_size(n_bootstrap, i.size + o.size)
-    res = run_method(args.method, i, o, args.delta, args.alpha, n_bootstrap=n_bootstrap, seed=seed,
-                     selection=args.selection, pool_variance=args.pool_variance)
+    res = run_method(
+        args.method,
+        i,
+        o,
+        args.delta,
+        args.alpha,
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+        selection=args.selection,
+        pool_variance=args.pool_variance,
+    )
     out = res.to_dict()
     out["method"] = args.method
     for k in ("cov", "grid"):

@@ -161,10 +161,22 @@ class _Recorder:
         return ((self.ours / k).cpu().numpy(), (self.raw / k).cpu().numpy(), self.andrew.cpu().numpy())
 
 
-def simulate_ftrl_audit(m: int = 5000, *, epsilon: float | None = None, sigma_node: float | None = None, T: int = 128,
-                        clip: float = 1.0, delta: float = 1e-5, dim: int | None = None, canary_leaf: int = 1,
-                        p_in: float = 0.5, noise_scale: float = 1.0, seed: int = 0, keep_release: bool = False,
-                        progress: bool = False) -> FTRLAuditRun:
+def simulate_ftrl_audit(
+    m: int = 5000,
+    *,
+    epsilon: float | None = None,
+    sigma_node: float | None = None,
+    T: int = 128,
+    clip: float = 1.0,
+    delta: float = 1e-5,
+    dim: int | None = None,
+    canary_leaf: int = 1,
+    p_in: float = 0.5,
+    noise_scale: float = 1.0,
+    seed: int = 0,
+    keep_release: bool = False,
+    progress: bool = False,
+) -> FTRLAuditRun:
     """Idealised DP-FTRL release (no model, no background data): the stream of T leaves is zero except leaf
     ``canary_leaf``, which holds ``C e_{c_j}`` for every IN canary; it goes through the same streaming
     :class:`dputils.training.ftrl.TreeAggregator` as training, with node noise ``noise_scale * sigma_node``, in
@@ -177,7 +189,8 @@ def simulate_ftrl_audit(m: int = 5000, *, epsilon: float | None = None, sigma_no
 
     sigma_node = _resolve_sigma(sigma_node, epsilon, check_positive_int("T", T), check_delta(delta), clip)
     m, T, sigma_node, clip, delta, p_in, noise_scale, canary_leaf = _check_common(
-        m, T, sigma_node, clip, delta, p_in, noise_scale, canary_leaf)
+        m, T, sigma_node, clip, delta, p_in, noise_scale, canary_leaf
+    )
     d = 4 * m if dim is None else check_positive_int("dim", dim)
     if d < m:
         raise DPValueError(f"dim must be >= m ({m}) for distinct Dirac canaries, got {d}")
@@ -204,18 +217,46 @@ def simulate_ftrl_audit(m: int = 5000, *, epsilon: float | None = None, sigma_no
             kept.append(s.numpy().copy())
     ours, _, andrew = rec.results()
     return FTRLAuditRun(
-        in_scores=ours[is_in], out_scores=ours[~is_in], in_andrew=andrew[is_in], out_andrew=andrew[~is_in], T=T,
-        n_ancestors=len(released_ancestors(canary_leaf, T)), sigma_node=sigma_node, clip=clip, delta=delta,
-        epsilon_theory=tree_epsilon(sigma_node, T, delta, clip), kind="ideal", noise_scale=noise_scale, dim=d,
-        in_coords=coords[is_in], out_coords=coords[~is_in], release=np.stack(kept) if keep_release else None,
-        seconds=time.perf_counter() - t0)
+        in_scores=ours[is_in],
+        out_scores=ours[~is_in],
+        in_andrew=andrew[is_in],
+        out_andrew=andrew[~is_in],
+        T=T,
+        n_ancestors=len(released_ancestors(canary_leaf, T)),
+        sigma_node=sigma_node,
+        clip=clip,
+        delta=delta,
+        epsilon_theory=tree_epsilon(sigma_node, T, delta, clip),
+        kind="ideal",
+        noise_scale=noise_scale,
+        dim=d,
+        in_coords=coords[is_in],
+        out_coords=coords[~is_in],
+        release=np.stack(kept) if keep_release else None,
+        seconds=time.perf_counter() - t0,
+    )
 
 
-def run_ftrl_audit(m: int = 1000, *, epsilon: float | None = None, sigma_node: float | None = None, T: int = 128,
-                   batch_size: int = 32, clip: float = 1.0, delta: float = 1e-5, dim: int = 50, n_classes: int = 10,
-                   hidden: int = 64, lr: float = 0.5, canary_leaf: int = 1, p_in: float = 0.5,
-                   noise_scale: float = 1.0, device: str = "auto", seed: int = 0,
-                   progress: bool = True) -> FTRLAuditRun:
+def run_ftrl_audit(
+    m: int = 1000,
+    *,
+    epsilon: float | None = None,
+    sigma_node: float | None = None,
+    T: int = 128,
+    batch_size: int = 32,
+    clip: float = 1.0,
+    delta: float = 1e-5,
+    dim: int = 50,
+    n_classes: int = 10,
+    hidden: int = 64,
+    lr: float = 0.5,
+    canary_leaf: int = 1,
+    p_in: float = 0.5,
+    noise_scale: float = 1.0,
+    device: str = "auto",
+    seed: int = 0,
+    progress: bool = True,
+) -> FTRLAuditRun:
     """Train an MLP (:func:`dputils.training.make_mlp`) by single-pass DP-FTRL (:func:`dputils.training.train_ftrl`,
     ``grad_mode="auto"``: the ghost path, no per-example gradients of the data) on ``T * batch_size`` Gaussian blobs (:func:`dputils.data.gaussian_blobs`) with ``m`` Dirac gradient canaries
     injected in leaf ``canary_leaf`` through the ``extra_gradients`` hook, and return the canary scores
@@ -230,7 +271,8 @@ def run_ftrl_audit(m: int = 1000, *, epsilon: float | None = None, sigma_node: f
 
     sigma_node = _resolve_sigma(sigma_node, epsilon, check_positive_int("T", T), check_delta(delta), clip)
     m, T, sigma_node, clip, delta, p_in, noise_scale, canary_leaf = _check_common(
-        m, T, sigma_node, clip, delta, p_in, noise_scale, canary_leaf)
+        m, T, sigma_node, clip, delta, p_in, noise_scale, canary_leaf
+    )
     batch_size = check_positive_int("batch_size", batch_size)
     hidden = int(hidden)
     if hidden < 0:
@@ -259,22 +301,52 @@ def run_ftrl_audit(m: int = 1000, *, epsilon: float | None = None, sigma_node: f
     def on_step(step):
         rec(step.t, step.node, step.prefix, step.data_sum)
 
-    config = FTRLConfig(steps=T, batch_size=batch_size, clip=clip, sigma_node=noise_scale * sigma_node, lr=lr,
-                        device=str(dev), seed=seed)
+    config = FTRLConfig(
+        steps=T,
+        batch_size=batch_size,
+        clip=clip,
+        sigma_node=noise_scale * sigma_node,
+        lr=lr,
+        device=str(dev),
+        seed=seed,
+    )
     res = train_ftrl(model, X, y, config, extra_gradients=extra_gradients, on_step=on_step, progress=progress)
     ours, raw, andrew = rec.results()
     return FTRLAuditRun(
-        in_scores=ours[is_in], out_scores=ours[~is_in], in_andrew=andrew[is_in], out_andrew=andrew[~is_in], T=T,
-        n_ancestors=len(released_ancestors(canary_leaf, T)), sigma_node=sigma_node, clip=clip, delta=delta,
-        epsilon_theory=tree_epsilon(sigma_node, T, delta, clip), kind="train", noise_scale=noise_scale,
-        in_raw=raw[is_in], out_raw=raw[~is_in], dim=D, in_coords=coords[is_in], out_coords=coords[~is_in],
+        in_scores=ours[is_in],
+        out_scores=ours[~is_in],
+        in_andrew=andrew[is_in],
+        out_andrew=andrew[~is_in],
+        T=T,
+        n_ancestors=len(released_ancestors(canary_leaf, T)),
+        sigma_node=sigma_node,
+        clip=clip,
+        delta=delta,
+        epsilon_theory=tree_epsilon(sigma_node, T, delta, clip),
+        kind="train",
+        noise_scale=noise_scale,
+        in_raw=raw[is_in],
+        out_raw=raw[~is_in],
+        dim=D,
+        in_coords=coords[is_in],
+        out_coords=coords[~is_in],
         seconds=res.seconds,
-        device=str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})", history=res.history,
-        grad_mode=res.grad_mode)
+        device=str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})",
+        history=res.history,
+        grad_mode=res.grad_mode,
+    )
 
 
-def audit_ftrl(run: FTRLAuditRun, alpha: float = 0.05, *, score: str = "ours", n_bootstrap: int = 2000,
-               seed: int = 0, baselines: bool = False, selection: str = "split") -> dict[str, float]:
+def audit_ftrl(
+    run: FTRLAuditRun,
+    alpha: float = 0.05,
+    *,
+    score: str = "ours",
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+    baselines: bool = False,
+    selection: str = "split",
+) -> dict[str, float]:
     """Lower bounds on the run's epsilon at ``run.delta`` from its canary scores.
 
     ``gauss`` (bootstrap ellipsoid) and ``gauss-bonferroni`` (box): the Gaussian auditor (Algorithm 1) on the
@@ -294,8 +366,10 @@ def audit_ftrl(run: FTRLAuditRun, alpha: float = 0.05, *, score: str = "ours", n
         i, o = run.in_scores, run.out_scores
     from .methods import run_method
 
-    out = {m: run_method(m, i, o, run.delta, alpha, n_bootstrap=n_bootstrap, seed=seed).epsilon_lower
-           for m in ("gauss", "gauss-bonferroni")}
+    out = {
+        m: run_method(m, i, o, run.delta, alpha, n_bootstrap=n_bootstrap, seed=seed).epsilon_lower
+        for m in ("gauss", "gauss-bonferroni")
+    }
     out["andrew"] = andrew_epsilon(run.in_andrew, run.out_andrew, run.delta).epsilon_lower
     if baselines:
         for method in ("steinke", "fdp"):

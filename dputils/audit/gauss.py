@@ -120,19 +120,25 @@ _BOOTSTRAP_OPS_PER_SCORE = 10
 
 def check_bootstrap_size(n_bootstrap: int, n_scores: int) -> None:
     """Refuse up front (``DPValueError`` naming n_bootstrap) a bootstrap this machine cannot do."""
-    check_memory("n_bootstrap", 8.0 * 4 * n_bootstrap, "the bootstrap replicates",
-                 hint="2000 resamples (the paper's) are enough")
-    check_work("n_bootstrap", float(n_bootstrap) * n_scores * _BOOTSTRAP_OPS_PER_SCORE,
-               f"operations ({n_bootstrap} resamples of {n_scores} scores)",
-               hint="2000 resamples (the paper's) are enough")
+    check_memory(
+        "n_bootstrap", 8.0 * 4 * n_bootstrap, "the bootstrap replicates", hint="2000 resamples (the paper's) are enough"
+    )
+    check_work(
+        "n_bootstrap",
+        float(n_bootstrap) * n_scores * _BOOTSTRAP_OPS_PER_SCORE,
+        f"operations ({n_bootstrap} resamples of {n_scores} scores)",
+        hint="2000 resamples (the paper's) are enough",
+    )
 
 
 def check_not_constant(i: np.ndarray, o: np.ndarray) -> None:
     """The Gaussian auditor fits a standard deviation per group: refuse a group whose scores are all equal."""
     for name, a in (("in_scores", i), ("out_scores", o)):
         if float(np.ptp(a)) == 0.0:
-            raise DPValueError(f"{name} are constant (all {float(a[0])!r}): the Gaussian auditor needs scores that vary "
-                               "in both groups; use method steinke or fdp")
+            raise DPValueError(
+                f"{name} are constant (all {float(a[0])!r}): the Gaussian auditor needs scores that vary "
+                "in both groups; use method steinke or fdp"
+            )
 
 
 def fit_theta(in_scores, out_scores) -> np.ndarray:
@@ -182,8 +188,9 @@ def bonferroni_box(in_scores, out_scores, alpha: float = 0.05) -> dict[str, np.n
     return {"lower": np.array(lo), "upper": np.array(hi)}
 
 
-def bootstrap_ellipsoid(in_scores, out_scores, alpha: float = 0.05, n_bootstrap: int = 2000,
-                        rng: np.random.Generator | int | None = 0) -> dict[str, Any]:
+def bootstrap_ellipsoid(
+    in_scores, out_scores, alpha: float = 0.05, n_bootstrap: int = 2000, rng: np.random.Generator | int | None = 0
+) -> dict[str, Any]:
     """The bootstrap confidence ellipsoid of Section 4.2.
 
     Each group is resampled with replacement separately, ``n_bootstrap`` times; ``Sigma`` is the sample
@@ -204,12 +211,14 @@ def bootstrap_ellipsoid(in_scores, out_scores, alpha: float = 0.05, n_bootstrap:
         b = min(chunk, n_bootstrap - start)
         for k, x in enumerate((i, o)):
             xs = x[rng.integers(0, x.size, size=(b, x.size))]
-            reps[start:start + b, 2 * k] = xs.mean(axis=1)
-            reps[start:start + b, 2 * k + 1] = xs.std(axis=1, ddof=1)
+            reps[start : start + b, 2 * k] = xs.mean(axis=1)
+            reps[start : start + b, 2 * k + 1] = xs.std(axis=1, ddof=1)
     cov = np.cov(reps, rowvar=False)
     if not (np.all(np.isfinite(cov)) and np.trace(cov) > 0):
-        raise NumericalError("the bootstrap covariance of the scores is degenerate (no spread across resamples); "
-                             "the Gaussian auditor cannot build its ellipsoid")
+        raise NumericalError(
+            "the bootstrap covariance of the scores is degenerate (no spread across resamples); "
+            "the Gaussian auditor cannot build its ellipsoid"
+        )
     cov = cov + 1e-12 * np.trace(cov) / 4 * np.eye(4)
     return {"center": fit_theta(i, o), "cov": cov, "radius2": float(stats.chi2.ppf(1 - alpha, 4))}
 
@@ -292,9 +301,20 @@ def _inf_ellipsoid(delta, c3, S3, r2, pool, direction, n_dir, rng):
     return best_val, best, n_eval
 
 
-def gauss_audit(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0.05, *, region: str = "ellipsoid",
-                n_bootstrap: int = 2000, seed: int | None = 0, pool_variance: bool = False,
-                direction: str = "both", n_grid: int = 11, n_directions: int = 600) -> AuditResult:
+def gauss_audit(
+    in_scores,
+    out_scores,
+    delta: float = 1e-5,
+    alpha: float = 0.05,
+    *,
+    region: str = "ellipsoid",
+    n_bootstrap: int = 2000,
+    seed: int | None = 0,
+    pool_variance: bool = False,
+    direction: str = "both",
+    n_grid: int = 11,
+    n_directions: int = 600,
+) -> AuditResult:
     """Algorithm 1 of {cite}`gauss_audit`: the (1 - alpha) lower bound ``inf_{theta in C_alpha} eps_theta(delta)``.
 
     Args:
@@ -330,7 +350,10 @@ def gauss_audit(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0.05,
         "region": region,
         "pool_variance": bool(pool_variance),
         "direction": direction,
-        "mu_in": theta_hat[0], "sigma_in": theta_hat[1], "mu_out": theta_hat[2], "sigma_out": theta_hat[3],
+        "mu_in": theta_hat[0],
+        "sigma_in": theta_hat[1],
+        "mu_out": theta_hat[2],
+        "sigma_out": theta_hat[3],
         "epsilon_point_estimate": eps_hat,
     }
     if region == "bonferroni":
@@ -356,8 +379,10 @@ def gauss_audit(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0.05,
             Sinv = np.linalg.inv(S3)
             np.linalg.cholesky(S3)
         except np.linalg.LinAlgError:
-            raise NumericalError("the bootstrap covariance of the scores is singular (scores nearly constant or "
-                                 "degenerate); the Gaussian auditor cannot build its ellipsoid") from None
+            raise NumericalError(
+                "the bootstrap covariance of the scores is singular (scores nearly constant or "
+                "degenerate); the Gaussian auditor cannot build its ellipsoid"
+            ) from None
         a = np.array([0.0, 1.0, 1.0])
         b = np.array([0.0, 0.0, 0.0])
         # phi(s) = b + s a ; minimise (phi - c)^T Sinv (phi - c) over s > 0
@@ -372,5 +397,12 @@ def gauss_audit(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0.05,
         raise NumericalError("the Gaussian auditor found no finite eps_theta in the confidence region")
     val = min(val, eps_hat)
     details.update(argmin_d=arg[0], argmin_sigma_out=arg[1], argmin_sigma_in=arg[2], n_evaluations=n_eval)
-    return AuditResult(epsilon_lower=max(0.0, float(val)), method=method, delta=delta, alpha=alpha,
-                       n_in=int(i.size), n_out=int(o.size), details=details)
+    return AuditResult(
+        epsilon_lower=max(0.0, float(val)),
+        method=method,
+        delta=delta,
+        alpha=alpha,
+        n_in=int(i.size),
+        n_out=int(o.size),
+        details=details,
+    )

@@ -62,8 +62,17 @@ def delta_pair(eps, mu_out, s_out, mu_in, s_in, direction: str = "both") -> np.n
     return np.exp(log_delta_pair(eps, mu_out, s_out, mu_in, s_in, direction))
 
 
-def _epsilon_pair_raw(delta: float, mu_out, s_out, mu_in, s_in, direction: str = "both",
-                      eps_max: float = 4096.0, n_iter: int = 80, tol: float = 1e-9) -> np.ndarray:
+def _epsilon_pair_raw(
+    delta: float,
+    mu_out,
+    s_out,
+    mu_in,
+    s_in,
+    direction: str = "both",
+    eps_max: float = 4096.0,
+    n_iter: int = 80,
+    tol: float = 1e-9,
+) -> np.ndarray:
     """Vectorised eps_theta(delta); ``inf`` where no eps <= eps_max reaches delta (no exception)."""
     arrs = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (mu_out, s_out, mu_in, s_in)))
     shape = arrs[0].shape

@@ -45,8 +45,9 @@ __all__ = ["KINDS", "InputCanaryRun", "make_input_canaries", "run_input_canary_a
 KINDS = ("mislabeled", "ood")
 
 
-def make_input_canaries(kind: str, X_fresh, y_fresh, n_classes: int, *, ood_scale: float = 3.0,
-                        seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def make_input_canaries(
+    kind: str, X_fresh, y_fresh, n_classes: int, *, ood_scale: float = 3.0, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """One canary per row of ``X_fresh`` (fresh points of the data distribution, never trained on, with their
     true labels ``y_fresh``): ``"mislabeled"`` keeps the input and draws a wrong label uniformly from the
     other ``n_classes - 1`` classes; ``"ood"`` replaces the input by ``ood_scale * sqrt(dim) * u`` with u
@@ -137,7 +138,8 @@ def run_input_canary_audit(
     from .model1 import theoretical_epsilon
 
     m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in = check_canary_run(
-        m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in)
+        m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in
+    )
     check_choice("kind", kind, KINDS)
     hidden = int(hidden)
     if hidden < 0:
@@ -193,8 +195,18 @@ def run_input_canary_audit(
         if bar is not None:
             bar.update(1)
 
-    config = DPSGDConfig(epochs=epochs, sub_batch_size=1, sub_batches=batch_size, clip=clip, sigma=sigma, lr=lr,
-                         sampler="poisson", noise_multiplier_scale=1.0, device=str(dev), seed=seed)
+    config = DPSGDConfig(
+        epochs=epochs,
+        sub_batch_size=1,
+        sub_batches=batch_size,
+        clip=clip,
+        sigma=sigma,
+        lr=lr,
+        sampler="poisson",
+        noise_multiplier_scale=1.0,
+        device=str(dev),
+        seed=seed,
+    )
     t0 = time.perf_counter()
     res = train(model, X_tr, y_tr, config, on_round=on_round)
     seconds = time.perf_counter() - t0
@@ -208,14 +220,35 @@ def run_input_canary_audit(
     if not (np.isfinite(s).all() and np.isfinite(loss).all()):
         raise DPValueError("non-finite canary scores (diverged training: lower lr)")
     return InputCanaryRun(
-        in_sums=s[is_in], out_sums=s[~is_in], in_loss=loss[is_in], out_loss=loss[~is_in], kind=kind, T=T, q=q,
-        sigma=sigma, clip=clip, delta=delta, epsilon_theory=eps["epsilon"], accountant=eps["accountant"],
-        saturation=float(sat) / T, n_params=D, train_seconds=seconds,
-        device=str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})", history=res.history)
+        in_sums=s[is_in],
+        out_sums=s[~is_in],
+        in_loss=loss[is_in],
+        out_loss=loss[~is_in],
+        kind=kind,
+        T=T,
+        q=q,
+        sigma=sigma,
+        clip=clip,
+        delta=delta,
+        epsilon_theory=eps["epsilon"],
+        accountant=eps["accountant"],
+        saturation=float(sat) / T,
+        n_params=D,
+        train_seconds=seconds,
+        device=str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})",
+        history=res.history,
+    )
 
 
-def audit_input_canaries(run: InputCanaryRun, alpha: float = 0.05, *, score: str = "gradient",
-                         n_bootstrap: int = 2000, selection: str = "split", seed: int = 0) -> dict[str, float]:
+def audit_input_canaries(
+    run: InputCanaryRun,
+    alpha: float = 0.05,
+    *,
+    score: str = "gradient",
+    n_bootstrap: int = 2000,
+    selection: str = "split",
+    seed: int = 0,
+) -> dict[str, float]:
     """Lower bounds at ``run.delta``: for ``score="gradient"`` the four auditors of
     :func:`dputils.audit.audit_all` on the Definition-2 scores; for ``score="loss"`` (scores = minus the final
     loss, not Gaussian) the Steinke et al. and f-DP threshold audits only."""
@@ -225,7 +258,12 @@ def audit_input_canaries(run: InputCanaryRun, alpha: float = 0.05, *, score: str
         raise DPValueError(f"run must be an InputCanaryRun, got {type(run).__name__}")
     check_choice("score", score, ("gradient", "loss"))
     if score == "gradient":
-        return audit_all(run.in_scores, run.out_scores, run.delta, alpha, selection=selection,
-                         n_bootstrap=n_bootstrap, seed=seed)
-    return {method: run_method(method, -run.in_loss, -run.out_loss, run.delta, alpha, selection=selection,
-                               seed=seed).epsilon_lower for method in ("steinke", "fdp")}
+        return audit_all(
+            run.in_scores, run.out_scores, run.delta, alpha, selection=selection, n_bootstrap=n_bootstrap, seed=seed
+        )
+    return {
+        method: run_method(
+            method, -run.in_loss, -run.out_loss, run.delta, alpha, selection=selection, seed=seed
+        ).epsilon_lower
+        for method in ("steinke", "fdp")
+    }

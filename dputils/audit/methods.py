@@ -49,47 +49,77 @@ class AuditMethod:
 
 def _gauss(region: str, pooled: bool) -> Callable[..., AuditResult]:
     def run(i, o, delta, alpha, *, n_bootstrap=2000, seed=0, pool_variance=False, selection=None):
-        return gauss_audit(i, o, delta, alpha, region=region, n_bootstrap=n_bootstrap, seed=seed,
-                           pool_variance=pooled or pool_variance)
+        return gauss_audit(
+            i, o, delta, alpha, region=region, n_bootstrap=n_bootstrap, seed=seed, pool_variance=pooled or pool_variance
+        )
+
     return run
 
 
 def _threshold(method: str, uncorrected: bool) -> Callable[..., AuditResult]:
     def run(i, o, delta, alpha, *, n_bootstrap=None, seed=0, pool_variance=False, selection="split"):
-        return threshold_audit(i, o, delta, alpha, method=method, selection="none" if uncorrected else selection,
-                               seed=seed)
+        return threshold_audit(
+            i, o, delta, alpha, method=method, selection="none" if uncorrected else selection, seed=seed
+        )
+
     return run
 
 
 #: name -> :class:`AuditMethod`, in the order tables show them.
-METHODS: dict[str, AuditMethod] = {m.name: m for m in (
-    AuditMethod("gauss", "Gaussian auditor, bootstrap ellipsoid (asymptotic)", False, _gauss("ellipsoid", False)),
-    AuditMethod("gauss-pooled", "Gaussian auditor, pooled standard deviation", False, _gauss("ellipsoid", True)),
-    AuditMethod("gauss-bonferroni", "Gaussian auditor, Bonferroni box", True, _gauss("bonferroni", False)),
-    AuditMethod("steinke", "Steinke-Nasr-Jagielski, threshold on a held-out split", True,
-                _threshold("steinke", False)),
-    AuditMethod("fdp", "f-DP one-run audit, threshold on a held-out split", True, _threshold("fdp", False)),
-    AuditMethod("steinke-uncorrected", "Steinke et al., threshold swept on the same scores", False,
-                _threshold("steinke", True)),
-    AuditMethod("fdp-uncorrected", "f-DP audit, threshold swept on the same scores", False,
-                _threshold("fdp", True)),
-)}
+METHODS: dict[str, AuditMethod] = {
+    m.name: m
+    for m in (
+        AuditMethod("gauss", "Gaussian auditor, bootstrap ellipsoid (asymptotic)", False, _gauss("ellipsoid", False)),
+        AuditMethod("gauss-pooled", "Gaussian auditor, pooled standard deviation", False, _gauss("ellipsoid", True)),
+        AuditMethod("gauss-bonferroni", "Gaussian auditor, Bonferroni box", True, _gauss("bonferroni", False)),
+        AuditMethod(
+            "steinke", "Steinke-Nasr-Jagielski, threshold on a held-out split", True, _threshold("steinke", False)
+        ),
+        AuditMethod("fdp", "f-DP one-run audit, threshold on a held-out split", True, _threshold("fdp", False)),
+        AuditMethod(
+            "steinke-uncorrected",
+            "Steinke et al., threshold swept on the same scores",
+            False,
+            _threshold("steinke", True),
+        ),
+        AuditMethod(
+            "fdp-uncorrected", "f-DP audit, threshold swept on the same scores", False, _threshold("fdp", True)
+        ),
+    )
+}
 
 #: The four methods of the paper's comparisons.
 DEFAULT_METHODS = ("gauss", "gauss-bonferroni", "steinke", "fdp")
 
 
-def run_method(method: str, in_scores, out_scores, delta: float = 1e-5, alpha: float = 0.05, *,
-               n_bootstrap: int = 2000, seed: int = 0, selection: str = "split",
-               pool_variance: bool = False) -> AuditResult:
+def run_method(
+    method: str,
+    in_scores,
+    out_scores,
+    delta: float = 1e-5,
+    alpha: float = 0.05,
+    *,
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+    selection: str = "split",
+    pool_variance: bool = False,
+) -> AuditResult:
     """Run the auditing method ``method`` (a key of :data:`METHODS`) on IN/OUT scores.
 
     ``selection`` applies to the threshold methods (``"split"``, ``"bonferroni-grid"``; the ``-uncorrected``
     names use ``"none"``), ``n_bootstrap`` to ``gauss``/``gauss-pooled``, ``pool_variance`` to the Gaussian
     methods."""
     check_choice("method", method, tuple(METHODS))
-    return METHODS[method].run(in_scores, out_scores, delta, alpha, n_bootstrap=n_bootstrap, seed=seed,
-                               pool_variance=pool_variance, selection=selection)
+    return METHODS[method].run(
+        in_scores,
+        out_scores,
+        delta,
+        alpha,
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+        pool_variance=pool_variance,
+        selection=selection,
+    )
 
 
 class CanaryScoreAuditor:
@@ -108,24 +138,49 @@ class CanaryScoreAuditor:
         """The whole :class:`AuditResult` of ``method`` (``options``: see :func:`run_method`)."""
         unknown = set(options) - {"n_bootstrap", "seed", "selection", "pool_variance"}
         if unknown:
-            raise DPValueError(f"unknown option(s) {sorted(unknown)}; expected n_bootstrap, seed, selection, "
-                               "pool_variance")
+            raise DPValueError(
+                f"unknown option(s) {sorted(unknown)}; expected n_bootstrap, seed, selection, pool_variance"
+            )
         return run_method(method, self.in_scores, self.out_scores, delta, alpha, **options)
 
-    def epsilon_lower_bound(self, method: str = "gauss", alpha: float = 0.05, delta: float = 1e-5,
-                            **options: Any) -> float:
+    def epsilon_lower_bound(
+        self, method: str = "gauss", alpha: float = 0.05, delta: float = 1e-5, **options: Any
+    ) -> float:
         """The (1 - alpha) lower bound on epsilon at ``delta`` from ``method``."""
         return float(self.audit(method, alpha, delta, **options).epsilon_lower)
 
-    def all(self, methods=DEFAULT_METHODS, alpha: float = 0.05, delta: float = 1e-5,
-            **options: Any) -> dict[str, float]:
+    def all(
+        self, methods=DEFAULT_METHODS, alpha: float = 0.05, delta: float = 1e-5, **options: Any
+    ) -> dict[str, float]:
         """``{method: lower bound}`` for several methods on these scores."""
         return {m: self.epsilon_lower_bound(m, alpha, delta, **options) for m in methods}
 
 
-def audit_all(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0.05, *, selection: str = "split",
-              n_bootstrap: int = 2000, seed: int = 0, pool_variance: bool = False) -> dict[str, float]:
+def audit_all(
+    in_scores,
+    out_scores,
+    delta: float = 1e-5,
+    alpha: float = 0.05,
+    *,
+    selection: str = "split",
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+    pool_variance: bool = False,
+) -> dict[str, float]:
     """The four auditors on one set of scores: ``{"gauss", "gauss-bonferroni", "steinke", "fdp"}`` -> lower bound."""
-    return {m: float(run_method(m, in_scores, out_scores, delta, alpha, n_bootstrap=n_bootstrap, seed=seed,
-                                selection=selection, pool_variance=pool_variance).epsilon_lower)
-            for m in DEFAULT_METHODS}
+    return {
+        m: float(
+            run_method(
+                m,
+                in_scores,
+                out_scores,
+                delta,
+                alpha,
+                n_bootstrap=n_bootstrap,
+                seed=seed,
+                selection=selection,
+                pool_variance=pool_variance,
+            ).epsilon_lower
+        )
+        for m in DEFAULT_METHODS
+    }

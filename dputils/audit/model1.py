@@ -57,13 +57,26 @@ __all__ = [
 
 
 def _check(T, q, sigma, C):
-    return (check_positive_int("T", T), check_probability("q", q), check_positive("sigma", sigma),
-            check_positive("C", C))
+    return (
+        check_positive_int("T", T),
+        check_probability("q", q),
+        check_positive("sigma", sigma),
+        check_positive("C", C),
+    )
 
 
-def simulate_scores(m: int, T: int, q: float, sigma: float, C: float = 1.0, p_keep: float = 0.5,
-                    rng: np.random.Generator | int | None = None, *, noise_scale: float = 1.0,
-                    canary_prob: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def simulate_scores(
+    m: int,
+    T: int,
+    q: float,
+    sigma: float,
+    C: float = 1.0,
+    p_keep: float = 0.5,
+    rng: np.random.Generator | int | None = None,
+    *,
+    noise_scale: float = 1.0,
+    canary_prob: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Draw (IN scores, OUT scores) of ``m`` canaries under Model 1, each IN with probability ``p_keep``.
 
     ``noise_scale`` multiplies the real noise (``< 1`` simulates an implementation whose noise is too
@@ -83,8 +96,15 @@ def simulate_scores(m: int, T: int, q: float, sigma: float, C: float = 1.0, p_ke
     return scores[is_in], scores[~is_in]
 
 
-def simulate_scores_stepwise(m: int, T: int, q: float, sigma: float, C: float = 1.0, p_keep: float = 0.5,
-                             rng: np.random.Generator | int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def simulate_scores_stepwise(
+    m: int,
+    T: int,
+    q: float,
+    sigma: float,
+    C: float = 1.0,
+    p_keep: float = 0.5,
+    rng: np.random.Generator | int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Model 1 run step by step (X_t per canary, summed and divided by sqrt(T)); slow, for validation."""
     m = check_positive_int("m", m)
     T, q, sigma, C = _check(T, q, sigma, C)
@@ -101,8 +121,12 @@ def simulate_scores_stepwise(m: int, T: int, q: float, sigma: float, C: float = 
 def score_pair_theta(T: int, q: float, sigma: float, C: float = 1.0) -> dict[str, float]:
     """Proposition 1: mean and sd of S_T(1) (IN) and S_T(0) (OUT) under Model 1."""
     T, q, sigma, C = _check(T, q, sigma, C)
-    return {"mu_in": math.sqrt(T) * q * C, "sigma_in": math.sqrt((sigma * C) ** 2 + q * (1 - q) * C * C),
-            "mu_out": 0.0, "sigma_out": sigma * C}
+    return {
+        "mu_in": math.sqrt(T) * q * C,
+        "sigma_in": math.sqrt((sigma * C) ** 2 + q * (1 - q) * C * C),
+        "mu_out": 0.0,
+        "sigma_out": sigma * C,
+    }
 
 
 def _binom_support(T, q, tol=1e-300):
@@ -112,8 +136,9 @@ def _binom_support(T, q, tol=1e-300):
     return k[keep], logw[keep]
 
 
-def exact_score_log_delta(eps: float, T: int, q: float, sigma: float, C: float = 1.0,
-                          direction: str = "in_out") -> float:
+def exact_score_log_delta(
+    eps: float, T: int, q: float, sigma: float, C: float = 1.0, direction: str = "in_out"
+) -> float:
     """log of the exact hockey-stick divergence of the Model-1 score pair (Binomial mixture vs Gaussian).
 
     With ``P = sum_k w_k N(a_k, s^2)`` (IN, a_k = C k / sqrt(T), s = sigma C) and ``Q = N(0, s^2)`` (OUT),
@@ -124,7 +149,9 @@ def exact_score_log_delta(eps: float, T: int, q: float, sigma: float, C: float =
     T, q, sigma, C = _check(T, q, sigma, C)
     check_choice("direction", direction, ("in_out", "out_in", "both"))
     if direction == "both":
-        return max(exact_score_log_delta(eps, T, q, sigma, C, "in_out"), exact_score_log_delta(eps, T, q, sigma, C, "out_in"))
+        return max(
+            exact_score_log_delta(eps, T, q, sigma, C, "in_out"), exact_score_log_delta(eps, T, q, sigma, C, "out_in")
+        )
     k, logw = _binom_support(T, q)
     a = C * k / math.sqrt(T)
     s = sigma * C
@@ -154,8 +181,7 @@ def exact_score_log_delta(eps: float, T: int, q: float, sigma: float, C: float =
     return float(lp + math.log1p(-math.exp(t))) if t < 0 else -math.inf
 
 
-def exact_score_epsilon(delta: float, T: int, q: float, sigma: float, C: float = 1.0,
-                        direction: str = "both") -> float:
+def exact_score_epsilon(delta: float, T: int, q: float, sigma: float, C: float = 1.0, direction: str = "both") -> float:
     """Exact eps(delta) of the Model-1 score pair (the information ceiling of any auditor of the summed
     score, m -> infinity). ``direction="both"`` is the max over the two orientations."""
     delta = check_delta(delta)
@@ -219,8 +245,9 @@ def tail_deviation_leading_term(x0: float, T: int, q: float, sigma: float, C: fl
     return _skew_prefactor(T, q, sigma, C) * stats.norm.pdf(x0) * (x0 * x0 - 1)
 
 
-def exact_sup_deviation(T: int, q: float, sigma: float, C: float = 1.0, x0: float = 0.0,
-                        x_max: float = 12.0, n_grid: int = 6001) -> float:
+def exact_sup_deviation(
+    T: int, q: float, sigma: float, C: float = 1.0, x0: float = 0.0, x_max: float = 12.0, n_grid: int = 6001
+) -> float:
     """sup_{|x| >= x0} |F_T(x) - Phi(x)| from the exact mixture CDF on a grid of ``n_grid`` points per side.
 
     Upper tail via survival functions, lower tail via CDFs, so deviations of 1e-10 are resolved.
@@ -234,7 +261,10 @@ def exact_sup_deviation(T: int, q: float, sigma: float, C: float = 1.0, x0: floa
 
 # --- the mechanism's epsilon (the accountant's upper bound) ---------------------------------------
 
-def theoretical_epsilon(sigma: float, q: float, T: int, delta: float, *, discretization: float = 1e-4) -> dict[str, Any]:
+
+def theoretical_epsilon(
+    sigma: float, q: float, T: int, delta: float, *, discretization: float = 1e-4
+) -> dict[str, Any]:
     """Upper bound on epsilon of T-fold Poisson-subsampled Gaussian DP-SGD (noise multiplier sigma).
 
     Uses the book's PLD accountant (:mod:`dputils.accountants.pld`) when it is installed and falls back
@@ -263,13 +293,20 @@ def theoretical_epsilon(sigma: float, q: float, T: int, delta: float, *, discret
     return {"epsilon": float(acc.get_epsilon(delta)), "accountant": "dp_accounting-pld"}
 
 
-def calibrate_sigma(epsilon: float, q: float, T: int, delta: float, *, discretization: float = 1e-3,
-                    rel_tol: float = 1e-3) -> float:
+def calibrate_sigma(
+    epsilon: float, q: float, T: int, delta: float, *, discretization: float = 1e-3, rel_tol: float = 1e-3
+) -> float:
     """The smallest noise multiplier (to rel_tol, rounded up) whose PLD epsilon at delta is <= epsilon
     (:func:`dputils.calibration.calibrate`: Brent's method on log sigma, the end that meets the target)."""
     from ..calibration import calibrate
 
     epsilon = check_positive("epsilon", epsilon)
-    return calibrate(lambda s: theoretical_epsilon(s, q, T, delta, discretization=discretization)["epsilon"],
-                     epsilon, monotone="decreasing", start=1.0, limits=(1e-3, 1e4), rel_tol=rel_tol,
-                     name="sigma").value
+    return calibrate(
+        lambda s: theoretical_epsilon(s, q, T, delta, discretization=discretization)["epsilon"],
+        epsilon,
+        monotone="decreasing",
+        start=1.0,
+        limits=(1e-3, 1e4),
+        rel_tol=rel_tol,
+        name="sigma",
+    ).value

@@ -236,19 +236,38 @@ def threshold_work(method: str, selection: str, m: int, n_thresholds: int = 10, 
     return float(m_sweep) ** 2 + float(_BISECTION_STEPS) * (m - m_sweep)
 
 
-def check_threshold_work(method: str, selection: str, m: int, n_thresholds: int = 10,
-                         max_fraction: float = 0.5) -> None:
+def check_threshold_work(
+    method: str, selection: str, m: int, n_thresholds: int = 10, max_fraction: float = 0.5
+) -> None:
     """Refuse (DPValueError naming the scores) a threshold audit past the work limit, before running it."""
     units = threshold_work(method, selection, m, n_thresholds, max_fraction)
-    hint = ("use selection bonferroni-grid (--selection bonferroni-grid; linear in the scores) or fewer canaries"
-            if selection != "bonferroni-grid" else "audit fewer canaries")
-    check_work("scores", units, f"operations (the {method} audit with selection {selection} over {m:,} scores"
-               f"{' is quadratic in the scores' if selection != 'bonferroni-grid' else ''})", hint=hint)
+    hint = (
+        "use selection bonferroni-grid (--selection bonferroni-grid; linear in the scores) or fewer canaries"
+        if selection != "bonferroni-grid"
+        else "audit fewer canaries"
+    )
+    check_work(
+        "scores",
+        units,
+        f"operations (the {method} audit with selection {selection} over {m:,} scores"
+        f"{' is quadratic in the scores' if selection != 'bonferroni-grid' else ''})",
+        hint=hint,
+    )
 
 
-def threshold_audit(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0.05, *, method: str = "steinke",
-                    selection: str = "split", n_thresholds: int = 10, min_fraction: float = 0.002,
-                    max_fraction: float = 0.5, seed: int | None = 0) -> AuditResult:
+def threshold_audit(
+    in_scores,
+    out_scores,
+    delta: float = 1e-5,
+    alpha: float = 0.05,
+    *,
+    method: str = "steinke",
+    selection: str = "split",
+    n_thresholds: int = 10,
+    min_fraction: float = 0.002,
+    max_fraction: float = 0.5,
+    seed: int | None = 0,
+) -> AuditResult:
     """One-run lower bound of Steinke et al. (``method="steinke"``) or the f-DP audit (``method="fdp"``)
     from IN/OUT canary scores with one-sided guesses (top-k scores guessed IN, the rest abstain).
 
@@ -276,7 +295,9 @@ def threshold_audit(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0
         best, best_k, n = _sweep(method, m, ks, vs, delta, alpha)
         details.update(n_tests=n, guesses=best_k)
     elif selection == "bonferroni-grid":
-        grid = np.unique(np.clip(np.round(np.geomspace(min_fraction * m, max_fraction * m, n_thresholds)), 1, m)).astype(int)
+        grid = np.unique(
+            np.clip(np.round(np.geomspace(min_fraction * m, max_fraction * m, n_thresholds)), 1, m)
+        ).astype(int)
         s = np.concatenate([i, o])
         lab = np.concatenate([np.ones(i.size, bool), np.zeros(o.size, bool)])
         order = np.argsort(-s, kind="stable")
@@ -293,7 +314,7 @@ def threshold_audit(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0
         s = np.concatenate([i, o])
         lab = np.concatenate([np.ones(i.size, bool), np.zeros(o.size, bool)])
         perm = rng.permutation(m)
-        sel, test = perm[: m // 2], perm[m // 2:]
+        sel, test = perm[: m // 2], perm[m // 2 :]
         s_sel, l_sel = s[sel], lab[sel]
         if l_sel.sum() == 0 or (~l_sel).sum() == 0:
             best, best_k = 0.0, 0
@@ -311,5 +332,12 @@ def threshold_audit(in_scores, out_scores, delta: float = 1e-5, alpha: float = 0
                 v = int(lab[test][order][:k].sum())
                 best, best_k = _eps_fn(method)(mt, k, v, delta, alpha), k
         details.update(fraction_selected=frac, guesses=best_k, m_test=int(test.size))
-    return AuditResult(epsilon_lower=float(best), method=method, delta=delta, alpha=alpha,
-                       n_in=int(i.size), n_out=int(o.size), details=details)
+    return AuditResult(
+        epsilon_lower=float(best),
+        method=method,
+        delta=delta,
+        alpha=alpha,
+        n_in=int(i.size),
+        n_out=int(o.size),
+        details=details,
+    )

@@ -69,8 +69,17 @@ def _rep_seeds(n: int, ss: np.random.SeedSequence) -> list[np.random.SeedSequenc
     return [ss] if n == 1 else ss.spawn(n)
 
 
-def _chunk(n: int, ss: np.random.SeedSequence, audit: str, m: int, alpha: float, n_bootstrap: int,
-           run_kwargs: dict[str, Any], audit_kwargs: dict[str, Any], torch_threads: int | None) -> list[dict]:
+def _chunk(
+    n: int,
+    ss: np.random.SeedSequence,
+    audit: str,
+    m: int,
+    alpha: float,
+    n_bootstrap: int,
+    run_kwargs: dict[str, Any],
+    audit_kwargs: dict[str, Any],
+    torch_threads: int | None,
+) -> list[dict]:
     """The runs of one chunk: ``[{"seed", "audit_seed", "epsilon_theory", "bounds", "train_seconds"}, ...]``."""
     import time
 
@@ -88,18 +97,36 @@ def _chunk(n: int, ss: np.random.SeedSequence, audit: str, m: int, alpha: float,
             run = run_fn(m, seed=s_run, progress=False, **run_kwargs)
             seconds = time.perf_counter() - t0
             bounds = audit_fn(run, alpha, n_bootstrap=n_bootstrap, seed=s_audit, **audit_kwargs)
-            out.append({"seed": s_run, "audit_seed": s_audit, "epsilon_theory": float(run.epsilon_theory),
-                        "bounds": {k: float(v) for k, v in bounds.items()}, "train_seconds": seconds})
+            out.append(
+                {
+                    "seed": s_run,
+                    "audit_seed": s_audit,
+                    "epsilon_theory": float(run.epsilon_theory),
+                    "bounds": {k: float(v) for k, v in bounds.items()},
+                    "train_seconds": seconds,
+                }
+            )
     finally:
         if torch_threads is not None:
             torch.set_num_threads(prev)
     return out
 
 
-def repeated_audit(n_repeats: int, m: int = 200, *, audit: str = "dirac", seed: int = 0, alpha: float = 0.05,
-                   n_bootstrap: int = 1000, chunk: int = 1, client: Any = None, executor: Any = None,
-                   torch_threads: int | None = 1, audit_kwargs: dict[str, Any] | None = None,
-                   **run_kwargs: Any) -> dict[str, Any]:
+def repeated_audit(
+    n_repeats: int,
+    m: int = 200,
+    *,
+    audit: str = "dirac",
+    seed: int = 0,
+    alpha: float = 0.05,
+    n_bootstrap: int = 1000,
+    chunk: int = 1,
+    client: Any = None,
+    executor: Any = None,
+    torch_threads: int | None = 1,
+    audit_kwargs: dict[str, Any] | None = None,
+    **run_kwargs: Any,
+) -> dict[str, Any]:
     """``n_repeats`` independent white-box audits with ``m`` canaries each, combined (module docstring).
 
     Args:
@@ -142,19 +169,35 @@ def repeated_audit(n_repeats: int, m: int = 200, *, audit: str = "dirac", seed: 
     bad = sorted({"seed", "n_bootstrap", "alpha", "run"} & set(audit_kwargs))
     if bad:
         raise DPValueError(f"audit_kwargs: {', '.join(bad)} are set by repeated_audit")
-    fn = partial(_chunk, audit=audit, m=m, alpha=alpha, n_bootstrap=n_bootstrap, run_kwargs=dict(run_kwargs),
-                 audit_kwargs=audit_kwargs, torch_threads=torch_threads)
-    parts = map_chunks(fn, n_repeats, chunk, seed, client=client, executor=executor,
-                       desc=f"repeated {audit} audits")
+    fn = partial(
+        _chunk,
+        audit=audit,
+        m=m,
+        alpha=alpha,
+        n_bootstrap=n_bootstrap,
+        run_kwargs=dict(run_kwargs),
+        audit_kwargs=audit_kwargs,
+        torch_threads=torch_threads,
+    )
+    parts = map_chunks(fn, n_repeats, chunk, seed, client=client, executor=executor, desc=f"repeated {audit} audits")
     runs = [r for part in parts for r in part]
     methods = list(runs[0]["bounds"])
     eps_runs = np.array([r["epsilon_theory"] for r in runs])
     out: dict[str, Any] = {
-        "audit": audit, "n_repeats": n_repeats, "chunk": chunk, "seed": seed, "alpha": alpha, "m": m,
+        "audit": audit,
+        "n_repeats": n_repeats,
+        "chunk": chunk,
+        "seed": seed,
+        "alpha": alpha,
+        "m": m,
         "epsilon_theory": float(eps_runs[0]),
-        "seeds": [r["seed"] for r in runs], "audit_seeds": [r["audit_seed"] for r in runs],
+        "seeds": [r["seed"] for r in runs],
+        "audit_seeds": [r["audit_seed"] for r in runs],
         "bounds": {k: [r["bounds"][k] for r in runs] for k in methods},
-        "mean": {}, "se": {}, "exceed": {}, "exceed_upper95": {},
+        "mean": {},
+        "se": {},
+        "exceed": {},
+        "exceed_upper95": {},
         "train_seconds": [r["train_seconds"] for r in runs],
     }
     if not np.all(eps_runs == eps_runs[0]):

@@ -31,14 +31,29 @@ from .model1 import simulate_scores
 ALL_METHODS = ("gauss", "gauss-bonferroni", "gauss-pooled", "steinke", "fdp", "steinke-uncorrected", "fdp-uncorrected")
 # (the methods themselves: dputils.audit.methods.METHODS)
 
-__all__ = ["ALL_METHODS", "PAPER_N_SUB", "audit_methods", "replicate", "subsample_curve", "paper_subsample_curve",
-           "coverage", "mc_upper"]
+__all__ = [
+    "ALL_METHODS",
+    "PAPER_N_SUB",
+    "audit_methods",
+    "replicate",
+    "subsample_curve",
+    "paper_subsample_curve",
+    "coverage",
+    "mc_upper",
+]
 
 PAPER_N_SUB = 50  # subsamples per canary budget in the authors' Fig. 1(b) (their repository's script)
 
 
-def audit_methods(in_scores, out_scores, methods: Iterable[str] = ALL_METHODS, delta: float = 1e-5,
-                  alpha: float = 0.05, n_bootstrap: int = 2000, seed: int = 0) -> dict[str, float]:
+def audit_methods(
+    in_scores,
+    out_scores,
+    methods: Iterable[str] = ALL_METHODS,
+    delta: float = 1e-5,
+    alpha: float = 0.05,
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+) -> dict[str, float]:
     """Lower bounds of the named methods on one set of scores."""
     out: dict[str, float] = {}
     for name in methods:
@@ -55,8 +70,9 @@ def _rep_seeds(n: int, ss: np.random.SeedSequence) -> list[np.random.SeedSequenc
     return [ss] if n == 1 else ss.spawn(n)
 
 
-def _replicate_chunk(n: int, ss: np.random.SeedSequence, m, T, q, sigma, methods, C, delta, alpha,
-                     n_bootstrap) -> dict[str, list[float]]:
+def _replicate_chunk(
+    n: int, ss: np.random.SeedSequence, m, T, q, sigma, methods, C, delta, alpha, n_bootstrap
+) -> dict[str, list[float]]:
     res: dict[str, list[float]] = {k: [] for k in methods}
     for child in _rep_seeds(n, ss):
         rng = np.random.default_rng(child)
@@ -66,10 +82,24 @@ def _replicate_chunk(n: int, ss: np.random.SeedSequence, m, T, q, sigma, methods
     return res
 
 
-def replicate(m: int, T: int, q: float, sigma: float, reps: int, methods=ALL_METHODS, *, C: float = 1.0,
-              delta: float = 1e-5, alpha: float = 0.05, n_bootstrap: int = 2000, seed: int = 0,
-              desc: str | None = None, chunk: int = 1, client: Any = None,
-              executor: Any = None) -> dict[str, np.ndarray]:
+def replicate(
+    m: int,
+    T: int,
+    q: float,
+    sigma: float,
+    reps: int,
+    methods=ALL_METHODS,
+    *,
+    C: float = 1.0,
+    delta: float = 1e-5,
+    alpha: float = 0.05,
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+    desc: str | None = None,
+    chunk: int = 1,
+    client: Any = None,
+    executor: Any = None,
+) -> dict[str, np.ndarray]:
     """``reps`` independent Model-1 runs with m canaries; returns method -> array of lower bounds.
 
     The reps run in seeded chunks of ``chunk`` (:func:`dputils.parallel.map_chunks`), serially or on a Dask
@@ -78,16 +108,37 @@ def replicate(m: int, T: int, q: float, sigma: float, reps: int, methods=ALL_MET
     """
     reps = check_positive_int("reps", reps)
     methods = tuple(methods)
-    fn = partial(_replicate_chunk, m=m, T=T, q=q, sigma=sigma, methods=methods, C=C, delta=delta, alpha=alpha,
-                 n_bootstrap=n_bootstrap)
-    parts = map_chunks(fn, reps, chunk, seed, client=client, executor=executor,
-                       desc=desc or f"m={m} T={T} sigma={sigma:.3g}")
+    fn = partial(
+        _replicate_chunk,
+        m=m,
+        T=T,
+        q=q,
+        sigma=sigma,
+        methods=methods,
+        C=C,
+        delta=delta,
+        alpha=alpha,
+        n_bootstrap=n_bootstrap,
+    )
+    parts = map_chunks(
+        fn, reps, chunk, seed, client=client, executor=executor, desc=desc or f"m={m} T={T} sigma={sigma:.3g}"
+    )
     return {k: np.array([v for part in parts for v in part[k]]) for k in methods}
 
 
-def subsample_curve(in_scores, out_scores, ms: Iterable[int], n_sub: int, methods=ALL_METHODS, *,
-                    delta: float = 1e-5, alpha: float = 0.05, n_bootstrap: int = 2000, seed: int = 0,
-                    p_keep: float = 0.5) -> dict[str, np.ndarray]:
+def subsample_curve(
+    in_scores,
+    out_scores,
+    ms: Iterable[int],
+    n_sub: int,
+    methods=ALL_METHODS,
+    *,
+    delta: float = 1e-5,
+    alpha: float = 0.05,
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+    p_keep: float = 0.5,
+) -> dict[str, np.ndarray]:
     """Fig. 1(b)/7 procedure: from one run, for each budget m draw n_in ~ Bin(m, p_keep) IN and m - n_in OUT
     canaries without replacement, audit, and average over ``n_sub`` subsamples (means of lower bounds,
     which are not themselves lower bounds). Returns method -> array of means over ``ms``."""
@@ -109,9 +160,19 @@ def subsample_curve(in_scores, out_scores, ms: Iterable[int], n_sub: int, method
     return res
 
 
-def paper_subsample_curve(in_scores, out_scores, ms: Iterable[int], n_sub: int = PAPER_N_SUB, *,
-                          unpooled_ms: Iterable[int] = (), delta: float = 1e-5, alpha: float = 0.05,
-                          n_bootstrap: int = 2000, seed: int = 0, p_keep: float = 0.5) -> dict[str, np.ndarray]:
+def paper_subsample_curve(
+    in_scores,
+    out_scores,
+    ms: Iterable[int],
+    n_sub: int = PAPER_N_SUB,
+    *,
+    unpooled_ms: Iterable[int] = (),
+    delta: float = 1e-5,
+    alpha: float = 0.05,
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+    p_keep: float = 0.5,
+) -> dict[str, np.ndarray]:
     """The authors' Fig. 1(b) protocol {cite}`gauss_audit`: the canary-budget curve with the Gaussian auditor
     evaluated on *pooled* variances and averaged over ``n_sub`` (their 50) subsamples.
 
@@ -137,8 +198,18 @@ def paper_subsample_curve(in_scores, out_scores, ms: Iterable[int], n_sub: int =
     ss = np.random.SeedSequence(seed).spawn(len(ms))
     for j, mb in enumerate(ms):
         meth = base + (("gauss",) if mb in unpooled else ())
-        r = subsample_curve(in_scores, out_scores, [mb], n_sub, meth, delta=delta, alpha=alpha,
-                            n_bootstrap=n_bootstrap, seed=int(ss[j].generate_state(1)[0]), p_keep=p_keep)
+        r = subsample_curve(
+            in_scores,
+            out_scores,
+            [mb],
+            n_sub,
+            meth,
+            delta=delta,
+            alpha=alpha,
+            n_bootstrap=n_bootstrap,
+            seed=int(ss[j].generate_state(1)[0]),
+            p_keep=p_keep,
+        )
         for k in meth:
             out[k][j] = r[k][0]
     return out
@@ -149,8 +220,22 @@ def mc_upper(k: int, n: int, level: float = 0.95) -> float:
     return 1.0 if k >= n else float(stats.beta.ppf(level, k + 1, n - k))
 
 
-def _coverage_chunk(n: int, ss: np.random.SeedSequence, m, T, q, sigma, methods, C, delta, alpha, n_bootstrap,
-                    scores, mu_gdp, theta_star) -> dict[str, Any]:
+def _coverage_chunk(
+    n: int,
+    ss: np.random.SeedSequence,
+    m,
+    T,
+    q,
+    sigma,
+    methods,
+    C,
+    delta,
+    alpha,
+    n_bootstrap,
+    scores,
+    mu_gdp,
+    theta_star,
+) -> dict[str, Any]:
     bounds: dict[str, list[float]] = {k: [] for k in methods}
     cov_box = cov_ell = 0
     for child in _rep_seeds(n, ss):
@@ -172,10 +257,26 @@ def _coverage_chunk(n: int, ss: np.random.SeedSequence, m, T, q, sigma, methods,
     return {"bounds": bounds, "box": cov_box, "ellipsoid": cov_ell}
 
 
-def coverage(m: int, T: int, q: float, sigma: float, reps: int, eps_true: dict[str, float], *, C: float = 1.0,
-             methods=ALL_METHODS, delta: float = 1e-5, alpha: float = 0.05, n_bootstrap: int = 1000,
-             seed: int = 0, scores: str = "model1", mu_gdp: float | None = None, chunk: int = 1,
-             client: Any = None, executor: Any = None) -> dict[str, Any]:
+def coverage(
+    m: int,
+    T: int,
+    q: float,
+    sigma: float,
+    reps: int,
+    eps_true: dict[str, float],
+    *,
+    C: float = 1.0,
+    methods=ALL_METHODS,
+    delta: float = 1e-5,
+    alpha: float = 0.05,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    scores: str = "model1",
+    mu_gdp: float | None = None,
+    chunk: int = 1,
+    client: Any = None,
+    executor: Any = None,
+) -> dict[str, Any]:
     """Over ``reps`` seeds: how often each method's lower bound exceeds each reference epsilon in
     ``eps_true`` (name -> value), and how often each confidence region covers theta*.
 
@@ -194,15 +295,34 @@ def coverage(m: int, T: int, q: float, sigma: float, reps: int, eps_true: dict[s
         theta_star = np.array([math.sqrt(T) * q * C, math.sqrt((sigma * C) ** 2 + q * (1 - q) * C * C), 0.0, sigma * C])
     else:
         theta_star = np.array([mu_gdp, 1.0, 0.0, 1.0])
-    fn = partial(_coverage_chunk, m=m, T=T, q=q, sigma=sigma, methods=methods, C=C, delta=delta, alpha=alpha,
-                 n_bootstrap=n_bootstrap, scores=scores, mu_gdp=mu_gdp, theta_star=theta_star)
+    fn = partial(
+        _coverage_chunk,
+        m=m,
+        T=T,
+        q=q,
+        sigma=sigma,
+        methods=methods,
+        C=C,
+        delta=delta,
+        alpha=alpha,
+        n_bootstrap=n_bootstrap,
+        scores=scores,
+        mu_gdp=mu_gdp,
+        theta_star=theta_star,
+    )
     parts = map_chunks(fn, reps, chunk, seed, client=client, executor=executor, desc=f"coverage m={m}")
     bounds = {k: [v for part in parts for v in part["bounds"][k]] for k in methods}
     cov_box = sum(part["box"] for part in parts)
     cov_ell = sum(part["ellipsoid"] for part in parts)
-    out: dict[str, Any] = {"reps": reps, "m": m, "scores": scores,
-                           "region_coverage": {"bonferroni": cov_box / reps, "ellipsoid": cov_ell / reps},
-                           "exceed": {}, "exceed_upper95": {}, "mean_bound": {}}
+    out: dict[str, Any] = {
+        "reps": reps,
+        "m": m,
+        "scores": scores,
+        "region_coverage": {"bonferroni": cov_box / reps, "ellipsoid": cov_ell / reps},
+        "exceed": {},
+        "exceed_upper95": {},
+        "mean_bound": {},
+    }
     for k, arr in bounds.items():
         arr = np.array(arr)
         out["mean_bound"][k] = float(arr.mean())

@@ -43,8 +43,14 @@ from ..errors import (
 )
 from .methods import audit_all
 
-__all__ = ["WhiteboxRun", "run_whitebox_audit", "audit_whitebox", "WhiteboxSizes", "fit_whitebox_sizes",
-           "mlp_parameter_count"]
+__all__ = [
+    "WhiteboxRun",
+    "run_whitebox_audit",
+    "audit_whitebox",
+    "WhiteboxSizes",
+    "fit_whitebox_sizes",
+    "mlp_parameter_count",
+]
 
 
 class ScoreSums:
@@ -107,9 +113,17 @@ def check_canary_run(m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_i
     n_train = check_positive_int("n_train", n_train)
     if batch_size > n_train:
         raise DPValueError(f"batch_size must be <= n_train ({n_train}), got {batch_size}")
-    return (m, check_positive("sigma", sigma), check_positive("clip", clip), epochs, batch_size, n_train,
-            check_positive("lr", lr), check_delta(delta),
-            check_probability("p_in", p_in, allow_zero=False, allow_one=False))
+    return (
+        m,
+        check_positive("sigma", sigma),
+        check_positive("clip", clip),
+        epochs,
+        batch_size,
+        n_train,
+        check_positive("lr", lr),
+        check_delta(delta),
+        check_probability("p_in", p_in, allow_zero=False, allow_one=False),
+    )
 
 
 def mlp_parameter_count(dim: int, n_classes: int, hidden: int) -> int:
@@ -137,12 +151,23 @@ class WhiteboxSizes:
 
     def kwargs(self) -> dict:
         """The keyword arguments of :func:`run_whitebox_audit` these sizes set (``m`` is positional)."""
-        return dict(n_train=self.n_train, batch_size=self.batch_size, hidden=self.hidden, dim=self.dim,
-                    n_classes=self.n_classes)
+        return dict(
+            n_train=self.n_train, batch_size=self.batch_size, hidden=self.hidden, dim=self.dim, n_classes=self.n_classes
+        )
 
 
-def fit_whitebox_sizes(m: int, *, n_train: int, batch_size: int, hidden: int, dim: int = 20, n_classes: int = 10,
-                       model: str = "mlp", dataset: str = "blobs", params_per_canary: float = 10.0) -> WhiteboxSizes:
+def fit_whitebox_sizes(
+    m: int,
+    *,
+    n_train: int,
+    batch_size: int,
+    hidden: int,
+    dim: int = 20,
+    n_classes: int = 10,
+    model: str = "mlp",
+    dataset: str = "blobs",
+    params_per_canary: float = 10.0,
+) -> WhiteboxSizes:
     """Sizes for :func:`run_whitebox_audit` that fit the data the run will get; the requested ones when they fit
     (always so on Fashion-MNIST at the book's profiles).
 
@@ -190,10 +215,14 @@ def fit_whitebox_sizes(m: int, *, n_train: int, batch_size: int, hidden: int, di
         k = max(1, round(n_train / batch_size))
         b = n_max // k
         if b < 1:
-            raise DPValueError(f"batch_size {batch_size} with n_train {n_train} gives {k} steps per epoch, more "
-                               f"than the {n_max} training points of {kind}")
-        changes.append(f"n_train {n_train} -> {k * b} and batch_size {batch_size} -> {b} ({kind} has {n_max} "
-                       f"training points; {k} steps per epoch kept, q = {b / (k * b):.4g})")
+            raise DPValueError(
+                f"batch_size {batch_size} with n_train {n_train} gives {k} steps per epoch, more "
+                f"than the {n_max} training points of {kind}"
+            )
+        changes.append(
+            f"n_train {n_train} -> {k * b} and batch_size {batch_size} -> {b} ({kind} has {n_max} "
+            f"training points; {k} steps per epoch kept, q = {b / (k * b):.4g})"
+        )
         n_train, batch_size = k * b, b
     r = check_positive("params_per_canary", params_per_canary)
     if r < 1:
@@ -204,16 +233,21 @@ def fit_whitebox_sizes(m: int, *, n_train: int, batch_size: int, hidden: int, di
         if hidden:
             h = -(-(need - n_classes) // (dim + 1 + n_classes))  # ceil
             D_new = mlp_parameter_count(dim, n_classes, h)
-            changes.append(f"hidden {hidden} -> {h} ({D} parameters on {dim} inputs are fewer than {r:g} per "
-                           f"canary for m = {m} Dirac canaries; now {D_new})")
+            changes.append(
+                f"hidden {hidden} -> {h} ({D} parameters on {dim} inputs are fewer than {r:g} per "
+                f"canary for m = {m} Dirac canaries; now {D_new})"
+            )
             hidden, D = h, D_new
         else:
             m_new = math.floor(D / r)
             if m_new < 4:
-                raise DPValueError(f"m: logistic regression on {dim} inputs has {D} parameters, room for "
-                                   f"{m_new} canaries at {r:g} parameters each, fewer than the 4 an audit needs")
-            changes.append(f"m {m} -> {m_new} (logistic regression on {dim} inputs has {D} parameters, "
-                           f"{r:g} per canary)")
+                raise DPValueError(
+                    f"m: logistic regression on {dim} inputs has {D} parameters, room for "
+                    f"{m_new} canaries at {r:g} parameters each, fewer than the 4 an audit needs"
+                )
+            changes.append(
+                f"m {m} -> {m_new} (logistic regression on {dim} inputs has {D} parameters, {r:g} per canary)"
+            )
             m = m_new
     return WhiteboxSizes(kind, m, n_train, batch_size, hidden, dim, n_classes, D, tuple(changes))
 
@@ -280,7 +314,8 @@ def run_whitebox_audit(
     from .model1 import theoretical_epsilon
 
     m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in = check_canary_run(
-        m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in)
+        m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in
+    )
     noise_multiplier_scale = check_positive("noise_multiplier_scale", noise_multiplier_scale)
     hidden = int(hidden)
     if hidden < 0:
@@ -297,17 +332,23 @@ def run_whitebox_audit(
         X, y, _, _, source = data.fashion_mnist_data(n_train, 1, seed=seed)
         dim, n_classes = X.shape[1], 10
         if kind == "sklearn-digits":
-            warnings.warn(f"Fashion-MNIST not found in {data.fashion_mnist_root()}: training on scikit-learn's "
-                          f"handwritten digits ({data.DIGITS_SIZE} 8x8 images; Debian: apt-get install "
-                          "dataset-fashion-mnist)", stacklevel=2)
+            warnings.warn(
+                f"Fashion-MNIST not found in {data.fashion_mnist_root()}: training on scikit-learn's "
+                f"handwritten digits ({data.DIGITS_SIZE} 8x8 images; Debian: apt-get install "
+                "dataset-fashion-mnist)",
+                stacklevel=2,
+            )
     elif model == "mlp":
         X, y = data.gaussian_blobs(n_train, dim=dim, n_classes=n_classes, seed=seed)
         source = "gaussian-blobs"
         if dataset == "fashion-mnist":
             source += " (no Fashion-MNIST files, no scikit-learn)"
-            warnings.warn(f"Fashion-MNIST not found in {data.fashion_mnist_root()} and scikit-learn not importable: "
-                          "training on Gaussian blobs (Debian: apt-get install dataset-fashion-mnist; or pip "
-                          "install scikit-learn for its handwritten digits)", stacklevel=2)
+            warnings.warn(
+                f"Fashion-MNIST not found in {data.fashion_mnist_root()} and scikit-learn not importable: "
+                "training on Gaussian blobs (Debian: apt-get install dataset-fashion-mnist; or pip "
+                "install scikit-learn for its handwritten digits)",
+                stacklevel=2,
+            )
     else:
         folder = None if not data_dir else Path(data_dir).expanduser()
         X, y, source = data.image_data(folder, n_train, seed=seed)
@@ -363,9 +404,19 @@ def run_whitebox_audit(
             if t % every == 0 or t == T:
                 bar.set_postfix(eps_spent_rdp=f"{rdp_to_epsilon(rdp_orders, t * rdp_one, delta)[0]:.3f}")
 
-    config = DPSGDConfig(epochs=epochs, sub_batch_size=1, sub_batches=batch_size, clip=clip, sigma=sigma, lr=lr,
-                         sampler="poisson", noise_multiplier_scale=noise_multiplier_scale, device=str(dev), seed=seed,
-                         microbatch=microbatch)
+    config = DPSGDConfig(
+        epochs=epochs,
+        sub_batch_size=1,
+        sub_batches=batch_size,
+        clip=clip,
+        sigma=sigma,
+        lr=lr,
+        sampler="poisson",
+        noise_multiplier_scale=noise_multiplier_scale,
+        device=str(dev),
+        seed=seed,
+        microbatch=microbatch,
+    )
     t0 = time.perf_counter()
     res = train(net, X, y, config, extra_gradients=extra_gradients, on_round=on_round)
     if dev.type == "cuda":
@@ -377,20 +428,37 @@ def run_whitebox_audit(
         raise DPValueError(f"internal: expected {T} rounds, train() ran {res.rounds}")
     s = sums.double().cpu().numpy()
     return WhiteboxRun(
-        in_sums=s[is_in], out_sums=s[~is_in], in_counts=counts.numpy(), in_coords=coords[is_in],
-        out_coords=coords[~is_in], T=T, q=q, sigma=sigma, clip=clip, delta=delta, epsilon_theory=eps["epsilon"],
-        accountant=eps["accountant"], steps_per_second=T / seconds, train_seconds=seconds,
-        device=str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})", n_params=D,
-        noise_multiplier_scale=noise_multiplier_scale, history=res.history, model=model, data=source,
+        in_sums=s[is_in],
+        out_sums=s[~is_in],
+        in_counts=counts.numpy(),
+        in_coords=coords[is_in],
+        out_coords=coords[~is_in],
+        T=T,
+        q=q,
+        sigma=sigma,
+        clip=clip,
+        delta=delta,
+        epsilon_theory=eps["epsilon"],
+        accountant=eps["accountant"],
+        steps_per_second=T / seconds,
+        train_seconds=seconds,
+        device=str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})",
+        n_params=D,
+        noise_multiplier_scale=noise_multiplier_scale,
+        history=res.history,
+        model=model,
+        data=source,
     )
 
 
-def audit_whitebox(run: WhiteboxRun, alpha: float = 0.05, *, n_bootstrap: int = 2000, selection: str = "split",
-                   seed: int = 0) -> dict[str, float]:
+def audit_whitebox(
+    run: WhiteboxRun, alpha: float = 0.05, *, n_bootstrap: int = 2000, selection: str = "split", seed: int = 0
+) -> dict[str, float]:
     """Empirical lower bounds from :func:`dputils.audit.audit_all` on the Definition-2 scores of ``run``
     (Gaussian ellipsoid and Bonferroni box, Steinke et al., f-DP) at ``run.delta``."""
 
     if not isinstance(run, WhiteboxRun):
         raise DPValueError(f"run must be a WhiteboxRun, got {type(run).__name__}")
-    return audit_all(run.in_scores, run.out_scores, run.delta, alpha, selection=selection,
-                     n_bootstrap=n_bootstrap, seed=seed)
+    return audit_all(
+        run.in_scores, run.out_scores, run.delta, alpha, selection=selection, n_bootstrap=n_bootstrap, seed=seed
+    )

@@ -47,8 +47,9 @@ def _query(acc: Accountant, quantity: str, target: float) -> AccountingResult:
     except (DPValueError, NumericalError):
         raise
     except (ArithmeticError, ValueError) as exc:
-        raise NumericalError(f"{acc.name}: {quantity} could not be computed for this composition "
-                             f"({type(exc).__name__}: {exc})") from exc
+        raise NumericalError(
+            f"{acc.name}: {quantity} could not be computed for this composition ({type(exc).__name__}: {exc})"
+        ) from exc
 
 
 def _useless(res: AccountingResult | None, quantity: str) -> bool:
@@ -78,22 +79,32 @@ def certified_answer(acc: Accountant, quantity: str, target: float) -> Accountin
     try:
         pld = _fallback_pld(acc)
     except DPValueError as exc:
-        if res is not None and res.upper is not None and (
-                (quantity == "epsilon" and math.isfinite(res.upper)) or (quantity == "delta" and res.upper < 1)):
+        if (
+            res is not None
+            and res.upper is not None
+            and ((quantity == "epsilon" and math.isfinite(res.upper)) or (quantity == "delta" and res.upper < 1))
+        ):
             return res  # wide but certified, and nothing to narrow it with
         why = f"it failed ({failure})" if failure is not None else "its certified bound is vacuous here"
-        raise NumericalError(f"{acc.name}: no certified {quantity} for this composition: {why}, and the PLD "
-                             f"fallback cannot take it ({exc}); use report='estimate' for the approximation") from exc
+        raise NumericalError(
+            f"{acc.name}: no certified {quantity} for this composition: {why}, and the PLD "
+            f"fallback cannot take it ({exc}); use report='estimate' for the approximation"
+        ) from exc
     ref = _query(pld, quantity, target)
     upper = ref.upper if res is None or res.upper is None else min(res.upper, ref.upper)
     lower = ref.lower if res is None or res.lower is None else max(res.lower, ref.lower or 0.0)
     lower = min(lower, upper)
     value = upper if res is None else min(max(res.value, lower), upper)
     details = dict(res.details) if res is not None else {}
-    details.update(fallback="pld", fallback_reason=("failed: " + str(failure)) if failure is not None else
-                   ("vacuous" if _useless_vacuous(res, quantity) else "wide bracket"),
-                   own_bracket=None if res is None else [res.lower, res.upper], pld_bracket=[ref.lower, ref.upper],
-                   discretization=ref.details.get("discretization"))
+    details.update(
+        fallback="pld",
+        fallback_reason=("failed: " + str(failure))
+        if failure is not None
+        else ("vacuous" if _useless_vacuous(res, quantity) else "wide bracket"),
+        own_bracket=None if res is None else [res.lower, res.upper],
+        pld_bracket=[ref.lower, ref.upper],
+        discretization=ref.details.get("discretization"),
+    )
     kind = "upper-bound" if res is None else res.kind
     return AccountingResult(value, lower, upper, kind, acc.name, quantity, details)
 
@@ -115,5 +126,9 @@ def _fallback_pld(acc: Accountant) -> Accountant:
 
 
 def _useless_vacuous(res: AccountingResult | None, quantity: str) -> bool:
-    return res is None or res.upper is None or (quantity == "epsilon" and not math.isfinite(res.upper)) or (
-        quantity == "delta" and res.upper >= 1)
+    return (
+        res is None
+        or res.upper is None
+        or (quantity == "epsilon" and not math.isfinite(res.upper))
+        or (quantity == "delta" and res.upper >= 1)
+    )

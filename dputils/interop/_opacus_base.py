@@ -44,8 +44,13 @@ class DputilsOpacusAccountant(IAccountant):
         from ..accountants.rdp import RDPAccountant
         from ..accountants.spa import SaddlePointAccountant
 
-        cls = {"pld": PLDAccountant, "spa": SaddlePointAccountant, "edgeworth": EdgeworthAccountant,
-               "rdp": RDPAccountant, "gdp": GDPAccountant}[self.NAME]
+        cls = {
+            "pld": PLDAccountant,
+            "spa": SaddlePointAccountant,
+            "edgeworth": EdgeworthAccountant,
+            "rdp": RDPAccountant,
+            "gdp": GDPAccountant,
+        }[self.NAME]
         return cls(**{**self.DEFAULTS, **self.options})
 
     @classmethod
@@ -68,8 +73,9 @@ class DputilsOpacusAccountant(IAccountant):
         """``history`` as a list of ``(noise_multiplier, sample_rate, steps)``, or ``DPValueError`` naming
         the first bad entry (noise_multiplier finite and >= 0, sample_rate in [0, 1], steps an integer >= 1)."""
         if isinstance(history, (str, bytes)) or not isinstance(history, (list, tuple)):
-            raise DPValueError(f"history must be a list of (noise_multiplier, sample_rate, steps) tuples, got "
-                               f"{type(history).__name__}")
+            raise DPValueError(
+                f"history must be a list of (noise_multiplier, sample_rate, steps) tuples, got {type(history).__name__}"
+            )
         out = []
         for k, entry in enumerate(history):
             if isinstance(entry, (str, bytes)) or not isinstance(entry, (list, tuple)) or len(entry) != 3:
@@ -109,8 +115,15 @@ class DputilsOpacusAccountant(IAccountant):
         delta = check_delta(delta)
         acc, infinite = self._composed()
         if infinite:
-            return AccountingResult(math.inf, math.inf, math.inf, "exact", self.NAME, "epsilon",
-                                    {"reason": "a step with noise_multiplier 0"})
+            return AccountingResult(
+                math.inf,
+                math.inf,
+                math.inf,
+                "exact",
+                self.NAME,
+                "epsilon",
+                {"reason": "a step with noise_multiplier 0"},
+            )
         if not acc.ledger:
             return AccountingResult(0.0, 0.0, 0.0, "exact", self.NAME, "epsilon", {"reason": "no steps"})
         if self.report == "upper":
@@ -124,8 +137,10 @@ class DputilsOpacusAccountant(IAccountant):
         from collections.abc import Mapping
 
         if not isinstance(state_dict, Mapping) or not state_dict:
-            raise DPValueError(f"state_dict must be a non-empty mapping with 'history' and 'mechanism', got "
-                               f"{type(state_dict).__name__}")
+            raise DPValueError(
+                f"state_dict must be a non-empty mapping with 'history' and 'mechanism', got "
+                f"{type(state_dict).__name__}"
+            )
         for key in ("history", "mechanism"):
             if key not in state_dict:
                 raise DPValueError(f"state_dict has no key {key!r}; cannot load it into {self.MECHANISM}")
@@ -136,8 +151,7 @@ class DputilsOpacusAccountant(IAccountant):
     def get_epsilon(self, delta: float, **kwargs: Any) -> float:
         """epsilon(delta) of the steps so far: the certified upper end (``report="upper"``) or the estimate."""
         if kwargs:
-            raise TypeError(f"{self.MECHANISM}: unexpected arguments {sorted(kwargs)} (options go to the "
-                            "constructor)")
+            raise TypeError(f"{self.MECHANISM}: unexpected arguments {sorted(kwargs)} (options go to the constructor)")
         res = self.get_epsilon_bracket(delta)
         if self.report == "estimate" or res.upper is None:
             return float(res.value)

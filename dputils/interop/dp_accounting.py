@@ -68,8 +68,7 @@ def _accountant_classes() -> dict[str, type[Accountant]]:
     from ..accountants.rdp import RDPAccountant
     from ..accountants.spa import SaddlePointAccountant
 
-    return {"pld": PLDAccountant, "spa": SaddlePointAccountant, "edgeworth": EdgeworthAccountant,
-            "rdp": RDPAccountant}
+    return {"pld": PLDAccountant, "spa": SaddlePointAccountant, "edgeworth": EdgeworthAccountant, "rdp": RDPAccountant}
 
 
 _NOTHING = object()  # a leaf that releases nothing (Poisson sampling with probability 0)
@@ -86,8 +85,9 @@ def _noise(event: dp_event.DpEvent) -> float:
 def _sampling_probability(event: dp_event.PoissonSampledDpEvent) -> float:
     q = check_finite("sampling_probability", event.sampling_probability)
     if not 0 <= q <= 1:
-        raise DPValueError(f"Sampling rate (sampling_probability of PoissonSampledDpEvent) must be in [0, 1], "
-                           f"got {q!r}")
+        raise DPValueError(
+            f"Sampling rate (sampling_probability of PoissonSampledDpEvent) must be in [0, 1], got {q!r}"
+        )
     return q
 
 
@@ -116,13 +116,18 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
             ``orders=...`` for ``rdp``).
     """
 
-    def __init__(self, name: str = "pld",
-                 neighboring_relation: NeighboringRelation = NeighboringRelation.ADD_OR_REMOVE_ONE,
-                 report: str = "upper", **options: Any) -> None:
+    def __init__(
+        self,
+        name: str = "pld",
+        neighboring_relation: NeighboringRelation = NeighboringRelation.ADD_OR_REMOVE_ONE,
+        report: str = "upper",
+        **options: Any,
+    ) -> None:
         check_choice("name", name, ACCOUNTANTS)
         if neighboring_relation != NeighboringRelation.ADD_OR_REMOVE_ONE:
-            raise DPValueError(f"dputils accountants support NeighboringRelation.ADD_OR_REMOVE_ONE only, got "
-                               f"{neighboring_relation}")
+            raise DPValueError(
+                f"dputils accountants support NeighboringRelation.ADD_OR_REMOVE_ONE only, got {neighboring_relation}"
+            )
         self.report = check_choice("report", report, ("upper", "estimate"))
         super().__init__(neighboring_relation)
         self.name = name
@@ -132,8 +137,9 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
             inspect.signature(cls).bind(**options)
         except TypeError:
             known = [p for p in inspect.signature(cls).parameters if p not in ("self", "args", "kwargs")]
-            raise DPValueError(f"{name}: unknown option(s) {sorted(options)}; this accountant takes "
-                               f"{', '.join(known) or 'no options'}") from None
+            raise DPValueError(
+                f"{name}: unknown option(s) {sorted(options)}; this accountant takes {', '.join(known) or 'no options'}"
+            ) from None
         self.inner: Accountant = cls(**options)
         self._infinite = False  # a composed event without noise (noise_multiplier 0, or q = 1 of it)
 
@@ -189,8 +195,9 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
             else:
                 yield ev, n
 
-    def _maybe_compose(self, event: dp_event.DpEvent, count: int,
-                       do_compose: bool) -> PrivacyAccountant.CompositionErrorDetails | None:
+    def _maybe_compose(
+        self, event: dp_event.DpEvent, count: int, do_compose: bool
+    ) -> PrivacyAccountant.CompositionErrorDetails | None:
         count = _count(count, "count", low=0)
         plan: list[tuple[Any, int]] = []
         infinite = False
@@ -213,7 +220,8 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
             except (DPValueError, ValueError) as exc:
                 msg = str(exc)
                 return PrivacyAccountant.CompositionErrorDetails(
-                    invalid_event=leaf, error_message=msg if msg.startswith(f"{self.name}:") else f"{self.name}: {msg}")
+                    invalid_event=leaf, error_message=msg if msg.startswith(f"{self.name}:") else f"{self.name}: {msg}"
+                )
             if n > 0:
                 plan.append((mech, n))
         if do_compose:
@@ -231,8 +239,9 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
         try:
             return super().compose(event, count)
         except RecursionError:  # dp_accounting's own ledger or the event's repr on a deeply nested event
-            raise DPValueError("event is nested too deeply for dp_accounting's ledger; flatten the "
-                               "ComposedDpEvents into one list") from None
+            raise DPValueError(
+                "event is nested too deeply for dp_accounting's ledger; flatten the ComposedDpEvents into one list"
+            ) from None
 
     # --------------------------------------------------------------------------------- queries
     def _empty(self) -> bool:
@@ -250,8 +259,15 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
                 hi = float(mech.pair(direction).loss_support[1])
                 total += n * max(hi, 0.0)
             worst = max(worst, total)
-        return AccountingResult(worst, worst, worst, "exact", self.name, "epsilon",
-                                {"reason": "delta = 0: the largest privacy loss of the composition"})
+        return AccountingResult(
+            worst,
+            worst,
+            worst,
+            "exact",
+            self.name,
+            "epsilon",
+            {"reason": "delta = 0: the largest privacy loss of the composition"},
+        )
 
     def get_epsilon_bracket(self, target_delta: float) -> AccountingResult:
         """The dputils answer for epsilon(target_delta): value, certified lower/upper, kind, details.
@@ -262,35 +278,53 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
         if not 0 <= target_delta <= 1:
             raise DPValueError(f"target_delta must be in [0, 1], got {target_delta!r}")
         if self._infinite:
-            return AccountingResult(math.inf, math.inf, math.inf, "exact", self.name, "epsilon",
-                                    {"reason": "an event without noise was composed"})
+            return AccountingResult(
+                math.inf,
+                math.inf,
+                math.inf,
+                "exact",
+                self.name,
+                "epsilon",
+                {"reason": "an event without noise was composed"},
+            )
         if self._empty():
             return AccountingResult(0.0, 0.0, 0.0, "exact", self.name, "epsilon", {"reason": "nothing composed"})
         if target_delta == 1:
-            return AccountingResult(0.0, 0.0, 0.0, "exact", self.name, "epsilon",
-                                    {"reason": "delta = 1: every mechanism is (0, 1)-DP"})
+            return AccountingResult(
+                0.0, 0.0, 0.0, "exact", self.name, "epsilon", {"reason": "delta = 1: every mechanism is (0, 1)-DP"}
+            )
         if target_delta == 0:
             return self._pure_epsilon()
-        return certified_answer(self.inner, "epsilon", target_delta) if self.report == "upper" \
+        return (
+            certified_answer(self.inner, "epsilon", target_delta)
+            if self.report == "upper"
             else _query(self.inner, "epsilon", target_delta)
+        )
 
     def get_delta_bracket(self, target_epsilon: float) -> AccountingResult:
         """The dputils answer for delta(target_epsilon): value, certified lower/upper, kind, details.
 
         ``target_epsilon`` may be any number in [0, inf]; at infinity delta is 0 unless an event without
         noise was composed."""
-        if isinstance(target_epsilon, (int, float)) and not isinstance(target_epsilon, bool) \
-                and target_epsilon == math.inf:
+        if (
+            isinstance(target_epsilon, (int, float))
+            and not isinstance(target_epsilon, bool)
+            and target_epsilon == math.inf
+        ):
             v = 1.0 if self._infinite else 0.0
             return AccountingResult(v, v, v, "exact", self.name, "delta", {"reason": "epsilon = infinity"})
         target_epsilon = check_epsilon(target_epsilon, "target_epsilon")
         if self._infinite:
-            return AccountingResult(1.0, 1.0, 1.0, "exact", self.name, "delta",
-                                    {"reason": "an event without noise was composed"})
+            return AccountingResult(
+                1.0, 1.0, 1.0, "exact", self.name, "delta", {"reason": "an event without noise was composed"}
+            )
         if self._empty():
             return AccountingResult(0.0, 0.0, 0.0, "exact", self.name, "delta", {"reason": "nothing composed"})
-        return certified_answer(self.inner, "delta", target_epsilon) if self.report == "upper" \
+        return (
+            certified_answer(self.inner, "delta", target_epsilon)
+            if self.report == "upper"
             else _query(self.inner, "delta", target_epsilon)
+        )
 
     def _pick(self, res: AccountingResult) -> float:
         if self.report == "estimate" or res.upper is None:
@@ -313,4 +347,3 @@ def make_accountant(name: str = "pld", **options: Any) -> DputilsPrivacyAccounta
     """A fresh ``dp_accounting.PrivacyAccountant`` backed by the dputils accountant ``name``
     (``pld``, ``spa``, ``edgeworth`` or ``rdp``); ``options`` as for :class:`DputilsPrivacyAccountant`."""
     return DputilsPrivacyAccountant(name, **options)
-

@@ -51,8 +51,15 @@ from opacus.accountants import register_accountant
 from ..accountants.base import AccountingResult
 from ._opacus_base import DputilsOpacusAccountant
 
-__all__ = ["DputilsOpacusAccountant", "PLDOpacusAccountant", "SPAOpacusAccountant", "EdgeworthOpacusAccountant",
-           "RDPOpacusAccountant", "GDPOpacusAccountant", "MECHANISMS"]
+__all__ = [
+    "DputilsOpacusAccountant",
+    "PLDOpacusAccountant",
+    "SPAOpacusAccountant",
+    "EdgeworthOpacusAccountant",
+    "RDPOpacusAccountant",
+    "GDPOpacusAccountant",
+    "MECHANISMS",
+]
 
 
 class PLDOpacusAccountant(DputilsOpacusAccountant):
@@ -108,15 +115,27 @@ class GDPOpacusAccountant(DputilsOpacusAccountant):
     def get_epsilon_bracket(self, delta: float) -> AccountingResult:
         res = super().get_epsilon_bracket(delta)
         if res.kind == "approximation":
-            warnings.warn("dputils-gdp: the CLT approximation of the subsampled Gaussian (Bu et al. 2020, Cor. 4) "
-                          "is not an upper bound and can under-estimate epsilon; use dputils-pld for a certified "
-                          "one", UserWarning, stacklevel=3)
+            warnings.warn(
+                "dputils-gdp: the CLT approximation of the subsampled Gaussian (Bu et al. 2020, Cor. 4) "
+                "is not an upper bound and can under-estimate epsilon; use dputils-pld for a certified "
+                "one",
+                UserWarning,
+                stacklevel=3,
+            )
         return res
 
 
 #: Opacus name -> class, registered on import.
-MECHANISMS = {c.MECHANISM: c for c in (PLDOpacusAccountant, SPAOpacusAccountant, EdgeworthOpacusAccountant,
-                                       RDPOpacusAccountant, GDPOpacusAccountant)}
+MECHANISMS = {
+    c.MECHANISM: c
+    for c in (
+        PLDOpacusAccountant,
+        SPAOpacusAccountant,
+        EdgeworthOpacusAccountant,
+        RDPOpacusAccountant,
+        GDPOpacusAccountant,
+    )
+}
 
 for _name, _cls in MECHANISMS.items():
     register_accountant(_name, _cls, force=True)

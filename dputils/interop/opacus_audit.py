@@ -116,22 +116,27 @@ class OpacusAuditReport(ScoreSums):
 
     def __str__(self) -> str:
         verdict = "FLAGGED: above the accountant" if self.flagged else "consistent with the accountant"
-        return (f"one-run audit ({self.method}, {100 * (1 - self.alpha):g}% confidence, delta={self.delta:g}, "
-                f"{self.audit.n_in} IN / {self.audit.n_out} OUT canaries, T={self.T}): epsilon >= "
-                f"{self.epsilon_lower:.3f}; accountant {self.accountant!r}: epsilon <= "
-                f"{self.epsilon_accountant:.3f} ({verdict})")
+        return (
+            f"one-run audit ({self.method}, {100 * (1 - self.alpha):g}% confidence, delta={self.delta:g}, "
+            f"{self.audit.n_in} IN / {self.audit.n_out} OUT canaries, T={self.T}): epsilon >= "
+            f"{self.epsilon_lower:.3f}; accountant {self.accountant!r}: epsilon <= "
+            f"{self.epsilon_accountant:.3f} ({verdict})"
+        )
 
 
 def _check_optimizer(optimizer: Any) -> None:
     from opacus.optimizers import DPOptimizer
 
     if not isinstance(optimizer, DPOptimizer):
-        raise DPValueError(f"optimizer must be the DPOptimizer returned by PrivacyEngine.make_private, got "
-                           f"{type(optimizer).__name__}")
+        raise DPValueError(
+            f"optimizer must be the DPOptimizer returned by PrivacyEngine.make_private, got {type(optimizer).__name__}"
+        )
     if type(optimizer) is not DPOptimizer:
-        raise DPValueError(f"optimizer {type(optimizer).__name__} is not supported: the audit needs Opacus's "
-                           "DPOptimizer (flat clipping, one process, grad_sample_mode 'hooks' or 'functorch'); "
-                           "per-layer, adaptive, ghost and distributed clipping are not")
+        raise DPValueError(
+            f"optimizer {type(optimizer).__name__} is not supported: the audit needs Opacus's "
+            "DPOptimizer (flat clipping, one process, grad_sample_mode 'hooks' or 'functorch'); "
+            "per-layer, adaptive, ghost and distributed clipping are not"
+        )
     if getattr(optimizer, "_dputils_canary_audit", None) is not None:
         raise DPValueError("optimizer already has an OpacusCanaryAudit attached; detach() it first")
 
@@ -165,11 +170,24 @@ class OpacusCanaryAudit:
             the whole set's per-sample gradients at every step.
     """
 
-    def __init__(self, optimizer: Any, data_loader: Any = None, *, m: int | None = None, engine: Any = None,
-                 accountant: Any = None, sample_rate: float | None = None, p_in: float = 0.5,
-                 canary_scale: float = 10.0, params_per_canary: float = 10.0, seed: int = 0,
-                 canaries: tuple[Any, Any] | None = None, model: Any = None, loss_fn: Any = None,
-                 background: tuple[Any, Any] | None = None) -> None:
+    def __init__(
+        self,
+        optimizer: Any,
+        data_loader: Any = None,
+        *,
+        m: int | None = None,
+        engine: Any = None,
+        accountant: Any = None,
+        sample_rate: float | None = None,
+        p_in: float = 0.5,
+        canary_scale: float = 10.0,
+        params_per_canary: float = 10.0,
+        seed: int = 0,
+        canaries: tuple[Any, Any] | None = None,
+        model: Any = None,
+        loss_fn: Any = None,
+        background: tuple[Any, Any] | None = None,
+    ) -> None:
         _check_optimizer(optimizer)
         self.kind = "dirac" if canaries is None else "input"
         self.model = model
@@ -178,8 +196,10 @@ class OpacusCanaryAudit:
             m = self._setup_inputs(canaries, model, loss_fn, m)
             self.background = None if background is None else self._as_pair("background", background)
         elif model is not None or loss_fn is not None or background is not None:
-            raise DPValueError("model, loss_fn and background are for input canaries (canaries=(X, y)); Dirac "
-                               "canaries need none of them")
+            raise DPValueError(
+                "model, loss_fn and background are for input canaries (canaries=(X, y)); Dirac "
+                "canaries need none of them"
+            )
         elif m is None:
             raise DPValueError("give m (the number of Dirac canaries) or canaries=(X, y) (input canaries)")
         m = check_positive_int("m", m)
@@ -188,8 +208,9 @@ class OpacusCanaryAudit:
         p_in = check_probability("p_in", p_in, allow_zero=False, allow_one=False)
         self.canary_scale = check_positive("canary_scale", canary_scale)
         if self.canary_scale < 1:
-            raise DPValueError(f"canary_scale must be >= 1 (a canary below the clipping norm is a weaker audit), "
-                               f"got {canary_scale}")
+            raise DPValueError(
+                f"canary_scale must be >= 1 (a canary below the clipping norm is a weaker audit), got {canary_scale}"
+            )
         r = check_positive("params_per_canary", params_per_canary)
         if r < 1:
             raise DPValueError(f"params_per_canary must be >= 1 (distinct Dirac canaries), got {params_per_canary}")
@@ -199,9 +220,11 @@ class OpacusCanaryAudit:
             from opacus.data_loader import DPDataLoader
 
             if not isinstance(data_loader, DPDataLoader):
-                raise DPValueError(f"data_loader must be the DPDataLoader of make_private(poisson_sampling=True) "
-                                   f"(the canaries are Poisson-sampled as the accountant assumes), got "
-                                   f"{type(data_loader).__name__}")
+                raise DPValueError(
+                    f"data_loader must be the DPDataLoader of make_private(poisson_sampling=True) "
+                    f"(the canaries are Poisson-sampled as the accountant assumes), got "
+                    f"{type(data_loader).__name__}"
+                )
             sample_rate = data_loader.sample_rate
         self.q = check_probability("sample_rate", sample_rate, allow_zero=False)
         if engine is not None and accountant is not None:
@@ -217,8 +240,10 @@ class OpacusCanaryAudit:
         D = int(sum(sizes))
         need = math.ceil(r * m)
         if self.kind == "dirac" and D < need:
-            raise DPValueError(f"m: the model has {D} trainable parameters, room for {int(D // r)} canaries at "
-                               f"{r:g} parameters each (the chapter's rule), got m = {m}")
+            raise DPValueError(
+                f"m: the model has {D} trainable parameters, room for {int(D // r)} canaries at "
+                f"{r:g} parameters each (the chapter's rule), got m = {m}"
+            )
         self.m, self.n_params = m, D
         rng = np.random.default_rng([self.seed, 7])
         # Dirac canaries: distinct coordinates (input canaries draw none, the same IN/OUT coins follow)
@@ -267,8 +292,10 @@ class OpacusCanaryAudit:
         if m is not None and int(m) != X.shape[0]:
             raise DPValueError(f"m ({m}) differs from the number of input canaries ({X.shape[0]}); leave m out")
         if not isinstance(model, GradSampleModule):
-            raise DPValueError(f"model must be the GradSampleModule returned by make_private (input canaries need it), "
-                               f"got {type(model).__name__}")
+            raise DPValueError(
+                f"model must be the GradSampleModule returned by make_private (input canaries need it), "
+                f"got {type(model).__name__}"
+            )
         if not callable(loss_fn):
             raise DPValueError("loss_fn(output, target) must be given for input canaries")
         self.loss_fn = loss_fn
@@ -280,8 +307,9 @@ class OpacusCanaryAudit:
             raise DPValueError(f"{name} must be a pair (X, y) of inputs and targets")
         X, y = (torch.as_tensor(np.asarray(a)) if not isinstance(a, torch.Tensor) else a for a in pair)
         if X.ndim < 1 or y.shape[:1] != X.shape[:1] or X.shape[0] < 1:
-            raise DPValueError(f"{name}: X and y must have the same first dimension, got {tuple(X.shape)} and "
-                               f"{tuple(y.shape)}")
+            raise DPValueError(
+                f"{name}: X and y must have the same first dimension, got {tuple(X.shape)} and {tuple(y.shape)}"
+            )
         if X.is_floating_point() and self.model is not None:
             X = X.to(next(iter(self.model.parameters())).dtype)
         return X, y
@@ -296,8 +324,9 @@ class OpacusCanaryAudit:
         try:
             keys = [names[id(p)] for p in self.params]
         except KeyError:
-            raise DPValueError("the optimizer holds a parameter that is not the model's: pass the model given to "
-                               "make_private") from None
+            raise DPValueError(
+                "the optimizer holds a parameter that is not the model's: pass the model given to make_private"
+            ) from None
         frozen = {n: p.detach() for n, p in inner.named_parameters() if id(p) not in {id(q) for q in self.params}}
         dev = self.params[0].device
 
@@ -340,7 +369,7 @@ class OpacusCanaryAudit:
                 center = torch.zeros(self.n_params, dtype=self._G.dtype, device=self._G.device)
                 Xb, yb = self.background
                 for a in range(0, Xb.shape[0], 1024):
-                    g = self._canary_gradients(Xb[a:a + 1024], yb[a:a + 1024])
+                    g = self._canary_gradients(Xb[a : a + 1024], yb[a : a + 1024])
                     g = g * (C / (g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0)  # Opacus's clipping
                     center += g.sum(0)
                 self._center = self.q * center
@@ -355,10 +384,12 @@ class OpacusCanaryAudit:
             gs = p.grad_sample
             last = gs[-1] if isinstance(gs, list) else gs
             if last is None:
-                raise DPValueError("a parameter has no per-sample gradient at optimizer.step(): the audit needs "
-                                   "Opacus's GradSampleModule (grad_sample_mode 'hooks' or 'functorch')")
+                raise DPValueError(
+                    "a parameter has no per-sample gradient at optimizer.step(): the audit needs "
+                    "Opacus's GradSampleModule (grad_sample_mode 'hooks' or 'functorch')"
+                )
             if rows_in is not None:
-                rows = rows_in[:, start:start + p.numel()].reshape(k, *p.shape).to(last.dtype)
+                rows = rows_in[:, start : start + p.numel()].reshape(k, *p.shape).to(last.dtype)
                 start += p.numel()
             else:
                 rows = torch.zeros((k, *p.shape), dtype=last.dtype, device=last.device)
@@ -419,8 +450,15 @@ class OpacusCanaryAudit:
     def out_sums(self) -> np.ndarray:
         return self.sums[~self.is_in].copy()
 
-    def report(self, delta: float = 1e-5, alpha: float = 0.05, *, method: str = "gauss",
-               methods: tuple[str, ...] = ("gauss", "gauss-bonferroni"), n_bootstrap: int = 2000) -> OpacusAuditReport:
+    def report(
+        self,
+        delta: float = 1e-5,
+        alpha: float = 0.05,
+        *,
+        method: str = "gauss",
+        methods: tuple[str, ...] = ("gauss", "gauss-bonferroni"),
+        n_bootstrap: int = 2000,
+    ) -> OpacusAuditReport:
         """Audit the scores so far: the (1 - alpha) lower bound of ``method`` (and of every name in ``methods``,
         all through :class:`dputils.audit.CanaryScoreAuditor`: both directions of the Gaussian pair) at ``delta``,
         next to the accountant's ``get_epsilon(delta)``."""
@@ -430,8 +468,10 @@ class OpacusCanaryAudit:
             raise DPValueError("no step was taken with the audit attached: train (optimizer.step()) first")
         steps = self._accountant_steps()
         if steps >= 0 and steps - self.accountant_steps_at_start != self.T:
-            warnings.warn(f"the accountant recorded {steps - self.accountant_steps_at_start} steps while the audit "
-                          f"saw {self.T}", stacklevel=2)
+            warnings.warn(
+                f"the accountant recorded {steps - self.accountant_steps_at_start} steps while the audit saw {self.T}",
+                stacklevel=2,
+            )
         eps_acc = float(self.accountant.get_epsilon(delta))
         s = 1.0 / math.sqrt(self.T)
         auditor = CanaryScoreAuditor(self.in_sums * s, self.out_sums * s)
@@ -439,14 +479,31 @@ class OpacusCanaryAudit:
         results = {name: auditor.audit(name, alpha, delta, n_bootstrap=n_bootstrap, seed=self.seed) for name in names}
         opt = self.optimizer
         return OpacusAuditReport(
-            epsilon_lower=float(results[method].epsilon_lower), epsilon_accountant=eps_acc, method=method,
-            alpha=alpha, delta=delta, bounds={k: float(v.epsilon_lower) for k, v in results.items()},
-            audit=results[method], in_sums=self.in_sums, out_sums=self.out_sums, in_counts=self.in_counts.copy(),
-            T=self.T, q=self.q, clip=float(opt.max_grad_norm), noise_multiplier=float(opt.noise_multiplier),
+            epsilon_lower=float(results[method].epsilon_lower),
+            epsilon_accountant=eps_acc,
+            method=method,
+            alpha=alpha,
+            delta=delta,
+            bounds={k: float(v.epsilon_lower) for k, v in results.items()},
+            audit=results[method],
+            in_sums=self.in_sums,
+            out_sums=self.out_sums,
+            in_counts=self.in_counts.copy(),
+            T=self.T,
+            q=self.q,
+            clip=float(opt.max_grad_norm),
+            noise_multiplier=float(opt.noise_multiplier),
             accountant=str(getattr(self.accountant, "mechanism", lambda: type(self.accountant).__name__)()),
-            accountant_steps=steps, n_params=self.n_params,
-            details={"kind": self.kind, "centred": self.background is not None,
-                     "canary_scale": self.canary_scale if self.kind == "dirac" else None,
-                     "m": self.m, "seed": self.seed,
-                     "saturation": (self._saturation[0] / self._saturation[1] if self._saturation[1] else None)
-                     if self.kind == "input" else 1.0})
+            accountant_steps=steps,
+            n_params=self.n_params,
+            details={
+                "kind": self.kind,
+                "centred": self.background is not None,
+                "canary_scale": self.canary_scale if self.kind == "dirac" else None,
+                "m": self.m,
+                "seed": self.seed,
+                "saturation": (self._saturation[0] / self._saturation[1] if self._saturation[1] else None)
+                if self.kind == "input"
+                else 1.0,
+            },
+        )

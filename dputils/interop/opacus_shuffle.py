@@ -81,8 +81,10 @@ def steps_per_epoch(sample_rate: float, who: str = "dputils-shuffle") -> int:
         raise DPValueError(f"{who}: sample_rate must be in (0, 1], got {sample_rate!r}")
     k = round(1.0 / sample_rate)
     if k < 1 or abs(k * sample_rate - 1.0) > _RATE_RTOL:
-        raise DPValueError(f"{who}: sample_rate {sample_rate!r} is not 1/k for an integer k: a shuffled epoch of "
-                           "disjoint batches steps at 1/len(data_loader) (times the gradient-accumulation count)")
+        raise DPValueError(
+            f"{who}: sample_rate {sample_rate!r} is not 1/k for an integer k: a shuffled epoch of "
+            "disjoint batches steps at 1/len(data_loader) (times the gradient-accumulation count)"
+        )
     return k
 
 
@@ -103,8 +105,9 @@ class ShuffleOpacusAccountant(IAccountant):
         self.history: list[tuple[float, float, int]] = []
         self.group_size = check_positive_int("group_size", group_size)
         if (dataset_size is None) != (batch_size is None):
-            raise DPValueError(f"{self.MECHANISM}: give both dataset_size and batch_size (the exact mixture), or "
-                               "neither (the bound)")
+            raise DPValueError(
+                f"{self.MECHANISM}: give both dataset_size and batch_size (the exact mixture), or neither (the bound)"
+            )
         self.dataset_size = None if dataset_size is None else check_positive_int("dataset_size", dataset_size)
         self.batch_size = None if batch_size is None else check_positive_int("batch_size", batch_size)
         if self.exact:
@@ -112,9 +115,11 @@ class ShuffleOpacusAccountant(IAccountant):
 
             shuffle_sizes(self.dataset_size, self.batch_size, self.group_size)  # N a multiple of b, g <= N
         elif self.CLIPPING == "individual" and self.group_size != 1:
-            raise DPValueError(f"{self.MECHANISM}: group_size={self.group_size} with individual clipping has no "
-                               "closed-form bound (a batch holding k group members is G_(k/sigma)); give "
-                               "dataset_size and batch_size for the exact mixture")
+            raise DPValueError(
+                f"{self.MECHANISM}: group_size={self.group_size} with individual clipping has no "
+                "closed-form bound (a batch holding k group members is G_(k/sigma)); give "
+                "dataset_size and batch_size for the exact mixture"
+            )
         self._epoch_batch: int | None = None  # the hook's record: the batch size of the current epoch's first step
 
     # -------------------------------------------------------------------------------- Opacus interface
@@ -154,15 +159,19 @@ class ShuffleOpacusAccountant(IAccountant):
         if size is None or k is None:
             return
         pos = len(self) % k
-        what = (f"{self.MECHANISM}: step {len(self) + 1} has a batch of {size} samples where this epoch's batches "
-                f"have {self._epoch_batch}: not a loader of fixed-size disjoint batches. Opacus's make_private "
-                "samples Poisson batches unless poisson_sampling=False; account Poisson sampling with dputils-pld")
+        what = (
+            f"{self.MECHANISM}: step {len(self) + 1} has a batch of {size} samples where this epoch's batches "
+            f"have {self._epoch_batch}: not a loader of fixed-size disjoint batches. Opacus's make_private "
+            "samples Poisson batches unless poisson_sampling=False; account Poisson sampling with dputils-pld"
+        )
         if size <= 0:
             raise DPValueError(what.replace(f"where this epoch's batches have {self._epoch_batch}", "(empty)"))
         if pos == 0:
             if self.exact and size != self.batch_size:
-                raise DPValueError(f"{self.MECHANISM}: step {len(self) + 1} has a batch of {size} samples, the "
-                                   f"accountant was given batch_size={self.batch_size}")
+                raise DPValueError(
+                    f"{self.MECHANISM}: step {len(self) + 1} has a batch of {size} samples, the "
+                    f"accountant was given batch_size={self.batch_size}"
+                )
             self._epoch_batch = size
         elif size > self._epoch_batch or (pos < k - 1 and size != self._epoch_batch):
             raise DPValueError(what)
@@ -176,8 +185,10 @@ class ShuffleOpacusAccountant(IAccountant):
             return []
         rates = {r for _, r, _ in history}
         if len(rates) > 1:
-            raise DPValueError(f"{self.MECHANISM}: the history has several sample rates {sorted(rates)}: the "
-                               "epochs of one shuffled loader all step at 1/len(data_loader)")
+            raise DPValueError(
+                f"{self.MECHANISM}: the history has several sample rates {sorted(rates)}: the "
+                "epochs of one shuffled loader all step at 1/len(data_loader)"
+            )
         k = steps_per_epoch(history[0][1], self.MECHANISM)
         epochs: list[float] = []  # the smallest noise of each epoch
         pos = 0
@@ -201,8 +212,10 @@ class ShuffleOpacusAccountant(IAccountant):
             else:
                 out.append((s, 1))
         if self.exact and self.dataset_size // self.batch_size != k:
-            raise DPValueError(f"{self.MECHANISM}: dataset_size/batch_size = {self.dataset_size // self.batch_size} "
-                               f"steps per epoch, but the steps' sample_rate says {k}")
+            raise DPValueError(
+                f"{self.MECHANISM}: dataset_size/batch_size = {self.dataset_size // self.batch_size} "
+                f"steps per epoch, but the steps' sample_rate says {k}"
+            )
         return out
 
     def _run(self, noise_multiplier: float, epochs: int):
@@ -224,9 +237,11 @@ class ShuffleOpacusAccountant(IAccountant):
             return None, False
         if self.exact:
             if len(epochs) > 1:
-                raise DPValueError(f"{self.MECHANISM}: the exact mixture is for one noise_multiplier, the history "
-                                   f"has {sorted({s for s, _ in epochs})} (the bound, without dataset_size/"
-                                   "batch_size, composes epochs of different noise)")
+                raise DPValueError(
+                    f"{self.MECHANISM}: the exact mixture is for one noise_multiplier, the history "
+                    f"has {sorted({s for s, _ in epochs})} (the bound, without dataset_size/"
+                    "batch_size, composes epochs of different noise)"
+                )
             acc = MixtureAccountant("exact")
         else:
             acc = GDPBoundAccountant()
@@ -239,8 +254,15 @@ class ShuffleOpacusAccountant(IAccountant):
         delta = check_delta(delta)
         acc, infinite = self.accountant()
         if infinite:
-            return AccountingResult(math.inf, math.inf, math.inf, "exact", self.MECHANISM, "epsilon",
-                                    {"reason": "a step with noise_multiplier 0"})
+            return AccountingResult(
+                math.inf,
+                math.inf,
+                math.inf,
+                "exact",
+                self.MECHANISM,
+                "epsilon",
+                {"reason": "a step with noise_multiplier 0"},
+            )
         if acc is None:
             return AccountingResult(0.0, 0.0, 0.0, "exact", self.MECHANISM, "epsilon", {"reason": "no steps"})
         return acc.get_epsilon(delta)
@@ -256,16 +278,21 @@ class ShuffleOpacusAccountant(IAccountant):
     def state_dict(self, destination: Any = None) -> Any:
         """Opacus's ``history`` and ``mechanism``, plus ``options`` (group_size, dataset_size, batch_size)."""
         destination = super().state_dict(destination)
-        destination["options"] = {"group_size": self.group_size, "dataset_size": self.dataset_size,
-                                  "batch_size": self.batch_size}
+        destination["options"] = {
+            "group_size": self.group_size,
+            "dataset_size": self.dataset_size,
+            "batch_size": self.batch_size,
+        }
         return destination
 
     def load_state_dict(self, state_dict: Any) -> None:
         """Load ``state_dict()`` output (history checked entry by entry, the options must equal this accountant's);
         anything else raises ``DPValueError`` and leaves the accountant unchanged."""
         if not isinstance(state_dict, Mapping) or not state_dict:
-            raise DPValueError(f"state_dict must be a non-empty mapping with 'history' and 'mechanism', got "
-                               f"{type(state_dict).__name__}")
+            raise DPValueError(
+                f"state_dict must be a non-empty mapping with 'history' and 'mechanism', got "
+                f"{type(state_dict).__name__}"
+            )
         for key in ("history", "mechanism"):
             if key not in state_dict:
                 raise DPValueError(f"state_dict has no key {key!r}; cannot load it into {self.MECHANISM}")

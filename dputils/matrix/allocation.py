@@ -49,15 +49,7 @@ from ..errors import (
 from ..resources import available_memory_bytes, check_memory, check_work
 from .factorizations import MATRICES, Strategy, build_strategy, truncate_gram
 from .mechanism import BallsInBinsMatrixMechanism, check_matrix_mechanism, check_one_run
-from .renyi import (
-    DEFAULT_ADD_CLASSES,
-    dp_memory,
-    dp_work,
-    needs_wrap,
-    rho_add_lemma34,
-    rho_add_tight,
-    rho_remove,
-)
+from .renyi import DEFAULT_ADD_CLASSES, dp_memory, dp_work, needs_wrap, rho_add_lemma34, rho_add_tight, rho_remove
 
 DEFAULT_ORDERS = tuple(range(2, 129))
 #: Work per tier of the dynamic program (DP updates; with the compiled factored step about one to a few
@@ -89,13 +81,15 @@ def _check_order_count(count: int, largest: int) -> None:
     # before the orders are materialised: the order tables hold a few floats per order, and the DP with
     # bandwidth 1 (which covers every order) needs at least binom(largest + 2, 2) updates per slot
     check_memory("max-order", 64.0 * count, f"{count} Renyi orders", hint="use a smaller largest order")
-    check_work("max-order", dp_work(1, 1, int(largest), False), "DP updates per slot",
-               hint="use a smaller largest order")
+    check_work(
+        "max-order", dp_work(1, 1, int(largest), False), "DP updates per slot", hint="use a smaller largest order"
+    )
 
 
 def _largest_fitting(p: int, b: int, wrap: bool, top: int, budget: float, memory: float) -> int:
     """The largest order ``a`` in ``2..top`` whose DP (bandwidth p over b slots) fits ``budget`` and ``memory``
     (0 when none does); the cost grows with the order, so a bisection finds it."""
+
     def fits(a: int) -> bool:
         return dp_work(p, b, a, wrap) <= budget and dp_memory(p, b, a, wrap) <= memory
 
@@ -115,11 +109,7 @@ def _largest_fitting(p: int, b: int, wrap: bool, top: int, budget: float, memory
 
 # ---------------------------------------------------------------------------------------------- Renyi
 def tiered_rho_remove(
-    G: np.ndarray,
-    sigma: float,
-    orders: Iterable[int],
-    max_bands: int,
-    tier_budget: float = DEFAULT_TIER_BUDGET,
+    G: np.ndarray, sigma: float, orders: Iterable[int], max_bands: int, tier_budget: float = DEFAULT_TIER_BUDGET
 ) -> tuple[np.ndarray, np.ndarray]:
     """Remove-direction bound per order, using the widest effective bandwidth the budget allows.
 
@@ -163,14 +153,27 @@ def _check_remove_plan(b: int, alpha_max: int, tiers: int, tier_budget: float = 
     """Up-front cost of :func:`tiered_rho_remove`: the p = 1 tier runs every order (work and memory named
     ``max-order``), and every tier truncates the b x b Gram matrix (named ``effective-bands``)."""
     work1 = dp_work(1, b, alpha_max, False)
-    check_work("max-order", work1, "DP updates (bandwidth 1 covers every order)",
-               hint=f"over b={b} slots; use a smaller largest order")
-    check_memory("max-order", dp_memory(1, b, alpha_max, False), f"the dynamic program up to order {alpha_max}",
-                 hint="use a smaller largest order")
-    check_memory("batches", 8.0 * 10 * b * b, f"the {b} x {b} Gram matrix and its truncations",
-                 hint="use fewer batches")
-    check_work("effective-bands", tiers * (20.0 * b * b + tier_budget), "operations",
-               hint=f"{tiers} bandwidth tiers over b={b} slots; use a smaller effective bandwidth")
+    check_work(
+        "max-order",
+        work1,
+        "DP updates (bandwidth 1 covers every order)",
+        hint=f"over b={b} slots; use a smaller largest order",
+    )
+    check_memory(
+        "max-order",
+        dp_memory(1, b, alpha_max, False),
+        f"the dynamic program up to order {alpha_max}",
+        hint="use a smaller largest order",
+    )
+    check_memory(
+        "batches", 8.0 * 10 * b * b, f"the {b} x {b} Gram matrix and its truncations", hint="use fewer batches"
+    )
+    check_work(
+        "effective-bands",
+        tiers * (20.0 * b * b + tier_budget),
+        "operations",
+        hint=f"{tiers} bandwidth tiers over b={b} slots; use a smaller effective bandwidth",
+    )
 
 
 class MatrixRenyiAccountant(Accountant):
@@ -224,8 +227,9 @@ class MatrixRenyiAccountant(Accountant):
         if not self.add_classes:
             raise DPValueError("add_classes must name at least one class count >= 1")
         self.orders = _check_orders(orders)
-        self.effective_bands = (None if effective_bands is None
-                                else check_positive_int("effective_bands", effective_bands))
+        self.effective_bands = (
+            None if effective_bands is None else check_positive_int("effective_bands", effective_bands)
+        )
         self.tier_budget = check_positive("tier_budget", tier_budget)
         self._entries: dict[int, tuple[BallsInBinsMatrixMechanism, dict[str, np.ndarray]]] = {}
         self._rho: dict[str, Any] | None = None
@@ -243,8 +247,12 @@ class MatrixRenyiAccountant(Accountant):
             _check_remove_plan(b, int(self.orders[-1]), min(self._bands_for(m), b), self.tier_budget)
         if self.add_bound == "tight" and "add" in self.directions:
             n_cls = len(set(self.add_classes))
-            check_work("add-classes", n_cls * (40.0 * b * b + 2e6 * b), "operations",
-                       hint=f"{n_cls} slot partitions over b={b} slots; use fewer batches or class counts")
+            check_work(
+                "add-classes",
+                n_cls * (40.0 * b * b + 2e6 * b),
+                "operations",
+                hint=f"{n_cls} slot partitions over b={b} slots; use fewer batches or class counts",
+            )
 
     def _invalidate(self) -> None:
         self._rho = None  # the per-mechanism divergences (self._entries) stay valid
@@ -263,8 +271,9 @@ class MatrixRenyiAccountant(Accountant):
         G = m.gram
         out: dict[str, np.ndarray] = {}
         if "remove" in self.directions:
-            out["remove"], out["bands_used"] = tiered_rho_remove(G, m.sigma, self.orders, self._bands_for(m),
-                                                                 self.tier_budget)
+            out["remove"], out["bands_used"] = tiered_rho_remove(
+                G, m.sigma, self.orders, self._bands_for(m), self.tier_budget
+            )
         if "add" in self.directions:
             if self.add_bound == "tight":
                 add, det = rho_add_tight(G, m.sigma, self.orders, self.add_classes, return_details=True)
@@ -286,8 +295,13 @@ class MatrixRenyiAccountant(Accountant):
         self._require_ledger()
         if self._rho is None:
             parts = [(self.mechanism_rdp(m), c) for m, c in self.ledger]
-            r: dict[str, Any] = {"orders": self.orders, "remove": None, "add": None,
-                                 "bands_used": None, "add_classes": None}
+            r: dict[str, Any] = {
+                "orders": self.orders,
+                "remove": None,
+                "add": None,
+                "bands_used": None,
+                "add_classes": None,
+            }
             if "remove" in self.directions:
                 r["remove"] = sum(c * p["remove"] for p, c in parts)
                 r["bands_used"] = np.min([p["bands_used"] for p, _ in parts], axis=0)
@@ -351,11 +365,17 @@ class MatrixRenyiTightAccountant(MatrixRenyiAccountant):
 
     name = "matrix-renyi-tight"
 
-    def __init__(self, orders: Iterable[int] = DEFAULT_ORDERS, effective_bands: int | None = None,
-                 tier_budget: float = DEFAULT_TIER_BUDGET, add_classes: Iterable[int] = DEFAULT_ADD_CLASSES,
-                 direction: str = "both") -> None:
-        super().__init__(orders, effective_bands, tier_budget, add_bound="tight", add_classes=add_classes,
-                         direction=direction)
+    def __init__(
+        self,
+        orders: Iterable[int] = DEFAULT_ORDERS,
+        effective_bands: int | None = None,
+        tier_budget: float = DEFAULT_TIER_BUDGET,
+        add_classes: Iterable[int] = DEFAULT_ADD_CLASSES,
+        direction: str = "both",
+    ) -> None:
+        super().__init__(
+            orders, effective_bands, tier_budget, add_bound="tight", add_classes=add_classes, direction=direction
+        )
 
 
 # ---------------------------------------------------------------------------------------------- Monte Carlo
@@ -365,8 +385,15 @@ def _bernstein_radius(var: float, n: int, gamma: float) -> float:
     return math.sqrt(2.0 * var * lg / n) + 7.0 * lg / (3.0 * (n - 1))
 
 
-def mc_loss_chunk(n: int, seed: np.random.SeedSequence, *, gram: np.ndarray, root: np.ndarray | None,
-                  sigma: float, directions: tuple[str, ...]) -> dict[str, np.ndarray]:
+def mc_loss_chunk(
+    n: int,
+    seed: np.random.SeedSequence,
+    *,
+    gram: np.ndarray,
+    root: np.ndarray | None,
+    sigma: float,
+    directions: tuple[str, ...],
+) -> dict[str, np.ndarray]:
     """``n`` privacy-loss samples per direction of the balls-in-bins pair (see :class:`MatrixMonteCarloAccountant`).
 
     ``root`` with ``root @ root.T = gram``, or None when ``gram`` is diagonal (independent coordinates).
@@ -408,8 +435,16 @@ class MatrixMonteCarloAccountant(Accountant):
 
     name = "matrix-mc"
 
-    def __init__(self, samples: int = 1_000_000, seed: int = 0, gamma: float = 0.01, chunk: int = 100_000,
-                 direction: str = "both", client: Any = None, executor: Any = None) -> None:
+    def __init__(
+        self,
+        samples: int = 1_000_000,
+        seed: int = 0,
+        gamma: float = 0.01,
+        chunk: int = 100_000,
+        direction: str = "both",
+        client: Any = None,
+        executor: Any = None,
+    ) -> None:
         super().__init__(direction)
         if client is not None and executor is not None:
             raise DPValueError("give client or executor, not both")
@@ -436,13 +471,21 @@ class MatrixMonteCarloAccountant(Accountant):
         b = m.batches
         n_dir = len(self.directions)
         chunk_rows = min(self.chunk, self.samples)
-        check_memory("samples", 8.0 * (2 * n_dir + 3) * self.samples + 8.0 * 6 * chunk_rows * b + 8.0 * 4 * b * b,
-                     f"{self.samples} Monte Carlo samples over b={b} slots", hint="use fewer samples")
+        check_memory(
+            "samples",
+            8.0 * (2 * n_dir + 3) * self.samples + 8.0 * 6 * chunk_rows * b + 8.0 * 4 * b * b,
+            f"{self.samples} Monte Carlo samples over b={b} slots",
+            hint="use fewer samples",
+        )
         G = m.gram
         diagonal = bool(np.all(G == np.diag(np.diag(G))))
         per_sample = n_dir * (20.0 * b + (0.0 if diagonal else 2.0 * b * b)) + 200.0 * 20 * n_dir
-        check_work("samples", self.samples * per_sample + 10.0 * b**3, "operations",
-                   hint=f"{self.samples} samples over b={b} slots; use fewer samples")
+        check_work(
+            "samples",
+            self.samples * per_sample + 10.0 * b**3,
+            "operations",
+            hint=f"{self.samples} samples over b={b} slots; use fewer samples",
+        )
 
     def _invalidate(self) -> None:
         self._losses = None
@@ -473,8 +516,9 @@ class MatrixMonteCarloAccountant(Accountant):
         diagonal = bool(np.all(G == np.diag(np.diag(G))))  # DP-SGD: independent coordinates
         dirs = tuple(d for d in ("remove", "add") if self.direction in ("both", d))
         fn = partial(mc_loss_chunk, gram=G, root=None if diagonal else root, sigma=m.sigma, directions=dirs)
-        parts = map_chunks(fn, self.samples, self.chunk, self.seed, client=self.client, executor=self.executor,
-                           desc="matrix-mc chunks")
+        parts = map_chunks(
+            fn, self.samples, self.chunk, self.seed, client=self.client, executor=self.executor, desc="matrix-mc chunks"
+        )
         self._losses = {d: np.concatenate([p[d] for p in parts]) for d in dirs}
         return self._losses
 
@@ -495,9 +539,21 @@ class MatrixMonteCarloAccountant(Accountant):
         est = br[worst][0]
         lo = max(v[1] for v in br.values())
         hi = max(v[2] for v in br.values())
-        return AccountingResult(est, min(lo, est), max(hi, est), "estimate", self.name, "delta",
-                                {"direction": worst, "samples": self.samples, "confidence": 1 - self.gamma,
-                                 "sigma": self.mechanism.sigma, "matrix": self.mechanism.matrix})
+        return AccountingResult(
+            est,
+            min(lo, est),
+            max(hi, est),
+            "estimate",
+            self.name,
+            "delta",
+            {
+                "direction": worst,
+                "samples": self.samples,
+                "confidence": 1 - self.gamma,
+                "sigma": self.mechanism.sigma,
+                "matrix": self.mechanism.matrix,
+            },
+        )
 
     def _eps_for(self, delta: float, which: int) -> float:
         def d_at(e: float) -> float:
@@ -525,9 +581,20 @@ class MatrixMonteCarloAccountant(Accountant):
         est = self._eps_for(dl, 0)
         upper = self._eps_for(dl, 2)
         lower = self._eps_for(dl, 1)
-        return AccountingResult(est, min(lower, est), max(upper, est), "estimate", self.name, "epsilon",
-                                {"samples": self.samples, "confidence": 1 - self.gamma,
-                                 "sigma": self.mechanism.sigma, "matrix": self.mechanism.matrix})
+        return AccountingResult(
+            est,
+            min(lower, est),
+            max(upper, est),
+            "estimate",
+            self.name,
+            "epsilon",
+            {
+                "samples": self.samples,
+                "confidence": 1 - self.gamma,
+                "sigma": self.mechanism.sigma,
+                "matrix": self.mechanism.matrix,
+            },
+        )
 
 
 # ---------------------------------------------------------------------------------------------- calibration
@@ -573,8 +640,17 @@ def calibrate_sigma(
         return v
 
     # Brent on log sigma, the end of the final bracket that meets the target (dputils.calibration)
-    return calibrate(value, dl, monotone="decreasing", start=start, limits=SIGMA_RANGE, rel_tol=rel_tol,
-                     max_evaluations=max_evaluations, name="sigma", failures="raise").value
+    return calibrate(
+        value,
+        dl,
+        monotone="decreasing",
+        start=start,
+        limits=SIGMA_RANGE,
+        rel_tol=rel_tol,
+        max_evaluations=max_evaluations,
+        name="sigma",
+        failures="raise",
+    ).value
 
 
 # ---------------------------------------------------------------------------------------------- command line
@@ -583,24 +659,32 @@ def add_strategy_arguments(p: argparse.ArgumentParser) -> None:
     """The options that describe the strategy of a balls-in-bins matrix mechanism (shared by every
     matrix accountant's command line, see :func:`mechanism_from_args`)."""
     p.add_argument("--matrix", default="identity", choices=list(MATRICES), help="strategy matrix C")
-    p.add_argument("--bands", type=int, default=None,
-                   help="bands of C (bsr, bandmf) or of C^-1 (bisr), an integer >= 1 (default 1); "
-                        "not used by identity and blt")
+    p.add_argument(
+        "--bands",
+        type=int,
+        default=None,
+        help="bands of C (bsr, bandmf) or of C^-1 (bisr), an integer >= 1 (default 1); not used by identity and blt",
+    )
     p.add_argument("--epochs", type=int, default=1, help="epochs k, an integer >= 1")
     p.add_argument("--batches", type=int, default=100, help="batches per epoch b, an integer >= 1 (N = k b steps)")
 
 
 def _add_renyi_arguments(p: argparse.ArgumentParser) -> None:
     add_strategy_arguments(p)
-    p.add_argument("--effective-bands", type=int, default=None,
-                   help="largest effective bandwidth of the DP, an integer >= 1 (default: the strategy's bands, 4 if dense)")
+    p.add_argument(
+        "--effective-bands",
+        type=int,
+        default=None,
+        help="largest effective bandwidth of the DP, an integer >= 1 (default: the strategy's bands, 4 if dense)",
+    )
     p.add_argument("--max-order", type=int, default=128, help="largest integer Renyi order (from 2), >= 2")
 
 
 def _add_renyi_tight_arguments(p: argparse.ArgumentParser) -> None:
     _add_renyi_arguments(p)
-    p.add_argument("--add-classes", default=None,
-                   help="comma-separated slot-class counts (integers >= 1) of the tight add bound")
+    p.add_argument(
+        "--add-classes", default=None, help="comma-separated slot-class counts (integers >= 1) of the tight add bound"
+    )
 
 
 def _add_mc_arguments(p: argparse.ArgumentParser) -> None:
@@ -627,8 +711,10 @@ def strategy_from_args(args: argparse.Namespace) -> Strategy:
     else:
         bands = check_positive_int("bands", bands)
         if args.matrix in ("identity", "blt"):
-            raise DPValueError(f"bands is not used by matrix {args.matrix!r} (it has "
-                               f"{'one band' if args.matrix == 'identity' else 'a dense C'}); leave --bands out")
+            raise DPValueError(
+                f"bands is not used by matrix {args.matrix!r} (it has "
+                f"{'one band' if args.matrix == 'identity' else 'a dense C'}); leave --bands out"
+            )
     return _cached_strategy(args.matrix, k, b, bands)
 
 
@@ -690,16 +776,33 @@ def _register() -> None:
     # always report the worse of the two directions (no --direction), matrix-mc honours --direction;
     # none composes a number of steps (N = epochs x batches comes from the strategy: no --steps)
     renyi_flags = frozenset({"mechanism", "sigma"})
-    registry.register("matrix-renyi", help="Schuchardt-Kalinin Algorithm 3 (Renyi DP + Lemma 3.4), upper bound",
-                      build=_build_renyi, add_arguments=_add_renyi_arguments, uses_mechanism=False,
-                      noise_parameter="sigma", common_flags=renyi_flags)
-    registry.register("matrix-renyi-tight",
-                      help="Renyi accountant with a tighter add direction (lognormal moments), upper bound",
-                      build=_build_renyi_tight, add_arguments=_add_renyi_tight_arguments, uses_mechanism=False,
-                      noise_parameter="sigma", common_flags=renyi_flags)
-    registry.register("matrix-mc", help="Monte Carlo estimate for balls-in-bins matrix mechanisms (with CI)",
-                      build=_build_mc, add_arguments=_add_mc_arguments, uses_mechanism=False,
-                      noise_parameter="sigma", common_flags=frozenset({"mechanism", "sigma", "direction"}))
+    registry.register(
+        "matrix-renyi",
+        help="Schuchardt-Kalinin Algorithm 3 (Renyi DP + Lemma 3.4), upper bound",
+        build=_build_renyi,
+        add_arguments=_add_renyi_arguments,
+        uses_mechanism=False,
+        noise_parameter="sigma",
+        common_flags=renyi_flags,
+    )
+    registry.register(
+        "matrix-renyi-tight",
+        help="Renyi accountant with a tighter add direction (lognormal moments), upper bound",
+        build=_build_renyi_tight,
+        add_arguments=_add_renyi_tight_arguments,
+        uses_mechanism=False,
+        noise_parameter="sigma",
+        common_flags=renyi_flags,
+    )
+    registry.register(
+        "matrix-mc",
+        help="Monte Carlo estimate for balls-in-bins matrix mechanisms (with CI)",
+        build=_build_mc,
+        add_arguments=_add_mc_arguments,
+        uses_mechanism=False,
+        noise_parameter="sigma",
+        common_flags=frozenset({"mechanism", "sigma", "direction"}),
+    )
 
 
 _register()

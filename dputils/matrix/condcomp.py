@@ -138,13 +138,22 @@ def _phi_terms(tau: np.ndarray, nu: np.ndarray, xi: np.ndarray) -> np.ndarray:
     """Phi((tau - nu)/xi) with the step function for xi = 0 (deterministic lower bound)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         pos = xi > 0
-        z = np.where(pos[..., None], (tau[None, :, None] - nu) / np.where(pos, xi, 1.0)[..., None],
-                     np.where(tau[None, :, None] >= nu, np.inf, -np.inf))
+        z = np.where(
+            pos[..., None],
+            (tau[None, :, None] - nu) / np.where(pos, xi, 1.0)[..., None],
+            np.where(tau[None, :, None] >= nu, np.inf, -np.inf),
+        )
     return ndtr(z)
 
 
-def _tail_quantiles(nu: np.ndarray, xi: np.ndarray, beta_i: float, direction: str,
-                    weights: np.ndarray | None = None, K: int | None = None) -> np.ndarray:
+def _tail_quantiles(
+    nu: np.ndarray,
+    xi: np.ndarray,
+    beta_i: float,
+    direction: str,
+    weights: np.ndarray | None = None,
+    K: int | None = None,
+) -> np.ndarray:
     """The largest tau per component with the certified bound on ``P[L_i <= tau]`` at most ``beta_i``.
 
     Remove (Eq. 31): ``f(tau) = mean_k min_psi Phi((tau - nu_k)/xi)``, non-decreasing in tau; bracket
@@ -200,8 +209,9 @@ def _tail_quantiles(nu: np.ndarray, xi: np.ndarray, beta_i: float, direction: st
     return lo
 
 
-def _hazards_sorted(H: np.ndarray, comps: np.ndarray, s: float, beta_i: float, direction: str,
-                    temperatures) -> np.ndarray:
+def _hazards_sorted(
+    H: np.ndarray, comps: np.ndarray, s: float, beta_i: float, direction: str, temperatures
+) -> np.ndarray:
     """lambda_bar for the sorted components ``comps`` (0-based, >= 1), given the sorted prefix Gram ``H``."""
     if comps.size == 0:
         return np.zeros(0)
@@ -257,8 +267,11 @@ def reverse_hazard_bounds(
     lam = np.ones(b)
     if b == 1:
         return lam, order
-    comps = np.arange(1, b) if components is None else np.array(sorted({int(c) for c in components if c >= 1}),
-                                                                 dtype=np.int64)
+    comps = (
+        np.arange(1, b)
+        if components is None
+        else np.array(sorted({int(c) for c in components if c >= 1}), dtype=np.int64)
+    )
     H = mu @ mu.T
     if reference_range == "theorem_d3":
         lam[comps] = _hazards_sorted(H, comps, s, beta / (b - 1), direction, temperatures)
@@ -266,8 +279,9 @@ def reverse_hazard_bounds(
     if comps.size:
         nu, xi = _gaussian_lower_bounds(H, comps, s, direction, temperatures)
         for r, c in enumerate(comps):  # (1/b) sum over the reference components k = i..b only
-            tau = _tail_quantiles(nu[:, r:r + 1, c:], xi[:, r:r + 1], beta / (b - 1), "remove",
-                                  weights=np.ones(b - c), K=b)
+            tau = _tail_quantiles(
+                nu[:, r : r + 1, c:], xi[:, r : r + 1], beta / (b - 1), "remove", weights=np.ones(b - c), K=b
+            )
             lam[c] = float(expit(-np.log(c) - tau[0]))
     return lam, order
 
@@ -323,7 +337,7 @@ def sample_ternary_loss(
         else:
             dots = s * g
         a = (dots - half) / (s * s)
-        out[start:start + m] = logsumexp(a[:, :i], axis=1) - math.log(i) - a[:, i]
+        out[start : start + m] = logsumexp(a[:, :i], axis=1) - math.log(i) - a[:, i]
     return out
 
 
@@ -356,9 +370,15 @@ def _steps(N: int, progress: bool, desc: str):
     return progress_bar(it, desc=desc, leave=False) if progress else it
 
 
-def _per_step_hazards_direct(M: np.ndarray, s: float, beta_step: Sequence[float], direction: str, temperatures,
-                             progress: bool = False,
-                             desc: str = "") -> list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
+def _per_step_hazards_direct(
+    M: np.ndarray,
+    s: float,
+    beta_step: Sequence[float],
+    direction: str,
+    temperatures,
+    progress: bool = False,
+    desc: str = "",
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
     """The straightforward form of :func:`_per_step_hazards` (the reference the tests compare it with).
 
     The dense Gram matrix of the prefix means is updated incrementally and permuted into sorted order at
@@ -475,8 +495,9 @@ def _softmax_rows(lw: np.ndarray) -> np.ndarray:
     return np.exp(lw - lse)
 
 
-def _hazards_fast(G: _PrefixGram, order: np.ndarray, comps: np.ndarray, s: float, beta_i: float,
-                  direction: str, temperatures) -> np.ndarray:
+def _hazards_fast(
+    G: _PrefixGram, order: np.ndarray, comps: np.ndarray, s: float, beta_i: float, direction: str, temperatures
+) -> np.ndarray:
     """:func:`_hazards_sorted` for the sorted components ``comps`` without forming the permuted b x b Gram.
 
     The same quantities as :func:`_gaussian_lower_bounds` (in sorted coordinates) are computed from the
@@ -523,8 +544,15 @@ def _hazards_fast(G: _PrefixGram, order: np.ndarray, comps: np.ndarray, s: float
     return expit(-np.log(comps) - tau)
 
 
-def _per_step_hazards(M: np.ndarray, s: float, beta_step: Sequence[float], direction: str, temperatures,
-                      progress: bool = False, desc: str = "") -> list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
+def _per_step_hazards(
+    M: np.ndarray,
+    s: float,
+    beta_step: Sequence[float],
+    direction: str,
+    temperatures,
+    progress: bool = False,
+    desc: str = "",
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
     """For each step n: (sorted step-n means, lambda_bar (sorted), order, size of the lowest tie group).
 
     The same bounds as :func:`_per_step_hazards_direct` (Algorithm 4 with the Lemma D.2 bounds), computed
@@ -567,9 +595,18 @@ def _per_step_hazards(M: np.ndarray, s: float, beta_step: Sequence[float], direc
     return out
 
 
-def step_pairs(means: np.ndarray, sigma: float, beta_step: float, direction: str,
-               temperatures=TEMPERATURES, allocation: str = "union", delta_e: float | None = None,
-               epochs: int = 1, progress: bool = False, reference: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
+def step_pairs(
+    means: np.ndarray,
+    sigma: float,
+    beta_step: float,
+    direction: str,
+    temperatures=TEMPERATURES,
+    allocation: str = "union",
+    delta_e: float | None = None,
+    epochs: int = 1,
+    progress: bool = False,
+    reference: bool = False,
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per-step scalar mixtures ``(sensitivities, weights)`` for steps 1..N (Algorithm 4 + Cor. 4.4).
 
     ``allocation="union"``: significance ``beta_step`` per step (``delta_E / N`` for the union bound).
@@ -599,12 +636,14 @@ def step_pairs(means: np.ndarray, sigma: float, beta_step: float, direction: str
     if allocation == "hybrid":
         bb = N // int(epochs)
         for e in range(1, int(epochs)):
-            block = per[e * bb:(e + 1) * bb]
+            block = per[e * bb : (e + 1) * bb]
             # max over the epoch's steps of each sorted component's bound; the lowest group keeps its
             # placeholder (it is never used), components above it take the maximum of the computed ones
             lam_max = np.max([np.where(np.arange(b) >= max(low, 1), lam, 0.0) for _, lam, _, low in block], axis=0)
-            per[e * bb:(e + 1) * bb] = [(vals, np.maximum(lam_max, np.where(np.arange(b) >= max(low, 1), 0.0, lam)),
-                                         order, low) for vals, lam, order, low in block]
+            per[e * bb : (e + 1) * bb] = [
+                (vals, np.maximum(lam_max, np.where(np.arange(b) >= max(low, 1), 0.0, lam)), order, low)
+                for vals, lam, order, low in block
+            ]
     return [_merge(vals, lam, low) for vals, lam, _, low in per]
 
 
@@ -626,12 +665,22 @@ class _MeansKey:
 
 
 @functools.lru_cache(maxsize=16)
-def _cached_step_pairs(means: _MeansKey, sigma: float, de: float, direction: str, allocation: str,
-                       temperatures: tuple, epochs: int) -> list:
+def _cached_step_pairs(
+    means: _MeansKey, sigma: float, de: float, direction: str, allocation: str, temperatures: tuple, epochs: int
+) -> list:
     """:func:`step_pairs` of one chain, the 16 most recent (sigma, delta_E, direction, ...) kept."""
     M = means.M
-    return step_pairs(M, sigma, de / M.shape[1], direction, temperatures, allocation, delta_e=de, epochs=epochs,
-                      progress=means.progress)
+    return step_pairs(
+        M,
+        sigma,
+        de / M.shape[1],
+        direction,
+        temperatures,
+        allocation,
+        delta_e=de,
+        epochs=epochs,
+        progress=means.progress,
+    )
 
 
 def _components_per_step(M: np.ndarray) -> np.ndarray:
@@ -655,16 +704,24 @@ def check_plan(M: np.ndarray, n_temperatures: int = len(TEMPERATURES)) -> None:
     comps = _components_per_step(M).astype(float)
     c_max = float(comps.max()) if comps.size else 0.0
     need = 8.0 * (3 * b * N + 4 * b * b + 12 * T * c_max * b + 4 * N * b)
-    check_memory("batches", need, f"the conditional-composition tail bounds over b={b} slots and N={N} steps",
-                 hint="use fewer batches")
+    check_memory(
+        "batches",
+        need,
+        f"the conditional-composition tail bounds over b={b} slots and N={N} steps",
+        hint="use fewer batches",
+    )
     pairs = float(np.sum((M != 0).sum(axis=0).astype(float) ** 2))  # entries the prefix Gram updates touch
     if pairs <= b * b // 8:  # sparse prefix Gram (see _PrefixGram): rows, psi and one sparse product per step
         per_step = 2 * (4.0 * b * math.log2(b + 1) + 20 * T * comps * (b + min(pairs, b * b)))
     else:
         per_step = 2 * (4.0 * b * b + 2 * T * comps * b * b)
     per_step = per_step + T * comps * b * (_BISECTION_STEPS + 4) * 10  # bisection, before merging references
-    check_work("batches", float(per_step.sum()), "operations",
-               hint=f"tail bounds for b={b} slots over N={N} steps; use fewer batches or epochs")
+    check_work(
+        "batches",
+        float(per_step.sum()),
+        "operations",
+        hint=f"tail bounds for b={b} slots over N={N} steps; use fewer batches or epochs",
+    )
 
 
 def _check_pld_plan(means: np.ndarray, sigma: float, h: float) -> None:
@@ -679,8 +736,12 @@ def _check_pld_plan(means: np.ndarray, sigma: float, h: float) -> None:
     per_step = 2.0 * (smax * smax / (2 * sigma * sigma) + 8.3 * smax / sigma) / h + 3
     window = min(N * per_step, 2.0**27)
     need = 8.0 * (2 * 5 * N * per_step + 4 * window)  # two directions
-    check_memory("discretization", need, f"the PLD composition of {N} steps at sigma={sigma:g}",
-                 hint="use a coarser discretization (or this sigma is too small)")
+    check_memory(
+        "discretization",
+        need,
+        f"the PLD composition of {N} steps at sigma={sigma:g}",
+        hint="use a coarser discretization (or this sigma is too small)",
+    )
 
 
 def _means_key(M: np.ndarray) -> str:
@@ -730,9 +791,16 @@ class ConditionalCompositionAccountant(Accountant):
 
     name = "matrix-condcomp"
 
-    def __init__(self, delta_e: float | None = None, delta_e_fraction: float = 0.5, allocation: str = "union",
-                 temperatures=TEMPERATURES, discretization: float = 2e-3, progress: bool = True,
-                 direction: str = "both") -> None:
+    def __init__(
+        self,
+        delta_e: float | None = None,
+        delta_e_fraction: float = 0.5,
+        allocation: str = "union",
+        temperatures=TEMPERATURES,
+        discretization: float = 2e-3,
+        progress: bool = True,
+        direction: str = "both",
+    ) -> None:
         super().__init__(direction)
         self.delta_e = None if delta_e is None else check_probability("delta_e", delta_e, allow_one=False)
         self.fraction = check_probability("delta_e_fraction", delta_e_fraction, allow_one=False)
@@ -791,8 +859,15 @@ class ConditionalCompositionAccountant(Accountant):
         de = check_probability("delta_e", delta_e, allow_one=False)
         check_choice("direction", direction, ("remove", "add"))
         M = self.means
-        return _cached_step_pairs(_MeansKey(self._key, M, self.progress), self.sigma, de, direction,
-                                  self.allocation, self.temperatures, self.strategy.epochs)
+        return _cached_step_pairs(
+            _MeansKey(self._key, M, self.progress),
+            self.sigma,
+            de,
+            direction,
+            self.allocation,
+            self.temperatures,
+            self.strategy.epochs,
+        )
 
     def _chain(self, delta_e: float) -> dict[str, Any]:
         """The two composed PLD accountants (remove chain, add chain) for one delta_E."""
@@ -817,10 +892,18 @@ class ConditionalCompositionAccountant(Accountant):
         return self._chains[delta_e]
 
     def _details(self, delta_e: float, worst: str, pld_lower: float, extra: dict | None = None) -> dict[str, Any]:
-        d = {"delta_e": delta_e, "direction": worst, "allocation": self.allocation,
-             "allocation_proved": self.allocation == "union", "sigma": self.sigma, "matrix": self.strategy.name,
-             "epochs": self.strategy.epochs, "batches": self.strategy.batches, "discretization": self.h,
-             "pld_lower": pld_lower}
+        d = {
+            "delta_e": delta_e,
+            "direction": worst,
+            "allocation": self.allocation,
+            "allocation_proved": self.allocation == "union",
+            "sigma": self.sigma,
+            "matrix": self.strategy.name,
+            "epochs": self.strategy.epochs,
+            "batches": self.strategy.batches,
+            "discretization": self.h,
+            "pld_lower": pld_lower,
+        }
         if self.allocation == "hybrid":
             d["caveat"] = "hybrid failure allocation is stated without proof in the paper (App. E)"
         if extra:
@@ -843,8 +926,15 @@ class ConditionalCompositionAccountant(Accountant):
         if self.delta_e is not None:
             up, lo, worst = self.delta_pld(eps, self.delta_e)
             v = min(1.0, up + self.delta_e)
-            return AccountingResult(v, None, v, "upper-bound", self.name, "delta",
-                                    self._details(self.delta_e, worst, min(lo + self.delta_e, v)))
+            return AccountingResult(
+                v,
+                None,
+                v,
+                "upper-bound",
+                self.name,
+                "delta",
+                self._details(self.delta_e, worst, min(lo + self.delta_e, v)),
+            )
         f = self.fraction
         de = f * 1e-5  # start from the paper's delta = 1e-5
         best = None
@@ -865,9 +955,20 @@ class ConditionalCompositionAccountant(Accountant):
             converged = False  # keep the smallest valid bound seen
         val, lo, worst, de = best
         v = min(1.0, val)
-        return AccountingResult(v, None, v, "upper-bound", self.name, "delta",
-                                self._details(de, worst, min(lo, v), {"delta_e_rule": f"self-consistent, fraction {f}",
-                                                                      "evaluations": it, "converged": converged}))
+        return AccountingResult(
+            v,
+            None,
+            v,
+            "upper-bound",
+            self.name,
+            "delta",
+            self._details(
+                de,
+                worst,
+                min(lo, v),
+                {"delta_e_rule": f"self-consistent, fraction {f}", "evaluations": it, "converged": converged},
+            ),
+        )
 
     def get_epsilon(self, delta: float) -> AccountingResult:
         dl = check_delta(delta)
@@ -877,12 +978,26 @@ class ConditionalCompositionAccountant(Accountant):
         res = {d: acc.get_epsilon(dl - de) for d, acc in self._chain(de).items()}
         worst = max(res, key=lambda d: float(res[d]))
         e = float(res[worst])
-        return AccountingResult(e, None, e, "upper-bound", self.name, "epsilon",
-                                self._details(de, worst, max(float(r.lower) for r in res.values())))
+        return AccountingResult(
+            e,
+            None,
+            e,
+            "upper-bound",
+            self.name,
+            "epsilon",
+            self._details(de, worst, max(float(r.lower) for r in res.values())),
+        )
 
 
-def calibrate(strategy: Strategy, epsilon: float, delta: float, delta_e_fraction: float = 0.5,
-              rel_tol: float = 1e-3, sigma_start: float = 1.0, **kwargs) -> float:
+def calibrate(
+    strategy: Strategy,
+    epsilon: float,
+    delta: float,
+    delta_e_fraction: float = 0.5,
+    rel_tol: float = 1e-3,
+    sigma_start: float = 1.0,
+    **kwargs,
+) -> float:
     """Smallest sigma (rounded up to ``rel_tol``) at which the accountant certifies (epsilon, delta).
 
     ``delta_E = delta_e_fraction * delta``; reuses the search of
@@ -908,12 +1023,24 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     from .allocation import add_strategy_arguments
 
     add_strategy_arguments(p)  # --matrix --bands --epochs --batches (no Renyi or Monte Carlo options)
-    p.add_argument("--delta-e", type=float, default=None,
-                   help="failure probability of the posterior bounds (default: fraction x delta)")
-    p.add_argument("--delta-e-fraction", type=float, default=None,
-                   help="delta_E as a fraction of delta, in (0, 1) (default 0.5); not with --delta-e")
-    p.add_argument("--allocation", default="union", choices=list(ALLOCATIONS),
-                   help="failure allocation: union (proved) or hybrid (paper, unproven)")
+    p.add_argument(
+        "--delta-e",
+        type=float,
+        default=None,
+        help="failure probability of the posterior bounds (default: fraction x delta)",
+    )
+    p.add_argument(
+        "--delta-e-fraction",
+        type=float,
+        default=None,
+        help="delta_E as a fraction of delta, in (0, 1) (default 0.5); not with --delta-e",
+    )
+    p.add_argument(
+        "--allocation",
+        default="union",
+        choices=list(ALLOCATIONS),
+        help="failure allocation: union (proved) or hybrid (paper, unproven)",
+    )
     p.add_argument("--discretization", type=float, default=2e-3, help="PLD grid width (default 2e-3)")
 
 
@@ -923,21 +1050,30 @@ def _build(args: argparse.Namespace) -> ConditionalCompositionAccountant:
     if args.delta_e is not None and args.delta_e_fraction is not None:
         raise DPValueError("delta-e-fraction is not used when --delta-e is given; give one of them")
     fraction = 0.5 if args.delta_e_fraction is None else args.delta_e_fraction
-    acc = ConditionalCompositionAccountant(delta_e=args.delta_e, delta_e_fraction=fraction,
-                                           allocation=args.allocation, discretization=args.discretization,
-                                           progress=False)
+    acc = ConditionalCompositionAccountant(
+        delta_e=args.delta_e,
+        delta_e_fraction=fraction,
+        allocation=args.allocation,
+        discretization=args.discretization,
+        progress=False,
+    )
     return acc.compose(mechanism_from_args(args))
 
 
 def _register() -> None:
     from ..accountants import registry
 
-    registry.register("matrix-condcomp",
-                      help="Schuchardt-Kalinin conditional composition (per-step mixtures + PLD), upper bound",
-                      build=_build, add_arguments=_add_arguments, uses_mechanism=False, noise_parameter="sigma",
-                      # --mechanism (only 'balls-in-bins') and --sigma; both directions are always composed
-                      # and the worse is reported (no --direction); N comes from the strategy (no --steps)
-                      common_flags=frozenset({"mechanism", "sigma"}))
+    registry.register(
+        "matrix-condcomp",
+        help="Schuchardt-Kalinin conditional composition (per-step mixtures + PLD), upper bound",
+        build=_build,
+        add_arguments=_add_arguments,
+        uses_mechanism=False,
+        noise_parameter="sigma",
+        # --mechanism (only 'balls-in-bins') and --sigma; both directions are always composed
+        # and the worse is reported (no --direction); N comes from the strategy (no --steps)
+        common_flags=frozenset({"mechanism", "sigma"}),
+    )
 
 
 _register()

@@ -245,15 +245,23 @@ def check_strategy_cost(name: str, epochs: int, batches: int, bands: int = 1, n_
     need = per * float(n) * n
     if not need <= available_memory_bytes():
         largest = int(math.isqrt(int(available_memory_bytes() / per)))
-        check_memory("batches", need, f"the {n} x {n} strategy matrix (N = epochs x batches = {epochs} x {batches})",
-                     hint=f"the largest feasible N is about {largest}")
+        check_memory(
+            "batches",
+            need,
+            f"the {n} x {n} strategy matrix (N = epochs x batches = {epochs} x {batches})",
+            hint=f"the largest feasible N is about {largest}",
+        )
     if name in ("bandmf", "blt"):
         params = (min(int(bands), n) - 1) if name == "bandmf" else 2 * int(n_buffers)
         evals = _EVALS_PER_PARAMETER * (params + 2)
         what = "bands" if name == "bandmf" else "n_buffers"
-        check_work("batches", evals * (20.0 * n * n + 300.0 * n), "operations",
-                   hint=f"optimising {name} ({what}={bands if name == 'bandmf' else n_buffers}) over N={n} steps; "
-                        "use fewer epochs x batches or bands")
+        check_work(
+            "batches",
+            evals * (20.0 * n * n + 300.0 * n),
+            "operations",
+            hint=f"optimising {name} ({what}={bands if name == 'bandmf' else n_buffers}) over N={n} steps; "
+            "use fewer epochs x batches or bands",
+        )
 
 
 def build_strategy(name: str, epochs: int, batches: int, bands: int = 1, n_buffers: int = 3) -> Strategy:
@@ -287,4 +295,4 @@ def build_strategy(name: str, epochs: int, batches: int, bands: int = 1, n_buffe
     C = toeplitz_lower(coefs, n)
     if (C < -1e-12).any():
         raise DPValueError(f"matrix {name!r} has negative entries; Lemma 2.8 needs C >= 0")
-    return Strategy(name, C, k, b, nb, np.asarray(coefs, dtype=float)[: n], info)
+    return Strategy(name, C, k, b, nb, np.asarray(coefs, dtype=float)[:n], info)

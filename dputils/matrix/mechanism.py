@@ -48,8 +48,9 @@ class BallsInBinsMatrixMechanism:
 
     def __post_init__(self) -> None:
         if not isinstance(self.strategy, Strategy):
-            raise DPValueError("strategy must be a dputils.matrix.Strategy (see build_strategy), got "
-                               f"{type(self.strategy).__name__}")
+            raise DPValueError(
+                f"strategy must be a dputils.matrix.Strategy (see build_strategy), got {type(self.strategy).__name__}"
+            )
         object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
         C = np.asarray(self.strategy.C)
         n = self.strategy.epochs * self.strategy.batches
@@ -87,12 +88,20 @@ class BallsInBinsMatrixMechanism:
     @property
     def params(self) -> dict[str, Any]:
         """The parameters, for reports."""
-        return {"matrix": self.matrix, "epochs": self.epochs, "batches": self.batches, "bands": self.bands,
-                "sigma": self.sigma}
+        return {
+            "matrix": self.matrix,
+            "epochs": self.epochs,
+            "batches": self.batches,
+            "bands": self.bands,
+            "sigma": self.sigma,
+        }
 
     def __eq__(self, other: object) -> bool:
-        return (type(other) is type(self) and other.strategy is self.strategy  # type: ignore[attr-defined]
-                and other.sigma == self.sigma)  # type: ignore[attr-defined]
+        return (
+            type(other) is type(self)
+            and other.strategy is self.strategy  # type: ignore[attr-defined]
+            and other.sigma == self.sigma
+        )  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, id(self.strategy), self.sigma))
@@ -105,8 +114,10 @@ class BallsInBinsMatrixMechanism:
 def check_matrix_mechanism(accountant: str, mechanism: Any) -> BallsInBinsMatrixMechanism:
     """``mechanism`` if it is a :class:`BallsInBinsMatrixMechanism`, else a ``DPValueError`` naming both."""
     if not isinstance(mechanism, BallsInBinsMatrixMechanism):
-        raise DPValueError(f"{accountant}: unsupported mechanism {type(mechanism).__name__}; this accountant "
-                           "composes a BallsInBinsMatrixMechanism(strategy, sigma)")
+        raise DPValueError(
+            f"{accountant}: unsupported mechanism {type(mechanism).__name__}; this accountant "
+            "composes a BallsInBinsMatrixMechanism(strategy, sigma)"
+        )
     return mechanism
 
 
@@ -121,10 +132,14 @@ def check_one_run(accountant: str, ledger: list, count: Any) -> None:
 
     count = check_positive_int("count", count)
     if count != 1:
-        raise DPValueError(f"{accountant}: count must be 1 (it accounts for one run of a matrix mechanism), got "
-                           f"{count}; put repeated epochs in the strategy (build_strategy(..., epochs=k, ...)) "
-                           "or use matrix-renyi, which composes repeats")
+        raise DPValueError(
+            f"{accountant}: count must be 1 (it accounts for one run of a matrix mechanism), got "
+            f"{count}; put repeated epochs in the strategy (build_strategy(..., epochs=k, ...)) "
+            "or use matrix-renyi, which composes repeats"
+        )
     if ledger:
-        raise DPValueError(f"{accountant}: accounts for exactly one matrix-mechanism run and one is already "
-                           "composed; put all epochs in one strategy (build_strategy(..., epochs=k, ...)), or use "
-                           "matrix-renyi / matrix-renyi-tight, which compose several runs")
+        raise DPValueError(
+            f"{accountant}: accounts for exactly one matrix-mechanism run and one is already "
+            "composed; put all epochs in one strategy (build_strategy(..., epochs=k, ...)), or use "
+            "matrix-renyi / matrix-renyi-tight, which compose several runs"
+        )

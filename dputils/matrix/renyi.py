@@ -180,7 +180,9 @@ def _state_space(window: int, alpha_max: int):
         ok = states[:, 0] + t <= A
         s_idx = np.nonzero(ok)[0]
         st = states[ok]
-        dest_coords = [st[:, 0] + t] + [st[:, j] for j in range(2, L + 1)] + ([np.full(st.shape[0], t)] if L > 0 else [])
+        dest_coords = (
+            [st[:, 0] + t] + [st[:, j] for j in range(2, L + 1)] + ([np.full(st.shape[0], t)] if L > 0 else [])
+        )
         d_idx = _state_rank(dest_coords, L, A)
         srcs.append(s_idx)
         ts.append(np.full(s_idx.size, t))
@@ -263,10 +265,11 @@ if _numba is not None:
                 out[row, d] = mx + np.log(acc)
         return out
 
-
     # reassociation lets LLVM vectorise the dot products (no flag that assumes finite values: -inf is used)
     @_numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-    def _dp_step_numba_factored(curg, rg, dg_s, dt_s, rest_g, c1, selfterm, floor, ceiling, pivot, out_s):  # pragma: no cover
+    def _dp_step_numba_factored(
+        curg, rg, dg_s, dt_s, rest_g, c1, selfterm, floor, ceiling, pivot, out_s
+    ):  # pragma: no cover
         # Same factorisation as _dp_step_factored: every destination d = (m', w', t) sums over the members of
         # one group g = (m' - t, w'), which differ only in the oldest count r_1 = R_g - j, j = 0..R_g
         # (``curg[row, g, j]``, -inf past R_g). With K = t c1 >= 0 and E[g, j] = exp(curg - M_g) (one exp per
@@ -334,8 +337,9 @@ if _numba is not None:
 
 def _dp_step_numba(cur, src, tint, tflt, starts, proj, selfterm):
     out = np.empty((cur.shape[0], starts.size))
-    return _dp_step_numba_kernel(np.ascontiguousarray(cur), src, tint, tflt, starts,
-                                 np.ascontiguousarray(proj), selfterm, out)
+    return _dp_step_numba_kernel(
+        np.ascontiguousarray(cur), src, tint, tflt, starts, np.ascontiguousarray(proj), selfterm, out
+    )
 
 
 @lru_cache(maxsize=16)
@@ -480,8 +484,12 @@ def log_partition_dp(
             f"{work_budget:.1e}); lower the effective bandwidth or the largest order"
         )
     check_work("alpha_max", work, "DP updates", hint=f"bands={p} over b={b} slots; lower alpha_max or bands")
-    check_memory("alpha_max", dp_memory(p, b, A, wrap), f"the dynamic program (bands={p}, b={b})",
-                 hint="lower alpha_max or bands")
+    check_memory(
+        "alpha_max",
+        dp_memory(p, b, A, wrap),
+        f"the dynamic program (bands={p}, b={b})",
+        hint="lower alpha_max or bands",
+    )
     states, src, tval, starts = _state_space(L, A)
     R = states[:, 1:].astype(float)  # window counts, oldest first
     tt = np.arange(A + 1, dtype=float)
@@ -498,9 +506,11 @@ def log_partition_dp(
         prefixes = pre
         Gpre = Gp[:L, :L]
         diag = np.diag(Gpre)
-        w = (np.einsum("ni,ij,nj->n", pre, np.triu(Gpre, 1), pre) / s2
-             + (pre * (pre - 1) * diag).sum(axis=1) / (2 * s2)
-             - gammaln(pre + 1).sum(axis=1))
+        w = (
+            np.einsum("ni,ij,nj->n", pre, np.triu(Gpre, 1), pre) / s2
+            + (pre * (pre - 1) * diag).sum(axis=1) / (2 * s2)
+            - gammaln(pre + 1).sum(axis=1)
+        )
         m0 = pre.sum(axis=1).astype(np.int64)
         # state index of (m0, l): its lexicographic rank
         idx = _state_rank([m0] + [pre[:, j].astype(np.int64) for j in range(L)], L, A)
@@ -525,15 +535,26 @@ def log_partition_dp(
         if factored and c[0] >= 0:
             rest_g = layout[10] @ c[1:]  # (1/sigma^2) sum_{j >= 2} G r_j of each group's window
         if factored and c[0] >= 0 and backend_name == "vectorised":
-            cur = _dp_step_factored(cur, src, tval, tsrc, starts, proj, selfterm, layout=layout, c1=float(c[0]),
-                                    rest=rest_g)
+            cur = _dp_step_factored(
+                cur, src, tval, tsrc, starts, proj, selfterm, layout=layout, c1=float(c[0]), rest=rest_g
+            )
         elif factored and c[0] >= 0:
             ext = np.empty((cur.shape[0], cur.shape[1] + 1))
             ext[:, :-1] = cur
             ext[:, -1] = -np.inf  # gmem = -1 (past R_g) reads -inf
-            out_s = _dp_step_numba_factored(ext[:, layout[8]], layout[3], dg_s, dt_s, rest_g, float(c[0]), selfterm,
-                                            _UNDERFLOW_FLOOR, _OVERFLOW_CEILING, _NUMBA_PIVOT,
-                                            np.empty((cur.shape[0], layout[9].size)))
+            out_s = _dp_step_numba_factored(
+                ext[:, layout[8]],
+                layout[3],
+                dg_s,
+                dt_s,
+                rest_g,
+                float(c[0]),
+                selfterm,
+                _UNDERFLOW_FLOOR,
+                _OVERFLOW_CEILING,
+                _NUMBA_PIVOT,
+                np.empty((cur.shape[0], layout[9].size)),
+            )
             cur = np.empty_like(out_s)
             cur[:, layout[9]] = out_s
         else:
@@ -588,12 +609,7 @@ def _orders(orders: Iterable[int]) -> np.ndarray:
 
 
 def rho_remove(
-    G: np.ndarray,
-    sigma: float,
-    orders: Iterable[int],
-    bands: int,
-    *,
-    work_budget: float | None = DEFAULT_WORK_BUDGET,
+    G: np.ndarray, sigma: float, orders: Iterable[int], bands: int, *, work_budget: float | None = DEFAULT_WORK_BUDGET
 ) -> tuple[np.ndarray, float]:
     """Upper bound on ``R_alpha(P||Q)`` (remove) per order, Algorithm 1; exact when tau = 0.
 
@@ -756,10 +772,7 @@ def _log_laplace_lognormal(log_u: np.ndarray, v: float, points: int = _LAPLACE_P
 
 
 def log_neg_moment_independent(
-    variances: Sequence[float] | np.ndarray,
-    r: Sequence[int] | np.ndarray,
-    *,
-    return_error: bool = False,
+    variances: Sequence[float] | np.ndarray, r: Sequence[int] | np.ndarray, *, return_error: bool = False
 ):
     """Upper bound on ``log E[T^{-r}]`` for ``T = (1/n) sum_i exp(U_i - v_i/2)``, ``U_i ~ N(0, v_i)`` independent.
 
@@ -831,8 +844,12 @@ def log_neg_moment_independent(
         raise NumericalError("negative moment: the Laplace transform did not decay on the integration range")
 
     # the quadrature below holds a few (orders x grid points) arrays at once
-    check_memory("orders", 8.0 * 4 * r.size * s.size, f"the negative-moment quadrature ({r.size} orders)",
-                 hint="use fewer orders")
+    check_memory(
+        "orders",
+        8.0 * 4 * r.size * s.size,
+        f"the negative-moment quadrature ({r.size} orders)",
+        hint="use fewer orders",
+    )
 
     def _integral(lam, step, idx):
         ex = r[:, None] * s[None, idx] + lam[None, idx]
@@ -863,11 +880,7 @@ def log_neg_moment_independent(
 
 
 def rho_add_exact_independent(
-    G: np.ndarray | Sequence[float],
-    sigma: float,
-    orders: Iterable[int],
-    *,
-    return_error: bool = False,
+    G: np.ndarray | Sequence[float], sigma: float, orders: Iterable[int], *, return_error: bool = False
 ):
     """``R_alpha(Q||P)`` for a **diagonal** Gram matrix (independent slots; DP-SGD: ``G = k I``).
 

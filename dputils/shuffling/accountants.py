@@ -61,9 +61,12 @@ class _RunAccountant(Accountant):
         if not isinstance(mechanism, TRAINING_RUNS):
             self._refuse(mechanism, f"it accounts the training runs {_RUN_NAMES} of dputils.shuffling")
         if self.ledger and mechanism.group_size != self.ledger[0][0].group_size:
-            self._refuse(mechanism, f"group_size {mechanism.group_size} differs from the group_size "
-                                    f"{self.ledger[0][0].group_size} already composed (composed runs must "
-                                    "protect the same group of examples)")
+            self._refuse(
+                mechanism,
+                f"group_size {mechanism.group_size} differs from the group_size "
+                f"{self.ledger[0][0].group_size} already composed (composed runs must "
+                "protect the same group of examples)",
+            )
 
 
 class GDPBoundAccountant(_RunAccountant):
@@ -74,18 +77,24 @@ class GDPBoundAccountant(_RunAccountant):
     def _check_supported(self, mechanism: Any) -> None:
         self._check_run(mechanism)
         if isinstance(mechanism, ShuffledIndividualClipping) and mechanism.group_size != 1:
-            self._refuse(mechanism, f"group_size={mechanism.group_size}: G_(sqrt(gE)/sigma) holds for batch "
-                                    "clipping; with individual clipping a round holding k group members is "
-                                    "G_(k/sigma) (use MixtureAccountant, shuffle-individual-clip-exact)")
+            self._refuse(
+                mechanism,
+                f"group_size={mechanism.group_size}: G_(sqrt(gE)/sigma) holds for batch "
+                "clipping; with individual clipping a round holding k group members is "
+                "G_(k/sigma) (use MixtureAccountant, shuffle-individual-clip-exact)",
+            )
         if not isinstance(mechanism, (ShuffledBatchClipping, ShuffledIndividualClipping)):
-            self._refuse(mechanism, "with subsampling a round can be hit more than once, so Thm F.1's "
-                                    "G_(sqrt(gE)/sigma) does not apply (use MixtureAccountant, "
-                                    "subsample-batch-clip-exact)")
+            self._refuse(
+                mechanism,
+                "with subsampling a round can be hit more than once, so Thm F.1's "
+                "G_(sqrt(gE)/sigma) does not apply (use MixtureAccountant, "
+                "subsample-batch-clip-exact)",
+            )
 
     def mu(self) -> float:
         """``sqrt(sum_i count_i mu_i^2)``: the composed mu-GDP parameter."""
         self._require_ledger()
-        return math.sqrt(sum(c * m.mu ** 2 for m, c in self.ledger))
+        return math.sqrt(sum(c * m.mu**2 for m, c in self.ledger))
 
     def _details(self, mu: float) -> dict[str, Any]:
         return dict(_details(self.ledger), mu=mu)
@@ -101,8 +110,9 @@ class GDPBoundAccountant(_RunAccountant):
         mu = self.mu()
         lo, hi = curves.gdp_epsilon_bracket(delta, mu)
         e = float(curves.gdp_epsilon(delta, mu))  # the bracket's upper end, nudged so delta(e) <= delta
-        return AccountingResult(e, None, e, "upper-bound", self.name, "epsilon",
-                                dict(self._details(mu), bracket=[lo, hi]))
+        return AccountingResult(
+            e, None, e, "upper-bound", self.name, "epsilon", dict(self._details(mu), bracket=[lo, hi])
+        )
 
 
 class MixtureAccountant(_RunAccountant):
@@ -127,10 +137,13 @@ class MixtureAccountant(_RunAccountant):
         if not mechanism.has_sizes:
             self._refuse(mechanism, "the exact law of c^2 needs dataset_size and batch_size")
         if self.ledger and mechanism.sigma != self.ledger[0][0].sigma:
-            self._refuse(mechanism, f"sigma {mechanism.sigma!r} differs from the sigma "
-                                    f"{self.ledger[0][0].sigma!r} already composed; the law of c^2 is kept "
-                                    "on the integer grid of one sigma (compose runs of one sigma, or use "
-                                    "GDPBoundAccountant, which adds mu^2 across sigmas)")
+            self._refuse(
+                mechanism,
+                f"sigma {mechanism.sigma!r} differs from the sigma "
+                f"{self.ledger[0][0].sigma!r} already composed; the law of c^2 is kept "
+                "on the integer grid of one sigma (compose runs of one sigma, or use "
+                "GDPBoundAccountant, which adds mu^2 across sigmas)",
+            )
 
     def compose(self, mechanism: Any, count: int = 1) -> MixtureAccountant:
         """Add ``count`` independent repetitions of the run: its law of ``c^2`` convolved ``count`` times
@@ -179,7 +192,9 @@ class MixtureAccountant(_RunAccountant):
         delta = self._checked_delta(delta)
         lo, hi = mixture_epsilon(delta, self.law, self.sigma)
         if self.law_kind != "exact":
-            return AccountingResult(hi, None, None, "approximation", self.name, "epsilon",
-                                    dict(self._details(), bracket=[lo, hi]))
-        return AccountingResult(hi, lo * (1 - EXACT_REL_MARGIN), hi * (1 + EXACT_REL_MARGIN), "exact",
-                                self.name, "epsilon", self._details())
+            return AccountingResult(
+                hi, None, None, "approximation", self.name, "epsilon", dict(self._details(), bracket=[lo, hi])
+            )
+        return AccountingResult(
+            hi, lo * (1 - EXACT_REL_MARGIN), hi * (1 + EXACT_REL_MARGIN), "exact", self.name, "epsilon", self._details()
+        )

@@ -43,7 +43,9 @@ def lemma_e5_as_printed(dataset_size: int, batch_size: int, group_size: int, epo
     return out
 
 
-def lemma_e4_as_printed(dataset_size: int, batch_size: int, group_size: int, epochs: int, gamma: float = 1.0) -> dict[str, float]:
+def lemma_e4_as_printed(
+    dataset_size: int, batch_size: int, group_size: int, epochs: int, gamma: float = 1.0
+) -> dict[str, float]:
     """Lemma E.4 (individual clipping, subsampling, group g; a Chernoff-type argument):
     ``beta = e^{N/(N-g-m)} + gamma``, ``(c^L)^2 = beta min(m, g) g E``, ``l = e^{-gamma g E}``.
     Unlike E.2/E.3/E.5 this tail bound is a genuine Chernoff bound (checked against exact tails in the tests)."""
@@ -109,4 +111,3 @@ def thm_f1_bc_upper_u(dataset_size: int, batch_size: int, group_size: int) -> fl
     if den <= 0:
         raise DPValueError("dataset_size/batch_size must exceed group_size + group_size^2")
     return g * g / den
-

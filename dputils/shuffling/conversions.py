@@ -105,9 +105,12 @@ def rdp_epsilon(rdp: np.ndarray, orders: Iterable[int], delta: float, conversion
     this calls. ``"improved"`` (this module's former name for "modern") still works and warns."""
     delta = check_delta(delta)
     if conversion == "improved":
-        warnings.warn('conversion="improved" is now called "modern" (as in dputils.accountants.rdp); '
-                      '"improved" will be removed in a later release', DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            'conversion="improved" is now called "modern" (as in dputils.accountants.rdp); '
+            '"improved" will be removed in a later release',
+            DeprecationWarning,
+            stacklevel=2,
+        )
         conversion = "modern"
     check_choice("conversion", conversion, ("classic", "modern"))
     return _rdp.rdp_to_epsilon(list(orders), rdp, delta, conversion)[0]
-

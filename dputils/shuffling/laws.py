@@ -30,7 +30,6 @@ from ..resources import check_memory, check_work
 _PY_OP = 300.0
 
 
-
 @dataclass(frozen=True)
 class C2Law:
     """A law of the integer ``c^2 = sum_k c_k k^2``: ``pmf[j] = P(c^2 = j)``, j = 0..len(pmf)-1."""
@@ -76,11 +75,14 @@ class C2Law:
         For labelled Gaussian mixtures this is exactly the f-DP composition ``f^{(x)E}``."""
         E = check_positive_int("epochs", epochs)
         n_final = (self.pmf.size - 1) * float(E) + 1  # length of the composed pmf
-        check_memory("epochs", 8.0 * 4 * n_final, f"the {E}-fold composed law of c^2 ({n_final:.3g} values)",
-                     hint="use fewer epochs")
+        check_memory(
+            "epochs",
+            8.0 * 4 * n_final,
+            f"the {E}-fold composed law of c^2 ({n_final:.3g} values)",
+            hint="use fewer epochs",
+        )
         # direct convolutions by repeated squaring: at most ~2 n_final^2 multiply-adds in all
-        check_work("epochs", 2.0 * n_final * n_final, "multiply-adds",
-                   hint="use fewer epochs")
+        check_work("epochs", 2.0 * n_final * n_final, "multiply-adds", hint="use fewer epochs")
         result = np.array([1.0])
         base = self.pmf
         while E:
@@ -148,8 +150,12 @@ def bc_shuffle_law(dataset_size: int, batch_size: int, group_size: int) -> C2Law
     N, s, g, B = shuffle_sizes(dataset_size, batch_size, group_size)
     J = min(g, B)
     # J^2/2 inclusion-exclusion terms, each a falling factorial of g big-integer products
-    check_work("group_size", _PY_OP * (J * (J + 1) / 2.0) * g, "operations",
-               hint=f"the exact occupancy law with g={g} in {B} rounds; use a smaller group size")
+    check_work(
+        "group_size",
+        _PY_OP * (J * (J + 1) / 2.0) * g,
+        "operations",
+        hint=f"the exact occupancy law with g={g} in {B} rounds; use a smaller group size",
+    )
     denom = _falling(N, g)
     pmf = np.zeros(min(g, B) + 1)
     for j in range(1, min(g, B) + 1):
@@ -168,8 +174,12 @@ def bc_shuffle_law_as_printed(dataset_size: int, batch_size: int, group_size: in
     g = check_positive_int("group_size", group_size)
     B = _check_divisible(N, s, "batch_size")
     check_memory("group_size", 8.0 * (g + 1), "the printed law of c^2")
-    check_work("group_size", _PY_OP * float(g) * g, "operations",
-               hint="g big binomial coefficients of g digits each; use a smaller group size")
+    check_work(
+        "group_size",
+        _PY_OP * float(g) * g,
+        "operations",
+        hint="g big binomial coefficients of g digits each; use a smaller group size",
+    )
     denom = math.comb(B - 1 + g, g)
     pmf = np.zeros(g + 1)
     for j in range(1, g + 1):
@@ -197,8 +207,12 @@ def ic_shuffle_law(dataset_size: int, batch_size: int, group_size: int) -> C2Law
     N, m, g, B = shuffle_sizes(dataset_size, batch_size, group_size)
     # every integer partition of g is enumerated (about exp(pi sqrt(2g/3)) / (4 sqrt(3) g) of them)
     n_part = math.exp(min(math.pi * math.sqrt(2.0 * g / 3.0), 700.0)) / (4.0 * math.sqrt(3.0) * g)
-    check_work("group_size", _PY_OP * n_part * g, "operations",
-               hint=f"about {n_part:.3g} integer partitions of g={g}; use a smaller group size")
+    check_work(
+        "group_size",
+        _PY_OP * n_part * g,
+        "operations",
+        hint=f"about {n_part:.3g} integer partitions of g={g}; use a smaller group size",
+    )
     check_memory("group_size", 8.0 * (g * g + 1), "the law of c^2 (g^2 + 1 values)")
     denom = _falling(N, g)
     pmf = np.zeros(g * g + 1)
@@ -235,8 +249,9 @@ def binomial_law(n: int, p: float, label: str = "") -> C2Law:
 
 def _check_rounds(T: int) -> None:
     """The Binomial law over T = N E / s rounds holds T + 1 probabilities (a few arrays of them)."""
-    check_memory("epochs", 8.0 * 6 * (T + 1.0), f"the law of c^2 over T = N E / s = {T} rounds",
-                 hint="use fewer epochs")
+    check_memory(
+        "epochs", 8.0 * 6 * (T + 1.0), f"the law of c^2 over T = N E / s = {T} rounds", hint="use fewer epochs"
+    )
     check_work("epochs", 200.0 * (T + 1.0), "operations", hint="use fewer epochs")
 
 
@@ -322,11 +337,19 @@ def monte_carlo_c2_law(
         raise DPValueError(f"group_size must be <= dataset_size ({N}); got {g}")
     R = _check_divisible(N, m * s, "sub_batches * sub_batch_size")
     # the c^2 of a draw compares all pairs of its g positions: n x g x g booleans at once
-    check_memory("n_draws", 8.0 * 4 * n * g + 1.0 * 3 * n * g * g, f"{n} draws of {g} positions",
-                 hint="use fewer draws or a smaller group size")
+    check_memory(
+        "n_draws",
+        8.0 * 4 * n * g + 1.0 * 3 * n * g * g,
+        f"{n} draws of {g} positions",
+        hint="use fewer draws or a smaller group size",
+    )
     rounds = E if sampler == "shuffle" else R * E
-    check_work("n_draws", float(rounds) * n * (10.0 * g * g + 50.0 * g), "operations",
-               hint="use fewer draws, epochs or a smaller group size")
+    check_work(
+        "n_draws",
+        float(rounds) * n * (10.0 * g * g + 50.0 * g),
+        "operations",
+        hint="use fewer draws, epochs or a smaller group size",
+    )
     total = np.zeros(n, dtype=np.int64)
 
     def distinct_positions(rows: int, space: int, k: int) -> np.ndarray:
@@ -337,8 +360,10 @@ def monte_carlo_c2_law(
             if not bad.any():
                 return pos
             pos[bad] = rng.integers(0, space, size=(int(bad.sum()), k))
-        raise NumericalError(f"monte_carlo_c2_law: rejection sampling of {k} distinct positions among {space} "
-                             "did not finish in 10000 rounds; use a smaller group size")
+        raise NumericalError(
+            f"monte_carlo_c2_law: rejection sampling of {k} distinct positions among {space} "
+            "did not finish in 10000 rounds; use a smaller group size"
+        )
 
     def c2_of(sub_ids: np.ndarray, round_ids: np.ndarray) -> np.ndarray:
         # c^2 = sum over rounds of (distinct sub-batches hit)^2 = sum_{i,j} new_i new_j [round_i == round_j]
@@ -374,5 +399,3 @@ def monte_carlo_c2_law(
             total += c2
     pmf = np.bincount(total).astype(float)
     return C2Law(pmf / n, f"Monte Carlo {sampler} (N={N}, s={s}, m={m}, g={g}, E={E}, n={n})")
-
-

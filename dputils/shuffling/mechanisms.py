@@ -46,8 +46,10 @@ class _TrainingRun:
             return False
         if self.dataset_size is None or self.batch_size is None:
             missing = "dataset_size" if self.dataset_size is None else "batch_size"
-            raise DPValueError(f"{missing} must be given ({type(self).__name__} needs both dataset_size and "
-                               "batch_size" + ("" if required else ", or neither") + ")")
+            raise DPValueError(
+                f"{missing} must be given ({type(self).__name__} needs both dataset_size and "
+                "batch_size" + ("" if required else ", or neither") + ")"
+            )
         return True
 
     @property
@@ -109,8 +111,10 @@ class ShuffledIndividualClipping(_ShuffledRun):
     def mu(self) -> float:
         """``sqrt(E)/sigma`` for g = 1 (Lemma F.2); refused for groups (no such closed form)."""
         if self.group_size != 1:
-            raise DPValueError(f"group_size must be 1 for the closed form G_(sqrt(E)/sigma) of individual "
-                               f"clipping (Lemma F.2); got {self.group_size}")
+            raise DPValueError(
+                f"group_size must be 1 for the closed form G_(sqrt(E)/sigma) of individual "
+                f"clipping (Lemma F.2); got {self.group_size}"
+            )
         return math.sqrt(self.epochs) / self.sigma
 
     def c2_law(self) -> C2Law:

@@ -36,7 +36,10 @@ def _add_shuffle_arguments(parser: argparse.ArgumentParser) -> None:
     _add_bound_arguments(parser)
     _add_option(parser, "--dataset-size", type=int, default=None, help="data-set size N (refined accountants)")
     _add_option(
-        parser, "--batch-size", type=int, default=None,
+        parser,
+        "--batch-size",
+        type=int,
+        default=None,
         help="samples per round: s for batch clipping, m for individual clipping (refined accountants)",
     )
 
@@ -79,8 +82,12 @@ def _refined_builder(run: type, law: str = "exact"):
 def _register() -> None:
     # only --sigma of the common options: the mechanism is fixed by the accountant, the number of rounds by
     # --epochs (and --dataset-size/--batch-size), and the strong-adversary bounds are symmetric (no --direction)
-    common = dict(add_arguments=_add_shuffle_arguments, uses_mechanism=False, noise_parameter="sigma",
-                  common_flags=frozenset({"sigma"}))
+    common = dict(
+        add_arguments=_add_shuffle_arguments,
+        uses_mechanism=False,
+        noise_parameter="sigma",
+        common_flags=frozenset({"sigma"}),
+    )
     registry.register(
         "shuffle-batch-clip",
         help="van Dijk et al.: batch clipping + shuffling is G_{sqrt(gE)/sigma}-DP (strong adversary; upper bound on eps)",

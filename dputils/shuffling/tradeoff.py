@@ -86,8 +86,9 @@ def _brentq(fn: Callable[[float], float], a: float, b: float, what: str, **kw) -
         raise NumericalError(f"{what}: root search failed ({' '.join(str(exc).split())})") from None
 
 
-def _invert_decreasing(log_delta_fn: Callable[[float], float], delta: float, what: str,
-                       eps_max: float = 1e7) -> tuple[float, float]:
+def _invert_decreasing(
+    log_delta_fn: Callable[[float], float], delta: float, what: str, eps_max: float = 1e7
+) -> tuple[float, float]:
     """Bracket ``(lo, hi)`` around the eps where a non-increasing ``log delta(eps)`` reaches ``log(delta)``.
 
     The search is the foundation's :func:`dputils.curves.epsilon_from_delta` (bracketing by doubling,
@@ -96,6 +97,7 @@ def _invert_decreasing(log_delta_fn: Callable[[float], float], delta: float, wha
     ``hi - lo <= tol max(1, hi)``, so ``lo = hi - tol max(1, hi)`` (clipped at 0) is below the root.
     ``(0, 0)`` when ``delta(0) <= delta``; failures (nan, no root below ``eps_max``) are
     :class:`NumericalError` naming ``what``."""
+
     def checked(e: float) -> float:
         v = log_delta_fn(e)
         if math.isnan(v):
@@ -103,8 +105,9 @@ def _invert_decreasing(log_delta_fn: Callable[[float], float], delta: float, wha
         return v
 
     try:
-        hi = curves.epsilon_from_delta(lambda e: math.exp(checked(e)), delta, eps_max=eps_max,
-                                       tol=_EPS_REL_TOL, log_delta_fn=checked)
+        hi = curves.epsilon_from_delta(
+            lambda e: math.exp(checked(e)), delta, eps_max=eps_max, tol=_EPS_REL_TOL, log_delta_fn=checked
+        )
     except NumericalError as exc:
         if str(exc).startswith(what):
             raise
@@ -130,7 +133,6 @@ def shuffle_g1_mu(sigma: float, epochs: int) -> float:
 def generic_group_mu(sigma: float, epochs: int, group_size: int) -> float:
     """``mu = g sqrt(E)/sigma``: the generic f-DP group transform of ``G_{sqrt(E)/sigma}`` (DRS Thm 2.14)."""
     return check_positive_int("group_size", group_size) * shuffle_g1_mu(sigma, epochs)
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,13 +223,17 @@ def mixture_tradeoff(alpha, law: C2Law, sigma: float):
             if al < 0.5:
                 lam = _solve_lambda(lambda L: _log_A(L, logq, mu), math.log(al), False, 0.0, math.inf)
             else:
-                lam = _solve_lambda(lambda L: math.log(math.exp(_log_Abar(L, logq, mu)) + q0), math.log1p(-al), True, 0.0, math.inf)
+                lam = _solve_lambda(
+                    lambda L: math.log(math.exp(_log_Abar(L, logq, mu)) + q0), math.log1p(-al), True, 0.0, math.inf
+                )
             out[i] = math.exp(_log_B(lam, logq, mu)) + q0
         else:  # Lambda < 0: alpha = A(Lambda) + q0, 1 - alpha = Abar(Lambda)
             if 1 - al < 0.5:
                 lam = _solve_lambda(lambda L: _log_Abar(L, logq, mu), math.log1p(-al), True, -math.inf, 0.0)
             else:
-                lam = _solve_lambda(lambda L: math.log(math.exp(_log_A(L, logq, mu)) + q0), math.log(al), False, -math.inf, 0.0)
+                lam = _solve_lambda(
+                    lambda L: math.log(math.exp(_log_A(L, logq, mu)) + q0), math.log(al), False, -math.inf, 0.0
+                )
             out[i] = math.exp(_log_B(lam, logq, mu))
     out = np.clip(out, 0.0, 1.0)
     return out if np.ndim(alpha) else float(out[0])
@@ -370,5 +376,6 @@ def lower_bound_epsilon(delta: float, c_l: float, l: float, sigma: float) -> flo
     delta = check_delta(delta)
     if delta <= l:
         raise NumericalError(f"delta={delta!r} <= additive tail l={l!r}: f^L certifies no finite epsilon")
-    return _invert_decreasing(lambda e: math.log(max(lower_bound_delta(e, c_l, l, sigma), 1e-320)), delta, "lower_bound_epsilon")[1]
-
+    return _invert_decreasing(
+        lambda e: math.log(max(lower_bound_delta(e, c_l, l, sigma), 1e-320)), delta, "lower_bound_epsilon"
+    )[1]

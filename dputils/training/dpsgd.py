@@ -56,7 +56,19 @@ from ..errors import (
 from .fastgrad import clipped_group_sum, fast_path_unsupported
 from .models import make_mlp  # noqa: F401  (public here too: dputils.training.make_mlp)
 
-__all__ = ["DPSGDConfig", "RoundInfo", "TrainResult", "resolve_device", "per_sample_gradients", "clip_rows", "train", "evaluate", "make_mlp", "resolve_grad_mode", "GRAD_MODES"]
+__all__ = [
+    "DPSGDConfig",
+    "RoundInfo",
+    "TrainResult",
+    "resolve_device",
+    "per_sample_gradients",
+    "clip_rows",
+    "train",
+    "evaluate",
+    "make_mlp",
+    "resolve_grad_mode",
+    "GRAD_MODES",
+]
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -170,7 +182,9 @@ def unflatten_params(vec: torch.Tensor, like: dict[str, torch.Tensor]) -> dict[s
     return out
 
 
-def per_sample_gradients(model: nn.Module, params: dict[str, torch.Tensor], X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def per_sample_gradients(
+    model: nn.Module, params: dict[str, torch.Tensor], X: torch.Tensor, y: torch.Tensor
+) -> torch.Tensor:
     """Rows = flattened gradients of the cross-entropy loss of each sample, via ``vmap(grad(...))``."""
 
     def loss_one(p, x, t):
@@ -257,8 +271,9 @@ def _buffer(bufs: dict | None, key: str, shape, like: torch.Tensor) -> torch.Ten
     return b
 
 
-def _ghost_sum(model, p, X, y, idx: torch.Tensor, s: int, C: float, microbatch: int, w: torch.Tensor,
-               bufs: dict | None = None) -> torch.Tensor:
+def _ghost_sum(
+    model, p, X, y, idx: torch.Tensor, s: int, C: float, microbatch: int, w: torch.Tensor, bufs: dict | None = None
+) -> torch.Tensor:
     """U = sum_h [a_h]_C over the groups of ``idx`` ((m, s), or (k,) rows for s = 1), in chunks of whole groups
     holding at most ``microbatch`` rows (0: all at once). With ``bufs`` (a dict kept by the caller between
     rounds, when nothing keeps the previous U), U, the partial sums and the gathered rows of X live in buffers
@@ -352,8 +367,9 @@ def train(
             if idx.numel() == 0:
                 A = torch.zeros(0, w.numel(), device=device)
             elif mode == "ghost":
-                U_pre = _ghost_sum(model, p, X, y, idx, 1 if config.sampler == "poisson" else s, C,
-                                   config.microbatch, w, bufs)
+                U_pre = _ghost_sum(
+                    model, p, X, y, idx, 1 if config.sampler == "poisson" else s, C, config.microbatch, w, bufs
+                )
                 A = torch.zeros(0, w.numel(), device=device)
             elif config.sampler == "poisson" or s == 1:
                 flat_idx = idx.flatten()

@@ -47,8 +47,20 @@ __all__ = ["fast_path_unsupported", "supports_fast_path", "clipped_group_sum"]
 _PARAM_LAYERS = (nn.Linear, nn.Conv2d, nn.GroupNorm, nn.LayerNorm)
 # parameter-free layers that treat every example on its own
 _FREE_LAYERS = (
-    nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.SiLU, nn.ELU, nn.LeakyReLU, nn.Softplus, nn.Identity, nn.Flatten,
-    nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d,
+    nn.ReLU,
+    nn.Tanh,
+    nn.Sigmoid,
+    nn.GELU,
+    nn.SiLU,
+    nn.ELU,
+    nn.LeakyReLU,
+    nn.Softplus,
+    nn.Identity,
+    nn.Flatten,
+    nn.MaxPool2d,
+    nn.AvgPool2d,
+    nn.AdaptiveAvgPool2d,
+    nn.AdaptiveMaxPool2d,
 )
 
 
@@ -69,8 +81,9 @@ def fast_path_unsupported(model: nn.Module) -> str | None:
         if getattr(mod, "inplace", False):
             return f"{label} ({type(mod).__name__}) works in place"
         if isinstance(mod, _PARAM_LAYERS):
-            if isinstance(mod, nn.Conv2d) and (mod.groups != 1 or mod.padding_mode != "zeros"
-                                               or isinstance(mod.padding, str)):
+            if isinstance(mod, nn.Conv2d) and (
+                mod.groups != 1 or mod.padding_mode != "zeros" or isinstance(mod.padding, str)
+            ):
                 return f"{label}: Conv2d with groups, string padding or a non-zero padding mode"
             continue
         if isinstance(mod, _FREE_LAYERS):
@@ -133,15 +146,16 @@ def _linear_term(A: torch.Tensor, G: torch.Tensor, has_bias: bool):
 
         def finish(c, wdest=None, bdest=None):
             Gc = (G * c[:, None, None]).reshape(m * n, d_out)
-            return (_matmul(Gc.t(), A.reshape(m * n, d_in), wdest),
-                    None if bias is None else _matmul(c, bias, bdest))
+            return (_matmul(Gc.t(), A.reshape(m * n, d_in), wdest), None if bias is None else _matmul(c, bias, bdest))
     else:
         Wg = torch.bmm(G.transpose(1, 2), A)  # (m, d_out, d_in) per-group layer gradients
         sq = _sqnorm(Wg)
 
         def finish(c, wdest=None, bdest=None):
-            return (_matmul(c, Wg.reshape(m, -1), wdest).view(d_out, d_in),
-                    None if bias is None else _matmul(c, bias, bdest))
+            return (
+                _matmul(c, Wg.reshape(m, -1), wdest).view(d_out, d_in),
+                None if bias is None else _matmul(c, bias, bdest),
+            )
 
     if bias is not None:
         sq = sq + _sqnorm(bias)
@@ -185,16 +199,24 @@ def _layer_terms(mod: nn.Module, a: torch.Tensor, g: torch.Tensor, m: int, s: in
             cin, H, W = a.shape[1:]
             ag = a.view(m, s, cin, H, W).transpose(0, 1).reshape(s, m * cin, H, W)
             gg = g.view(m, s, d_out, *g.shape[2:]).transpose(0, 1).reshape(s, m * d_out, *g.shape[2:])
-            Wg = torch.nn.grad.conv2d_weight(ag, (m * d_out, cin, *mod.kernel_size), gg, stride=mod.stride,
-                                             padding=mod.padding, dilation=mod.dilation, groups=m)
+            Wg = torch.nn.grad.conv2d_weight(
+                ag,
+                (m * d_out, cin, *mod.kernel_size),
+                gg,
+                stride=mod.stride,
+                padding=mod.padding,
+                dilation=mod.dilation,
+                groups=m,
+            )
             Wg = Wg.view(m, -1)
             bias = g.sum((3, 2)).view(m, s, d_out).sum(1) if mod.bias is not None else None
             sq = _sqnorm(Wg) + (_sqnorm(bias) if bias is not None else 0)
 
             def finish(c, dest=None):
                 dest = dest or {}
-                return ({"weight": _matmul(c, Wg, dest.get("weight")).view_as(mod.weight)}
-                        | ({} if bias is None else {"bias": _matmul(c, bias, dest.get("bias"))}))
+                return {"weight": _matmul(c, Wg, dest.get("weight")).view_as(mod.weight)} | (
+                    {} if bias is None else {"bias": _matmul(c, bias, dest.get("bias"))}
+                )
 
             return sq, finish
         A = _patches(a, mod).reshape(m, s * L, d_in)
@@ -272,8 +294,10 @@ def clipped_group_sum(
 
     def hook(mod, inp, out):
         if mod in called:
-            raise DPValueError(f"module {owners[mod] or type(mod).__name__} is called twice in one forward pass: "
-                               "grad_mode='ghost' needs each layer once (use grad_mode='vmap')")
+            raise DPValueError(
+                f"module {owners[mod] or type(mod).__name__} is called twice in one forward pass: "
+                "grad_mode='ghost' needs each layer once (use grad_mode='vmap')"
+            )
         called.add(mod)
         a = inp[0].detach()
         out = out + z

@@ -191,8 +191,15 @@ class TreeAggregator:
     ``last_span`` describe the node released at this step. ``sigma_node = 0`` gives exact prefix sums.
     """
 
-    def __init__(self, dim: int, sigma_node: float, *, generator: torch.Generator | None = None,
-                 device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32):
+    def __init__(
+        self,
+        dim: int,
+        sigma_node: float,
+        *,
+        generator: torch.Generator | None = None,
+        device: str | torch.device = "cpu",
+        dtype: torch.dtype = torch.float32,
+    ):
         self.dim = check_positive_int("dim", dim)
         self.sigma_node = check_nonnegative("sigma_node", sigma_node)
         self.device = torch.device(device)
@@ -261,8 +268,10 @@ class FTRLConfig:
         check_nonnegative_int("microbatch", self.microbatch)
         check_choice("grad_mode", self.grad_mode, GRAD_MODES)
         if n < self.steps * self.batch_size:
-            raise DPValueError(f"single pass needs steps * batch_size <= n = {n}, got "
-                               f"{self.steps} * {self.batch_size} = {self.steps * self.batch_size}")
+            raise DPValueError(
+                f"single pass needs steps * batch_size <= n = {n}, got "
+                f"{self.steps} * {self.batch_size} = {self.steps * self.batch_size}"
+            )
 
 
 @dataclass
@@ -296,8 +305,9 @@ class FTRLResult:
         return self.history[-1] if self.history else {}
 
 
-def _leaf_sum(model, p, X, y, idx: torch.Tensor, C: float, microbatch: int, mode: str,
-              w: torch.Tensor, bufs: dict | None = None) -> torch.Tensor:
+def _leaf_sum(
+    model, p, X, y, idx: torch.Tensor, C: float, microbatch: int, mode: str, w: torch.Tensor, bufs: dict | None = None
+) -> torch.Tensor:
     """``sum_{i in idx} [grad f(p, x_i)]_C`` (flat), in chunks of at most ``microbatch`` rows (0: all at once): by
     :func:`dputils.training.fastgrad.clipped_group_sum` (``mode="ghost"``, no per-example gradient is formed) or by
     clipping the rows of :func:`dputils.training.per_sample_gradients` (``"vmap"``)."""

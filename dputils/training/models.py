@@ -70,12 +70,24 @@ def small_cnn(n_classes: int = 10, in_channels: int = 3) -> nn.Module:
     """Four 3x3 convolutions (32, 64, 64, 128 channels) with GroupNorm, ReLU and pooling, then a linear head."""
     n_classes = check_positive_int("n_classes", n_classes)
     return nn.Sequential(
-        nn.Conv2d(check_positive_int("in_channels", in_channels), 32, 3, 1, 1), nn.GroupNorm(8, 32), nn.ReLU(),
+        nn.Conv2d(check_positive_int("in_channels", in_channels), 32, 3, 1, 1),
+        nn.GroupNorm(8, 32),
+        nn.ReLU(),
         nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, 1, 1), nn.GroupNorm(8, 64), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(64, 64, 3, 1, 1), nn.GroupNorm(8, 64), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(64, 128, 3, 1, 1), nn.GroupNorm(8, 128), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(), nn.Linear(128, n_classes),
+        nn.Conv2d(32, 64, 3, 1, 1),
+        nn.GroupNorm(8, 64),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(64, 64, 3, 1, 1),
+        nn.GroupNorm(8, 64),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(64, 128, 3, 1, 1),
+        nn.GroupNorm(8, 128),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(128, n_classes),
     )
 
 
