@@ -551,7 +551,7 @@ def number_text(x: float) -> str:
     m, e = s.split("e")
     if float(f"{m}e{int(e)}") != x:
         return f"{x:g}"
-    power = sci(float(f"1e{int(e)}"), 1)[len("1\u00d7") :]
+    power = sci(float(f"1e{int(e)}"), 1)  # "10ⁿ"
     return power if m == "1" else f"{m}\u00d7{power}"
 
 

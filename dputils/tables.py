@@ -27,7 +27,7 @@ _SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u207
 
 def sci(x: float, digits: int = 2) -> str:
     """``x`` as ``a×10ⁿ`` with ``digits`` significant digits (``sci(4.6492e-5, 4) == "4.649×10⁻⁵"``,
-    ``sci(4.6492e-5) == "4.6×10⁻⁵"``): the one format
+    ``sci(4.6492e-5) == "4.6×10⁻⁵"``, ``sci(1e-5, 1) == "10⁻⁵"``): the one format
     of small and large numbers in the book's tables (:func:`fmt_value`) and prose (glue the string:
     ``glue("name", sci(x))``, shown with ``{glue:text}`name```). Plain text, no markup, so it reads the same in
     HTML, Markdown and a terminal."""
@@ -37,7 +37,8 @@ def sci(x: float, digits: int = 2) -> str:
     if x == 0:
         return "0"
     m, e = f"{x:.{max(int(digits) - 1, 0)}e}".split("e")
-    return f"{m}\u00d710{str(int(e)).translate(_SUPERSCRIPT)}"
+    power = f"10{str(int(e)).translate(_SUPERSCRIPT)}"
+    return power if m == "1" else f"-{power}" if m == "-1" else f"{m}\u00d7{power}"
 
 
 def fmt_value(v: Any, digits: int = 4) -> str:

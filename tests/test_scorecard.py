@@ -73,6 +73,9 @@ def test_table_html_escapes_and_formats():
     assert "1.235\u00d710\u207b\u00b9\u00b2" in str(t)
     assert sci(4.6492e-5, 4) == "4.649\u00d710\u207b\u2075" and sci(-2.5e7) == "-2.5\u00d710\u2077"
     assert sci(0.0) == "0" and sci(float("inf")) == "\u221e"
+    assert (
+        sci(1e-5, 1) == "10\u207b\u2075" and sci(-1e3, 1) == "-10\u00b3" and sci(1e-5, 4) == "1.000\u00d710\u207b\u2075"
+    )
     assert fmt_value(None) == "\u2014" and fmt_value(float("inf")) == "\u221e" and fmt_value(0.5) == "0.5"
 
 
