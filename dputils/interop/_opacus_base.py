@@ -5,6 +5,7 @@ register the accountants import it without importing each other."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from opacus.accountants import IAccountant
@@ -134,8 +135,11 @@ class DputilsOpacusAccountant(IAccountant):
         """Load ``state_dict()`` output: a mapping with ``history`` (checked entry by entry) and ``mechanism``
         equal to this accountant's name; anything else raises ``DPValueError`` (a ``ValueError``, as Opacus's
         own accountants raise) and leaves the accountant unchanged."""
-        from collections.abc import Mapping
+        self._check_state_keys(state_dict)
+        self.history = self._checked_history(state_dict["history"])
 
+    def _check_state_keys(self, state_dict: Any) -> None:
+        """A non-empty mapping with ``history`` and this accountant's ``mechanism``, or ``DPValueError``."""
         if not isinstance(state_dict, Mapping) or not state_dict:
             raise DPValueError(
                 f"state_dict must be a non-empty mapping with 'history' and 'mechanism', got "
@@ -146,7 +150,6 @@ class DputilsOpacusAccountant(IAccountant):
                 raise DPValueError(f"state_dict has no key {key!r}; cannot load it into {self.MECHANISM}")
         if state_dict["mechanism"] != self.MECHANISM:
             raise DPValueError(f"state_dict is of the accountant {state_dict['mechanism']!r}, not {self.MECHANISM!r}")
-        self.history = self._checked_history(state_dict["history"])
 
     def get_epsilon(self, delta: float, **kwargs: Any) -> float:
         """epsilon(delta) of the steps so far: the certified upper end (``report="upper"``) or the estimate."""

@@ -59,7 +59,6 @@ set ``engine.accountant = ShuffleOpacusAccountant(dataset_size=N, batch_size=b, 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 from opacus.accountants import IAccountant, register_accountant
@@ -288,16 +287,7 @@ class ShuffleOpacusAccountant(IAccountant):
     def load_state_dict(self, state_dict: Any) -> None:
         """Load ``state_dict()`` output (history checked entry by entry, the options must equal this accountant's);
         anything else raises ``DPValueError`` and leaves the accountant unchanged."""
-        if not isinstance(state_dict, Mapping) or not state_dict:
-            raise DPValueError(
-                f"state_dict must be a non-empty mapping with 'history' and 'mechanism', got "
-                f"{type(state_dict).__name__}"
-            )
-        for key in ("history", "mechanism"):
-            if key not in state_dict:
-                raise DPValueError(f"state_dict has no key {key!r}; cannot load it into {self.MECHANISM}")
-        if state_dict["mechanism"] != self.MECHANISM:
-            raise DPValueError(f"state_dict is of the accountant {state_dict['mechanism']!r}, not {self.MECHANISM!r}")
+        DputilsOpacusAccountant._check_state_keys(self, state_dict)
         options = state_dict.get("options", {"group_size": 1, "dataset_size": None, "batch_size": None})
         mine = {"group_size": self.group_size, "dataset_size": self.dataset_size, "batch_size": self.batch_size}
         if options != mine:
