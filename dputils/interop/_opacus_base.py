@@ -15,44 +15,16 @@ from ..errors import DPValueError, check_choice, check_delta, check_nonnegative,
 from ._certified import _query, certified_answer
 
 
-class DputilsOpacusAccountant(IAccountant):
-    """Base of the Opacus accountants backed by a dputils accountant (``NAME`` picks which).
+class OpacusHistory(IAccountant):
+    """Opacus's step history of every dputils Opacus accountant: ``history`` is a list of
+    ``(noise_multiplier, sample_rate, steps)`` with consecutive equal steps merged; ``mechanism()`` is the class's
+    ``MECHANISM`` name; the history and ``state_dict`` checks refuse bad entries by name (``DPValueError``)."""
 
-    Args:
-        report: ``"upper"`` (default): ``get_epsilon`` returns the certified upper end; ``"estimate"``: the
-            point estimate (an approximation for spa and edgeworth).
-        **options: passed to the dputils accountant (e.g. ``discretization=1e-4`` for the PLD).
-    """
-
-    NAME = "abstract"
     MECHANISM = "dputils-abstract"
-    #: constructor options of the dputils accountant that the user's options override
-    DEFAULTS: ClassVar[dict] = {}
 
-    def __init__(self, report: str = "upper", **options: Any) -> None:
+    def __init__(self) -> None:
+        super().__init__()
         self.history: list[tuple[float, float, int]] = []
-        self.report = check_choice("report", report, ("upper", "estimate"))
-        self.options = dict(options)
-        try:
-            self._make()  # check the options now rather than at the first get_epsilon
-        except TypeError:
-            raise DPValueError(f"{self.MECHANISM}: unknown option(s) {sorted(options)}") from None
-
-    def _make(self) -> Accountant:
-        from ..accountants.edgeworth import EdgeworthAccountant
-        from ..accountants.gdp import GDPAccountant
-        from ..accountants.pld import PLDAccountant
-        from ..accountants.rdp import RDPAccountant
-        from ..accountants.spa import SaddlePointAccountant
-
-        cls = {
-            "pld": PLDAccountant,
-            "spa": SaddlePointAccountant,
-            "edgeworth": EdgeworthAccountant,
-            "rdp": RDPAccountant,
-            "gdp": GDPAccountant,
-        }[self.NAME]
-        return cls(**{**self.DEFAULTS, **self.options})
 
     @classmethod
     def mechanism(cls) -> str:
@@ -87,6 +59,59 @@ class DputilsOpacusAccountant(IAccountant):
             n = check_positive_int(f"history[{k}] steps", n)
             out.append((sigma, q, n))
         return out
+
+    def _check_state_keys(self, state_dict: Any) -> None:
+        """A non-empty mapping with ``history`` and this accountant's ``mechanism``, or ``DPValueError``."""
+        if not isinstance(state_dict, Mapping) or not state_dict:
+            raise DPValueError(
+                f"state_dict must be a non-empty mapping with 'history' and 'mechanism', got "
+                f"{type(state_dict).__name__}"
+            )
+        for key in ("history", "mechanism"):
+            if key not in state_dict:
+                raise DPValueError(f"state_dict has no key {key!r}; cannot load it into {self.MECHANISM}")
+        if state_dict["mechanism"] != self.MECHANISM:
+            raise DPValueError(f"state_dict is of the accountant {state_dict['mechanism']!r}, not {self.MECHANISM!r}")
+
+
+class DputilsOpacusAccountant(OpacusHistory):
+    """Base of the Opacus accountants backed by a dputils accountant (``NAME`` picks which).
+
+    Args:
+        report: ``"upper"`` (default): ``get_epsilon`` returns the certified upper end; ``"estimate"``: the
+            point estimate (an approximation for spa and edgeworth).
+        **options: passed to the dputils accountant (e.g. ``discretization=1e-4`` for the PLD).
+    """
+
+    NAME = "abstract"
+    MECHANISM = "dputils-abstract"
+    #: constructor options of the dputils accountant that the user's options override
+    DEFAULTS: ClassVar[dict] = {}
+
+    def __init__(self, report: str = "upper", **options: Any) -> None:
+        super().__init__()
+        self.report = check_choice("report", report, ("upper", "estimate"))
+        self.options = dict(options)
+        try:
+            self._make()  # check the options now rather than at the first get_epsilon
+        except TypeError:
+            raise DPValueError(f"{self.MECHANISM}: unknown option(s) {sorted(options)}") from None
+
+    def _make(self) -> Accountant:
+        from ..accountants.edgeworth import EdgeworthAccountant
+        from ..accountants.gdp import GDPAccountant
+        from ..accountants.pld import PLDAccountant
+        from ..accountants.rdp import RDPAccountant
+        from ..accountants.spa import SaddlePointAccountant
+
+        cls = {
+            "pld": PLDAccountant,
+            "spa": SaddlePointAccountant,
+            "edgeworth": EdgeworthAccountant,
+            "rdp": RDPAccountant,
+            "gdp": GDPAccountant,
+        }[self.NAME]
+        return cls(**{**self.DEFAULTS, **self.options})
 
     def _composed(self) -> tuple[Accountant, bool]:
         """The dputils accountant of the history, and whether a step without noise was taken (epsilon
@@ -137,19 +162,6 @@ class DputilsOpacusAccountant(IAccountant):
         own accountants raise) and leaves the accountant unchanged."""
         self._check_state_keys(state_dict)
         self.history = self._checked_history(state_dict["history"])
-
-    def _check_state_keys(self, state_dict: Any) -> None:
-        """A non-empty mapping with ``history`` and this accountant's ``mechanism``, or ``DPValueError``."""
-        if not isinstance(state_dict, Mapping) or not state_dict:
-            raise DPValueError(
-                f"state_dict must be a non-empty mapping with 'history' and 'mechanism', got "
-                f"{type(state_dict).__name__}"
-            )
-        for key in ("history", "mechanism"):
-            if key not in state_dict:
-                raise DPValueError(f"state_dict has no key {key!r}; cannot load it into {self.MECHANISM}")
-        if state_dict["mechanism"] != self.MECHANISM:
-            raise DPValueError(f"state_dict is of the accountant {state_dict['mechanism']!r}, not {self.MECHANISM!r}")
 
     def get_epsilon(self, delta: float, **kwargs: Any) -> float:
         """epsilon(delta) of the steps so far: the certified upper end (``report="upper"``) or the estimate."""

@@ -61,11 +61,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from opacus.accountants import IAccountant, register_accountant
+from opacus.accountants import register_accountant
 
 from ..accountants.base import Accountant, AccountingResult
 from ..errors import DPValueError, check_delta, check_positive_int
-from ._opacus_base import DputilsOpacusAccountant
+from ._opacus_base import OpacusHistory
 
 __all__ = ["SHUFFLE_MECHANISMS", "ShuffleBCOpacusAccountant", "ShuffleOpacusAccountant", "steps_per_epoch"]
 
@@ -87,7 +87,7 @@ def steps_per_epoch(sample_rate: float, who: str = "dputils-shuffle") -> int:
     return k
 
 
-class ShuffleOpacusAccountant(IAccountant):
+class ShuffleOpacusAccountant(OpacusHistory):
     """Opacus accountant ``"dputils-shuffle"``: shuffled batches with individual clipping (module docstring).
 
     Args:
@@ -101,7 +101,6 @@ class ShuffleOpacusAccountant(IAccountant):
 
     def __init__(self, group_size: int = 1, dataset_size: int | None = None, batch_size: int | None = None) -> None:
         super().__init__()
-        self.history: list[tuple[float, float, int]] = []
         self.group_size = check_positive_int("group_size", group_size)
         if (dataset_size is None) != (batch_size is None):
             raise DPValueError(
@@ -127,21 +126,10 @@ class ShuffleOpacusAccountant(IAccountant):
         """Whether the exact mixture is accounted (sizes given) rather than the mu-GDP bound."""
         return self.dataset_size is not None
 
-    @classmethod
-    def mechanism(cls) -> str:
-        return cls.MECHANISM
-
     def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
         """One optimizer step (consecutive equal steps are merged); a rate that is not 1/k is refused now."""
         steps_per_epoch(sample_rate, self.MECHANISM)
-        if self.history and self.history[-1][0] == noise_multiplier and self.history[-1][1] == sample_rate:
-            nm, sr, n = self.history[-1]
-            self.history[-1] = (nm, sr, n + 1)
-        else:
-            self.history.append((noise_multiplier, sample_rate, 1))
-
-    def __len__(self) -> int:
-        return int(sum(n for _, _, n in self.history))
+        super().step(noise_multiplier=noise_multiplier, sample_rate=sample_rate)
 
     def get_optimizer_hook_fn(self, sample_rate: float):
         """Opacus's step hook, with the check of the batch sizes that refuses a Poisson loader (module docstring)."""
@@ -179,7 +167,7 @@ class ShuffleOpacusAccountant(IAccountant):
     def _epochs(self) -> list[tuple[float, int]]:
         """The history as ``[(noise_multiplier, epochs)]``: whole epochs of ``1/r`` steps (a last partial epoch
         counts as one), each at the smallest noise among its steps; consecutive epochs of one noise merged."""
-        history = DputilsOpacusAccountant._checked_history(self.history)
+        history = self._checked_history(self.history)
         if not history:
             return []
         rates = {r for _, r, _ in history}
@@ -287,12 +275,12 @@ class ShuffleOpacusAccountant(IAccountant):
     def load_state_dict(self, state_dict: Any) -> None:
         """Load ``state_dict()`` output (history checked entry by entry, the options must equal this accountant's);
         anything else raises ``DPValueError`` and leaves the accountant unchanged."""
-        DputilsOpacusAccountant._check_state_keys(self, state_dict)
+        self._check_state_keys(state_dict)
         options = state_dict.get("options", {"group_size": 1, "dataset_size": None, "batch_size": None})
         mine = {"group_size": self.group_size, "dataset_size": self.dataset_size, "batch_size": self.batch_size}
         if options != mine:
             raise DPValueError(f"state_dict was saved with options {options!r}, this accountant has {mine!r}")
-        history = DputilsOpacusAccountant._checked_history(state_dict["history"])
+        history = self._checked_history(state_dict["history"])
         for _, r, _ in history:
             steps_per_epoch(r, self.MECHANISM)
         self.history = history
