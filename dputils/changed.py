@@ -5,6 +5,7 @@ from the record written by its last successful run; otherwise the last good exec
 are kept. The inputs of chapter ``NAME`` (:func:`chapter_inputs`):
 
 * the notebook source ``notebooks/NAME.md`` (SHA-256 of its bytes);
+* its target table ``params/targets/NAME.yml`` when it has one (SHA-256, or ``absent``);
 * the profile's name and its values for the chapter (canonical JSON);
 * the package sources: a SHA-256 per file of ``dputils/**/*.py`` (:func:`package_digests`, the
   files the sweep's code hash reads), except ``dputils/bookcheck.py``, which only reads the built HTML;
@@ -246,9 +247,11 @@ def chapter_inputs(
     for other in results_read(source):
         f = results_dir / f"{other}.json"
         reads[other] = sha256_file(f) if f.is_file() else "absent"
+    spec = root / "params" / "targets" / f"{source.stem}.yml"
     return _canonical(
         {
             "notebook": {"path": nb_rel, "sha256": sha256_file(source)},
+            "targets": sha256_file(spec) if spec.is_file() else "absent",
             "profile": profile,
             "parameters": parameters or {},
             "package": package,
@@ -325,6 +328,8 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     out: list[str] = []
     if old.get("notebook") != new.get("notebook"):
         out.append(f"{new['notebook']['path']} changed")
+    if old.get("targets") != new.get("targets"):
+        out.append("its target table changed")
     if old.get("profile") != new.get("profile"):
         out.append(f"profile {old.get('profile')} -> {new.get('profile')}")
     op, np_ = old.get("parameters") or {}, new.get("parameters") or {}

@@ -92,9 +92,57 @@ def _tol_text(tol: Any, mode: str, paper: Any = 1.0) -> str:
 class Targets:
     """The reproduction targets of one notebook (see the module docstring)."""
 
-    def __init__(self, chapter: str):
+    def __init__(self, chapter: str, spec: dict[str, dict[str, Any]] | Path | str | None = None):
         self.chapter = chapter
         self.records: list[dict[str, Any]] = []
+        if spec is None:
+            path = target_spec_path(chapter)
+            spec = read_target_spec(path) if path.is_file() else {}
+        elif not isinstance(spec, dict):
+            spec = read_target_spec(Path(spec))
+        self.spec: dict[str, dict[str, Any]] = spec
+
+    def record(self, id: str, ours: Any = None, /, *, fmt: dict[str, Any] | None = None, **fields: Any) -> bool:
+        """Record target ``id`` from its entry in the chapter's target table (:func:`read_target_spec`).
+
+        The table gives ``kind`` (``check``, ``check_true``, ``not_reproduced`` or ``not_run``) and the texts and
+        references (``what``, ``source``, ``section``, ``paper``, ``tol``, ``mode``, ``reason``, ``note``); the
+        notebook passes what it computed: ``ours``, and ``condition=`` for a qualitative target, or a ``paper=``
+        computed in the run (an exact value). Keyword ``fields`` override the table; ``{name}`` fields in the
+        table's texts are filled from ``fmt``. Dispatches to :meth:`check`, :meth:`check_true`,
+        :meth:`not_reproduced` or :meth:`not_run`, so a failing ``check`` raises ``AssertionError`` as there.
+        Returns ``True`` when the target passed."""
+        entry = {**self.spec.get(id, {}), **fields}
+        kind = entry.pop("kind", "check")
+        if kind not in _KINDS:
+            raise ValueError(f"{self.chapter} target {id}: kind {kind!r} is not one of {', '.join(_KINDS)}")
+        if fmt:
+            entry = {k: v.format(**fmt) if isinstance(v, str) else v for k, v in entry.items()}
+        if ours is not None:
+            entry["ours"] = ours
+        need = _KINDS[kind]
+        missing = [k for k in need if k not in entry]
+        if missing:
+            raise ValueError(
+                f"{self.chapter} target {id} ({kind}): missing {', '.join(missing)} "
+                f"(give them in {target_spec_path(self.chapter).name} or as arguments)"
+            )
+        if "tol" in entry:
+            entry["tol"] = None if entry["tol"] is None else float(entry["tol"])
+        allowed = set(need) | _OPTIONAL[kind]
+        extra = sorted(set(entry) - allowed)
+        if extra:
+            raise ValueError(f"{self.chapter} target {id} ({kind}): unexpected field(s) {', '.join(extra)}")
+        args = {k: entry[k] for k in entry if k not in ("what",)}
+        if kind == "check":
+            return self.check(id, entry["what"], args.pop("ours"), args.pop("paper"), args.pop("tol"), **args)
+        if kind == "check_true":
+            return self.check_true(id, entry["what"], args.pop("condition"), **args)
+        if kind == "not_reproduced":
+            self.not_reproduced(id, entry["what"], args.pop("ours"), args.pop("paper"), args.pop("tol"), **args)
+            return False
+        self.not_run(id, entry["what"], **args)
+        return False
 
     def _add(self, **rec: Any) -> dict[str, Any]:
         if any(r["id"] == rec["id"] for r in self.records):
@@ -233,6 +281,48 @@ class Targets:
             columns=["id", "what", "source", "paper", "ours", "tolerance", "status", "reason"],
             digits=4,
         )
+
+
+_KINDS: dict[str, tuple[str, ...]] = {
+    "check": ("what", "ours", "paper", "tol"),
+    "check_true": ("what", "condition"),
+    "not_reproduced": ("what", "ours", "paper", "tol", "reason"),
+    "not_run": ("what", "reason"),
+}
+_OPTIONAL: dict[str, set[str]] = {
+    "check": {"mode", "source", "section", "note"},
+    "check_true": {"ours", "paper", "source", "section", "note"},
+    "not_reproduced": {"mode", "source", "section"},
+    "not_run": {"paper", "source", "section"},
+}
+
+
+def target_spec_path(chapter: str, root: Path | None = None) -> Path:
+    """Where a chapter's target table lives: ``params/targets/<chapter>.yml`` under the book's root."""
+    from .results import repo_root
+
+    return (root or repo_root()) / "params" / "targets" / f"{chapter}.yml"
+
+
+def read_target_spec(path: Path) -> dict[str, dict[str, Any]]:
+    """A chapter's target table: a YAML mapping ``id -> {kind, what, source, section, paper, tol, mode, reason,
+    note}`` (see :meth:`Targets.record`). Raises ``ValueError`` naming the file for anything else."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise ValueError(f"{path}: expected a mapping of target id -> fields")
+    for tid, entry in data.items():
+        kind = entry.get("kind", "check")
+        if kind not in _KINDS:
+            raise ValueError(f"{path}: target {tid}: kind {kind!r} is not one of {', '.join(_KINDS)}")
+        extra = sorted(set(entry) - {"kind"} - set(_KINDS[kind]) - _OPTIONAL[kind])
+        if extra:
+            raise ValueError(f"{path}: target {tid} ({kind}): unexpected field(s) {', '.join(extra)}")
+    return {str(k): dict(v) for k, v in data.items()}
 
 
 def _id_key(tid: Any) -> list:

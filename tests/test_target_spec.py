@@ -1,0 +1,83 @@
+"""The chapters' target tables (params/targets/NAME.yml) and Targets.record, which reads them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dputils.scorecard import Targets, read_target_spec, target_spec_path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SPEC = {
+    "T1": {"what": "ε at σ = {sigma}", "paper": 1.0, "tol": 0.1, "source": "paper, Table 1", "section": "s"},
+    "T2": {"kind": "check_true", "what": "ordering", "source": "paper, Fig. 2"},
+    "T3": {"kind": "not_reproduced", "what": "gap", "paper": 2.0, "tol": 0.05, "reason": "ours {ours:.2f}"},
+    "T4": {"kind": "not_run", "what": "GPU run", "reason": "needs a GPU"},
+}
+
+
+def test_record_dispatches_on_kind_and_fills_texts():
+    tg = Targets("demo", spec=SPEC)
+    assert tg.record("T1", 1.05, fmt={"sigma": 2}) is True
+    assert tg.record("T2", condition=True, ours="yes") is True
+    assert tg.record("T3", 1.5, fmt={"ours": 1.5}) is False
+    assert tg.record("T4") is False
+    by_id = {r["id"]: r for r in tg.records}
+    assert by_id["T1"]["what"] == "ε at σ = 2" and by_id["T1"]["status"] == "pass"
+    assert by_id["T1"]["source"] == "paper, Table 1" and by_id["T1"]["section"] == "s"
+    assert by_id["T2"]["status"] == "pass" and by_id["T2"]["ours"] == "yes"
+    assert by_id["T3"]["status"] == "not reproduced" and by_id["T3"]["reason"] == "ours 1.50"
+    assert by_id["T4"]["status"] == "not run" and by_id["T4"]["ours"] is None
+
+
+def test_record_fails_like_check():
+    tg = Targets("demo", spec=SPEC)
+    with pytest.raises(AssertionError, match="T1"):
+        tg.record("T1", 1.5, fmt={"sigma": 2})
+    with pytest.raises(AssertionError, match="T2"):
+        tg.record("T2", condition=False)
+    with pytest.raises(AssertionError, match="reproduces now"):
+        Targets("demo", spec=SPEC).record("T3", 2.0, fmt={"ours": 2.0})
+
+
+def test_arguments_override_the_table_and_missing_fields_are_named():
+    tg = Targets("demo", spec=SPEC)
+    tg.record("T1", 3.0, paper=3.0, fmt={"sigma": 1})
+    assert tg.records[0]["paper"] == 3.0
+    with pytest.raises(ValueError, match="missing ours"):
+        tg.record("T1", fmt={"sigma": 1})
+    with pytest.raises(ValueError, match="missing what, ours, paper, tol"):
+        tg.record("T9")
+    with pytest.raises(ValueError, match="unexpected field"):
+        tg.record("T4", 1.0)
+
+
+def test_bad_tables_are_refused(tmp_path):
+    bad = tmp_path / "x.yml"
+    bad.write_text("T1: [1, 2]\n")
+    with pytest.raises(ValueError, match="mapping"):
+        read_target_spec(bad)
+    bad.write_text("T1: {kind: maybe, what: x}\n")
+    with pytest.raises(ValueError, match="kind 'maybe'"):
+        read_target_spec(bad)
+    bad.write_text("T1: {kind: not_run, what: x, reason: y, tol: 1}\n")
+    with pytest.raises(ValueError, match="unexpected field"):
+        read_target_spec(bad)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "params" / "targets").glob("*.yml")), ids=lambda p: p.stem)
+def test_every_shipped_table_reads_and_names_a_chapter(path):
+    spec = read_target_spec(path)
+    assert spec, f"{path.name} is empty"
+    assert (ROOT / "notebooks" / f"{path.stem}.md").is_file(), f"{path.name}: no notebook of that name"
+    text = (ROOT / "notebooks" / f"{path.stem}.md").read_text(encoding="utf-8")
+    unused = [tid for tid in spec if f'"{tid}"' not in text]
+    assert not unused, f"{path.name}: targets never recorded by the notebook: {unused}"
+    assert yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def test_spec_path_is_under_params():
+    assert target_spec_path("gauss_audit", ROOT) == ROOT / "params" / "targets" / "gauss_audit.yml"
