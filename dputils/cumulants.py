@@ -62,6 +62,7 @@ from scipy.special import comb, logsumexp
 from .errors import DPValueError, NumericalError, check_finite, check_positive_int
 
 __all__ = [
+    "standardized_cumulants",
     "cgf",
     "cgf_derivatives",
     "cumulants",
@@ -615,3 +616,14 @@ def subsampled_gaussian_cgf_binomial(sigma: float, q: float, alpha: int, sensiti
     )
     terms = logc + i * math.log(q) + (alpha - i) * math.log1p(-q) + (i * i - i) * eta
     return float(logsumexp(terms))
+
+
+def standardized_cumulants(pair: Any, under: str = "p") -> list[float]:
+    r"""``[κ1, κ2, λ3, λ4]`` of the one-step loss under P (or Q), with :math:`\lambda_r = \kappa_r/\kappa_2^{r/2}`.
+
+    The mean, variance and the standardized third and fourth cumulants (skewness and excess kurtosis) of
+    :func:`loss_moments`; Wang et al.'s Edgeworth expansion uses them (Def. 3.1 and Sec. 4.1, where the
+    loss under our Q is their PLLR X and under our P their Y).
+    """
+    k = loss_moments(pair, under).cumulants
+    return [float(k[0]), float(k[1]), float(k[2] / k[1] ** 1.5), float(k[3] / k[1] ** 2)]

@@ -8,6 +8,7 @@ import pytest
 
 from dputils.baselines import clt_mu, rdp_epsilon
 from dputils.errors import DPValueError
+from dputils.mechanisms import GaussianMechanism, SubsampledGaussianMechanism
 from dputils.numerics import log_diff_exp
 
 
@@ -41,3 +42,102 @@ def test_log_diff_exp_against_direct_evaluation_and_edges():
     assert out[3] == pytest.approx(5.0 + math.log(1e-12), rel=1e-3)
     assert np.isneginf(log_diff_exp(1.0, 1.0)) and np.isneginf(log_diff_exp(1.0, 2.0))
     assert np.isneginf(log_diff_exp(-np.inf, -np.inf))
+
+
+def test_eeai_contains_truth_contract():
+    from dputils.baselines import eeai_contains_truth
+
+    row = {"truth": 1.0, "truth_err": 1e-7, "ew_low": 0.9, "ew_upp": math.inf}
+    assert eeai_contains_truth(row)
+    assert not eeai_contains_truth({**row, "truth_err": 1e-4})  # the truth is not converged
+    assert not eeai_contains_truth({**row, "ew_low": 1.01})  # the lower end above the truth
+    assert not eeai_contains_truth({**row, "ew_upp": 0.99})  # the upper end below it
+    assert eeai_contains_truth({**row, "ew_low": 1.0 + 5e-8})  # within the truth's own error
+
+
+def test_prv_epsilon_brackets_the_contour_integral_truth_and_its_grid_grows_with_m():
+    from dputils.baselines import prv_epsilon
+    from dputils.truth import composition_epsilon
+
+    low, est, up, grid = prv_epsilon(1.0, 0.05, 200, 1e-5, 0.05)
+    truth, _ = composition_epsilon([(SubsampledGaussianMechanism(1.0, 0.05), 200)], 1e-5)
+    assert low <= truth <= up and abs(est - truth) < 0.05
+    assert prv_epsilon(1.0, 0.05, 2000, 1e-5, 0.05)[3] > grid > 0
+    with pytest.raises(DPValueError):
+        prv_epsilon(1.0, 0.05, 200, 1e-5, 0.0)
+
+
+def test_dp_accounting_pld_epsilon_against_closed_forms():
+    from dputils.baselines import dp_accounting_pld_epsilon
+    from dputils.curves import gdp_epsilon
+    from dputils.mechanisms import LaplaceMechanism
+
+    # the Gaussian mechanism: mu = sqrt(m) / sigma, analytic GDP epsilon; the PLD grid is pessimistic
+    ours = dp_accounting_pld_epsilon(GaussianMechanism(2.0), 4, 1e-5)
+    exact = gdp_epsilon(1e-5, 1.0)
+    assert exact - 1e-6 <= ours <= exact + 1e-3
+    # the Laplace mechanism of scale 2 is pure (1/2)-DP: delta(1/2) = 0, and delta(eps) > 0 below it
+    lap = dp_accounting_pld_epsilon(LaplaceMechanism(2.0), 1, 1e-9)
+    assert 0.4 < lap <= 0.5 + 1e-3
+    with pytest.raises(DPValueError):
+        dp_accounting_pld_epsilon(object(), 1, 1e-5)
+
+
+def test_edgeworth_work_is_flat_in_m():
+    from dputils.baselines import edgeworth_work
+
+    mech = SubsampledGaussianMechanism(0.8, 0.01)
+    s1, n1 = edgeworth_work(mech, 1000, 0.1)
+    s2, n2 = edgeworth_work(mech, 10**7, 0.1)
+    _, n3 = edgeworth_work(mech, 10**6, 0.1, eeai=True)
+    assert n1 == n2 > 0 and n1 <= n3 <= n1 + 2 and s1 > 0 and s2 > 0
+
+
+def test_spa_against_rows_brackets_the_truth():
+    from dputils.baselines import spa_against_rows
+    from dputils.truth import composition_epsilon
+
+    mech = SubsampledGaussianMechanism(1.0, 0.05)
+    truth, _ = composition_epsilon([(mech, 400)], 1e-5)
+    (row,) = spa_against_rows(lambda m: mech, [{"m": 400, "truth": truth, "ew2": truth + 0.1}], 1e-5)
+    assert row["spa_lower"] - 1e-6 <= truth <= row["spa_upper"] + 1e-6
+    assert abs(row["spa_err"]) < 0.05 and row["ew2_err"] == pytest.approx(0.1)
+    assert row["spa_err"] == row["spa"] - truth and row["delta"] == 1e-5 and row["m"] == 400
+
+
+def test_msd_order3_epsilon_against_the_contour_integral_truth():
+    # far from the phase transition (n = 4500, sigma 2, q 0.01, delta 1e-15) the order-3 expansion is accurate
+    # to ~2e-8 relative (the ICML paper's Fig. 3); the truth is an unrelated algorithm (Bromwich inversion)
+    from dputils.accountants.spa import spa_epsilon
+    from dputils.baselines import msd_order3, msd_order3_epsilon
+    from dputils.truth import truth_epsilon
+
+    led = [(SubsampledGaussianMechanism(2.0, 0.01).pair("remove"), 4500)]
+    e_clt, p = spa_epsilon(led, 1e-15, "clt")
+    ours = msd_order3_epsilon(led, 1e-15, p.t)
+    assert abs(ours / truth_epsilon(led, 1e-15) - 1) < 1e-6
+    eps, log_d = msd_order3(led, p.t)  # the point on the path at the SP-CLT tilt: epsilon of eq. 50
+    assert eps == pytest.approx(e_clt, rel=1e-8) and log_d < 0
+    with pytest.raises(DPValueError):
+        msd_order3_epsilon(led, 0.0, p.t)
+
+
+def test_spa_work_counts_do_not_grow_with_n():
+    from dputils.baselines import spa_work
+
+    pair = SubsampledGaussianMechanism(2.0, 0.01).pair("remove")
+    rows = [spa_work(pair, n, 1e-5) for n in (1000, 10**7)]
+    evals = [r["delta_evals"] + r["epsilon_evals"] for r in rows]
+    assert max(evals) <= 2 * min(evals) and min(evals) > 0
+    assert set(rows[0]) == {"n", "delta_evals", "delta_ms", "epsilon_evals", "epsilon_ms", "eps"}
+    assert rows[1]["eps"] > rows[0]["eps"] > 0 and rows[0]["delta_ms"] > 0
+
+
+def test_prv_delta_brackets_the_truth_where_delta_is_large():
+    from dputils.baselines import prv_delta
+    from dputils.truth import truth_delta
+
+    pair = SubsampledGaussianMechanism(1.0, 0.05).pair("remove")
+    (low, est, up), (low2, _, _) = prv_delta(1.0, 0.05, 200, [1.0, 2.0], eps_error=0.05, delta_error=1e-10)
+    truth = truth_delta([(pair, 200)], 1.0)
+    assert low <= truth <= up and abs(est / truth - 1) < 0.05 and low2 < low

@@ -316,3 +316,16 @@ def test_subsampled_laplace_support_and_q1():
         assert C.pair_key(_slap_pair(b, 1.0, d, direction)) == C.pair_key(LaplaceMechanism(b, d).pair("remove"))
     with pytest.raises(DPValueError, match="under"):
         C.loss_moments(_slap_pair(b, q, d, "add"), "x")
+
+
+def test_standardized_cumulants_of_the_gaussian_loss():
+    # sigma 2, sensitivity 1: L ~ N(mu^2/2, mu^2) under P and N(-mu^2/2, mu^2) under Q, mu = 1/2; no skew
+    pair = GaussianMechanism(2.0).pair("remove")
+    for under, sign in (("p", 1), ("q", -1)):
+        k1, k2, lam3, lam4 = C.standardized_cumulants(pair, under)
+        assert k1 == pytest.approx(sign * 0.125, rel=1e-10) and k2 == pytest.approx(0.25, rel=1e-10)
+        assert abs(lam3) < 1e-8 and abs(lam4) < 1e-8
+    # the subsampled Gaussian: lambda_r = kappa_r / kappa_2^(r/2) of the cumulants
+    sub = SubsampledGaussianMechanism(0.8, 0.01).pair("remove")
+    k = C.loss_moments(sub, "q").cumulants
+    assert C.standardized_cumulants(sub, "q")[2] == pytest.approx(k[2] / k[1] ** 1.5, rel=1e-14)

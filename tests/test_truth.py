@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from dputils import truth as T
@@ -106,3 +107,29 @@ def test_epsilon_with_a_guess_beyond_the_bounded_directions_largest_loss():
     assert r.lower - 1e-9 <= e_add <= r.upper + 1e-9 and err < 1e-8
     e_both, _ = composition_epsilon([(mech, 20)], 1e-5, eps_guess=1.98)
     assert e_both > e_add
+
+
+def test_monte_carlo_tail_of_the_gaussian_loss_against_its_normal_law():
+    # the Gaussian mechanism (sensitivity 1, sigma 2): L = log p/q under Q is N(-mu^2/2, mu^2), mu = 1/2, so a
+    # sum of m losses is N(-m mu^2/2, m mu^2); the frequencies must lie within 5 standard errors
+    from scipy import stats
+
+    m, n, mu = 5, 200_000, 0.5
+    eps = np.array([-1.0, 0.0, 1.0, 2.0])
+    freq = T.monte_carlo_tail(GaussianMechanism(2.0).pair("remove"), m, eps, n, np.random.default_rng(1))
+    exact = stats.norm.sf(eps, loc=-m * mu**2 / 2, scale=math.sqrt(m) * mu)
+    assert freq.shape == (4,)
+    assert np.all(np.abs(freq - exact) <= 5 * np.sqrt(exact * (1 - exact) / n) + 1e-12)
+    with pytest.raises(DPValueError):
+        T.monte_carlo_tail(GaussianMechanism(2.0).pair("remove"), 0, eps, n, np.random.default_rng(1))
+
+
+def test_mpmath_loss_moments_against_the_gaussian_closed_form():
+    # q = 1: L = (2Y - 1) / (2 sigma^2) with Y ~ N(1, sigma^2), so L ~ N(1/(2 sigma^2), 1/sigma^2) and
+    # E|L - EL|^3 = 2 sqrt(2/pi) sd^3
+    sigma = 2.0
+    got = T.subsampled_gaussian_loss_moments_mpmath(sigma, 1.0)
+    sd = 1 / sigma
+    assert got["mean"] == pytest.approx(1 / (2 * sigma**2), rel=1e-12)
+    assert got["var"] == pytest.approx(sd**2, rel=1e-12)
+    assert got["abs3"] == pytest.approx(2 * math.sqrt(2 / math.pi) * sd**3, rel=1e-12)
