@@ -1,0 +1,337 @@
+"""The saddle-point chapter's tables, figures and target bookkeeping (book tooling).
+
+The numbers come from the library (:mod:`dputils.accountants.spa`, :mod:`dputils.truth`,
+:mod:`dputils.baselines`); this module only records, shows and draws them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import plotting
+from ..scorecard import _KINDS, _OPTIONAL, Targets
+from ..tables import sci, show_table
+
+# the authors' mpmath truth, eps(delta = 1e-15) at sigma = 2, q = 0.01 for the 32 values of n in
+# linspace(1500, 4500, 32) (their repository, ICML code, Fig. 2 values)
+# fmt: off
+AUTHORS = [
+    1.6553534717, 1.7061031098, 1.7559235005, 1.8044010469, 1.8516424843,
+    1.8972713966, 1.9423198260, 1.9863795137, 2.0295152773, 2.0713536012,
+    2.1128178778, 2.1535151017, 2.1934880595, 2.2327756953, 2.2710184512,
+    2.3090453750, 2.3464847867, 2.3833643067, 2.4193374054, 2.4551769622,
+    2.4905274986, 2.5254094378, 2.5598418174, 2.5934940413, 2.6270836965,
+    2.6602736449, 2.6930785344, 2.7251796202, 2.7572585372, 2.7889912449,
+    2.8203892986, 2.8514636235,
+]
+# fmt: on
+
+
+def colors() -> dict[str, Any]:
+    """One colour per method in every panel of the chapter."""
+    return dict(
+        clt=plotting.color("spa"),
+        msd0="tab:orange",
+        msd1="tab:blue",
+        k3="tab:brown",
+        ma=plotting.color("rdp"),
+        gdp=plotting.color("gdp"),
+    )
+
+
+def record_as(tg: Targets, id: str, kind: str, ours: Any = None, fmt: dict | None = None, **fields: Any) -> bool:
+    """Record target ``id`` as ``kind`` (a branch other than its table's), keeping only the table fields
+    that kind takes (e.g. the texts and anchor of a ``check`` recorded as ``not_run`` or ``not_reproduced``)."""
+    entry = {**tg.spec[id], **fields, "kind": kind}
+    allowed = set(_KINDS[kind]) | _OPTIONAL[kind] | {"kind"}
+    one = Targets(tg.chapter, spec={id: {k: v for k, v in entry.items() if k in allowed}})
+    one.records = tg.records  # record into the chapter's list
+    return one.record(id, ours, fmt=fmt)
+
+
+def point_table(pt, eps_acc, n: int):
+    """The SPA quantities at one point (ε = 1) and the accountant's ε(δ = 10⁻⁵)."""
+    return show_table(
+        [
+            dict(quantity="saddle point t̂", value=pt.t),
+            dict(quantity="δ SP-CLT", value=pt.delta_clt),
+            dict(quantity="δ SP-MSD0", value=pt.delta_msd0),
+            dict(quantity="δ SP-MSD1", value=pt.delta_msd1),
+            dict(quantity="certified bracket for δ", value=f"[{pt.lower:.4e}, {pt.upper:.4e}]"),
+            dict(quantity="ε(δ = 10⁻⁵), SaddlePointAccountant", value=eps_acc.value),
+        ],
+        caption=f"SPA at n = {n}, ε = 1",
+        digits=7,
+    )
+
+
+def moments_table(tg: Targets, ours: Mapping, mp_ref: Mapping, k1: float, k1_exact: float, sigma: float, q: float):
+    """Per-step moments of the loss: ours, mpmath and the reference values of targets T2.1-T2.4."""
+    labels = {"mean": ("E[L]", "T2.1"), "var": ("Var L", "T2.2"), "abs3": ("E|L − E L|³", "T2.3")}
+    rows = [
+        dict(quantity=lab, ours=ours[k], mpmath=mp_ref[k], reference=tg.spec[tid]["paper"])
+        for k, (lab, tid) in labels.items()
+    ]
+    rows.append(dict(quantity="K(1)", ours=k1, mpmath=k1_exact, reference=tg.spec["T2.4"]["paper"]))
+    return show_table(rows, caption=f"Per-step moments of the loss, σ = {sigma}, q = {q}", digits=10)
+
+
+def gaussian_table(exact: float, g):
+    """The Gaussian mechanism (μ = 1, ε = 1): the exact δ and the three SPA variants."""
+    return show_table(
+        [
+            dict(method="exact (closed form)", delta=exact),
+            dict(method="SP-CLT", delta=g.delta_clt),
+            dict(method="SP-MSD0", delta=g.delta_msd0),
+            dict(method="SP-MSD1", delta=g.delta_msd1),
+        ],
+        caption="Gaussian mechanism, μ = 1, ε = 1",
+        digits=12,
+    )
+
+
+def curve_table(eps_truth, tr, sp_t, rel: Mapping, n: int):
+    """δ(ε) at the truth points: SP-CLT and SP-MSD1 relative errors and the certified bracket."""
+    return show_table(
+        [
+            dict(
+                eps=f"{e:.3f}",
+                t_hat=f"{p.t:.2f}",
+                truth=d,
+                clt_err=rel["clt"][i],
+                msd1_err=rel["msd1"][i],
+                lower=p.lower,
+                upper=p.upper,
+            )
+            for i, (e, d, p) in enumerate(zip(eps_truth, tr, sp_t))
+        ],
+        headers=dict(
+            eps="ε",
+            t_hat="t̂",
+            truth="truth δ",
+            clt_err="SP-CLT rel. err.",
+            msd1_err="SP-MSD1 rel. err.",
+            lower="bracket, lower",
+            upper="bracket, upper",
+        ),
+        caption=f"δ(ε) at n = {n}: SPA against the truth",
+        digits=3,
+    )
+
+
+def figure_delta_curve(eps_grid, curve: Mapping, eps_truth, tr, rel: Mapping, sigma: float, q: float, n: int):
+    """Left: δ(ε) of every accountant with the SP-CLT bracket and the truth; right: relative errors."""
+    import matplotlib.pyplot as plt
+
+    col = colors()
+    fig, axes = plotting.new_figure(ncols=2, constrained_layout=True)
+    ax = axes[0]
+    ax.semilogy(eps_grid, curve["ma"], color=plotting.color("rdp"), label="moments acc. (refined)")
+    ax.semilogy(eps_grid, curve["gdp"], color=plotting.color("gdp"), label="GDP (CLT)")
+    ax.semilogy(eps_grid, curve["pld"], color=plotting.color("pld"), ls=":", label="PLD (dp_accounting)")
+    ax.semilogy(eps_grid, curve["clt"], color=plotting.color("spa"), label="SPA (CLT, MSD0, MSD1)")
+    ax.fill_between(
+        eps_grid,
+        np.maximum(curve["lo"], 1e-30),
+        curve["hi"],
+        color=plotting.color("spa"),
+        alpha=0.2,
+        label="SP-CLT certified bracket",
+    )
+    ax.semilogy(eps_truth, tr, "o", color=plotting.color("truth"), ms=4, label="truth (contour)")
+    ax.set(xlabel=r"$\varepsilon$", ylabel=r"$\delta(\varepsilon)$", title=f"σ={sigma}, q={q}, n={n}")
+    ax.legend(loc="lower left", framealpha=1, fontsize=8)
+    ax = axes[1]
+    for k, lab, mk in (
+        ("clt", "SP-CLT", "o-"),
+        ("msd0", "SP-MSD0", "s-"),
+        ("msd1", "SP-MSD1", "^-"),
+        ("ma", "moments acc.", "-"),
+        ("gdp", "GDP", "-"),
+    ):
+        ax.semilogy(eps_truth, rel[k], mk, color=col[k], label=lab)
+    ax.set(xlabel=r"$\varepsilon$", ylabel="relative error in δ", title="error against the truth")
+    ax.legend(loc="best", framealpha=1, fontsize=8)
+    plt.show()
+
+
+def eps_table(table: Sequence[Mapping], delta: float):
+    """ε(δ) against n: the authors' truth, SP-CLT, its relative error and the certified bracket."""
+    return show_table(
+        [
+            dict(
+                n=r["n"],
+                authors=f"{r['authors']:.10f}",
+                clt=f"{r['clt']:.10f}",
+                rel=r["rel_clt"],
+                bracket=f"[{r['lower']:.5f}, {r['upper']:.5f}]",
+                t_hat=r["t_hat"],
+                degraded=r["degraded"],
+            )
+            for r in table
+        ],
+        headers=dict(
+            authors="truth ε (authors)", clt="SP-CLT ε", rel="rel. err.", bracket="certified bracket", t_hat="t̂"
+        ),
+        caption=f"ε(δ = {sci(delta, 1)}) against the number of steps n",
+        digits=3,
+    )
+
+
+def figure_eps_table(table: Sequence[Mapping], q: float, delta: float):
+    """Left: ε(δ) against epochs for SP-CLT (with bracket), GDP, the moments accountant and the authors' truth;
+    right: the relative error in ε of each method."""
+    import matplotlib.pyplot as plt
+
+    col = colors()
+    ns = np.array([r["n"] for r in table])
+    A = np.array([r["authors"] for r in table])
+    x = ns * q
+    fig, axes = plotting.new_figure(ncols=2, constrained_layout=True)
+    ax = axes[0]
+    ax.plot(x, [r["ma"] for r in table], color=plotting.color("rdp"), label="moments accountant")
+    ax.plot(x, [r["gdp"] for r in table], color=plotting.color("gdp"), label="GDP")
+    ax.plot(x, [r["clt"] for r in table], color=plotting.color("spa"), label="SP-CLT")
+    ax.fill_between(
+        x,
+        [r["lower"] for r in table],
+        [r["upper"] for r in table],
+        color=plotting.color("spa"),
+        alpha=0.2,
+        label="certified bracket",
+    )
+    ax.plot(x, A, "o", color=plotting.color("truth"), ms=3, label="truth (authors, mpmath)")
+    ax.set(xlabel="epochs n·q", ylabel=r"$\varepsilon$", title=rf"$\delta = {delta:g}$")
+    ax.legend(loc="upper left", framealpha=1, fontsize=8)
+    ax = axes[1]
+    for k, lab in [
+        ("clt", "SP-CLT"),
+        ("msd0", "SP-MSD0"),
+        ("msd1", "SP-MSD1"),
+        ("k3", "MSD k = 3 (ICML)"),
+        ("ma", "moments acc."),
+        ("gdp", "GDP"),
+    ]:
+        err_k = np.abs(np.array([r[k] for r in table]) / A - 1)
+        ax.semilogy(x, err_k, color=col[k], label=lab)
+    ax.set(xlabel="epochs n·q", ylabel="relative error in ε")
+    ax.legend(loc="best", framealpha=1, fontsize=8)
+    plt.show()
+
+
+def scan_tables(scan: Mapping[float, list], sigma: float, q: float) -> None:
+    """One table per δ: the relative error in ε of each SPA variant against the exact value, by epochs."""
+    for d, rows_d in scan.items():
+        show_table(
+            [
+                dict(
+                    epochs=r["epochs"],
+                    n=r["n"],
+                    truth=r["truth"],
+                    t=r["t"],
+                    rel_clt=r["rel_clt"],
+                    rel_msd0=r["rel_msd0"],
+                    rel_msd1=("undefined" if math.isnan(r["rel_msd1"]) else r["rel_msd1"]),
+                    factor=r["msd1_factor"],
+                    degraded=r["degraded"],
+                )
+                for r in rows_d
+            ],
+            headers=dict(
+                epochs="epochs nq",
+                truth="exact ε",
+                t="t̂",
+                rel_clt="SP-CLT rel. err.",
+                rel_msd0="SP-MSD0 rel. err.",
+                rel_msd1="SP-MSD1 rel. err.",
+                factor="SP-MSD1 factor at t̂",
+                degraded="flagged",
+            ),
+            caption=f"Relative error in ε(δ = {sci(d, 1)}) against the exact value, σ = {sigma}, q = {q}",
+            digits=3,
+        )
+
+
+def accurate_from(rows_d: Sequence[Mapping], level: float) -> float:
+    """Smallest epoch count from which SP-CLT stays within ``level`` (relative error in ε) for all later rows."""
+    ok = [r["epochs"] for i, r in enumerate(rows_d) if all(x["rel_clt"] <= level for x in rows_d[i:])]
+    return min(ok) if ok else math.inf
+
+
+def timing_table(timing: Sequence[Mapping]):
+    """Work (CGF evaluations) and time of one SPA evaluation against n."""
+    return show_table(
+        timing,
+        headers=dict(
+            delta_evals="δ(ε): CGF evaluations",
+            delta_ms="δ(ε): time (ms)",
+            epsilon_evals="ε(δ): CGF evaluations",
+            epsilon_ms="ε(δ): time (ms)",
+            eps="ε at δ = 10⁻⁵",
+        ),
+        caption="Work and time of one SPA evaluation against n",
+        digits=4,
+    )
+
+
+def tiny_delta_table(rows_tiny: Sequence[Mapping], n: int):
+    """δ(ε) at n steps: SP-CLT, dp_accounting's PLD and the PRV accountant against the truth."""
+    return show_table(
+        [
+            dict(
+                eps=r["eps"],
+                truth=r["truth"],
+                spa=r["spa"],
+                spa_rel=r["spa_rel"],
+                pld=r["pld"],
+                pld_rel=r["pld_rel"],
+                prv=r["prv"],
+                prv_b=f"[{r['prv_lower']:.2e}, {r['prv_upper']:.2e}]",
+            )
+            for r in rows_tiny
+        ],
+        headers=dict(
+            eps="ε",
+            truth="truth δ",
+            spa="SP-CLT",
+            spa_rel="rel. err.",
+            pld="PLD",
+            pld_rel="rel. err.",
+            prv="PRV",
+            prv_b="PRV bounds",
+        ),
+        caption=f"δ(ε) at n = {n}: SPA, PLD, PRV against the truth",
+        digits=4,
+    )
+
+
+def print_warning(res, warning) -> None:
+    """Print the accountant's result in the degraded regime (3 epochs, δ = 10⁻⁵) and the warning it gave."""
+    import textwrap
+
+    print(
+        f"SaddlePointAccountant at 3 epochs, δ = 10⁻⁵: "
+        f"ε = {res.value:.4f} in [{res.lower:.4f}, "
+        f"{res.upper:.4f}];\nit warned:\n"
+        + textwrap.fill(str(warning.message), 72, initial_indent="  ", subsequent_indent="  ")
+    )
+
+
+ASYM = "Gaussian loss, v = 1, r = 3: "  # the common start of the T9 targets' texts
+
+
+def asymptotics(tg: Targets, values: Mapping[str, float]) -> list[dict[str, Any]]:
+    """The T9 targets (Theorem 7, Prop. 8) as saved: id, the quantity and ours."""
+    return [dict(id=tid, what=tg.spec[tid]["what"].removeprefix(ASYM), ours=v) for tid, v in values.items()]
+
+
+def asymptotics_table(tg: Targets, values: Mapping[str, float]):
+    """The asymptotic constants of the Gaussian loss (r = 3) against their references."""
+    rows = [
+        dict(quantity=a["what"], ours=a["ours"], reference=tg.spec[a["id"]]["paper"]) for a in asymptotics(tg, values)
+    ]
+    return show_table(rows, caption="Asymptotic constants for the Gaussian loss, r = 3", digits=5)
