@@ -31,6 +31,9 @@ __all__ = [
     "msd_order3_epsilon",
     "spa_work",
     "prv_delta",
+    "spa_gaussian_asymptotics",
+    "spa_tilt_gain",
+    "pld_comparison_row",
 ]
 
 
@@ -332,3 +335,65 @@ def prv_delta(
         delta_error=check_positive("delta_error", delta_error),
     )
     return [tuple(acc.compute_delta(float(e), m)) for e in epsilons]
+
+
+def spa_gaussian_asymptotics(r: float, n: int) -> dict[str, float]:
+    r"""Proposition 8 and Theorem 7 of Alghamdi et al. on the Gaussian loss (mechanism noise 1: L ~ N(1/2, 1)).
+
+    At :math:`\varepsilon_n = n\mu + r\sqrt n` (:math:`\mu = 1/2`, :math:`v = 1`) returns ``sqrt_n_t``
+    (:math:`\sqrt n\,\hat t_n`, the saddle point of :func:`dputils.accountants.spa.saddle_point`) and its
+    limit ``tau`` :math:`= (r + \sqrt{r^2 + 4v})/(2v)` (Prop. 8); ``err_sqrt_n``, the Theorem-5 bound
+    :math:`\mathrm{err}_{SP} = 1.12\,e^{K(t) - t\varepsilon}\,t^t(1+t)^{-(1+t)}\,P_t/K''(t)^{3/2}` (eq. 73) at
+    :math:`\hat t_n` times :math:`\sqrt n`, and its limit ``C_r`` :math:`= 1.12\,P\,v^{-3/2}e^{(1 - r\tau)/2}`
+    with :math:`P = 2\sqrt{2/\pi}\,v^{3/2}`, the third absolute central moment of a Gaussian (Thm. 7).
+    """
+    from .accountants.spa import saddle_point
+    from .cumulants import composed_cgf_derivatives
+
+    mu1, v1 = 0.5, 1.0
+    n = check_positive_int("n", n)
+    tau = (r + math.sqrt(r**2 + 4 * v1)) / (2 * v1)
+    led = [(GaussianMechanism(1.0).pair("remove"), n)]
+    eps_n = n * mu1 + r * math.sqrt(n)
+    t_n = saddle_point(led, eps_n)
+    d, P_t = composed_cgf_derivatives(led, t_n, 2)
+    log_err = (
+        math.log(1.12)
+        + d[0]
+        - t_n * eps_n
+        + t_n * math.log(t_n)
+        - (1 + t_n) * math.log1p(t_n)
+        + math.log(P_t)
+        - 1.5 * math.log(d[2])
+    )
+    P1 = 2 * math.sqrt(2 / math.pi) * v1**1.5
+    C_r = 1.12 * P1 * v1**-1.5 * math.exp((1 - r * tau) / 2)
+    return {"sqrt_n_t": math.sqrt(n) * t_n, "tau": tau, "err_sqrt_n": math.exp(log_err) * math.sqrt(n), "C_r": C_r}
+
+
+def spa_tilt_gain(limit_delta: float) -> float:
+    r"""The factor :math:`e^{(1 - r\tau)/2}` that the tilted Berry-Esseen bound gains over the untilted one.
+
+    Alghamdi et al., eq. 90: it depends only on the limiting :math:`\delta = Q(r/\sqrt v)`, through
+    :math:`r\tau = z(z + \sqrt{z^2 + 4})/2` with :math:`z = Q^{-1}(\delta)`.
+    """
+    from scipy import stats
+
+    z = stats.norm.isf(check_delta(limit_delta))
+    return math.exp((1 - z * (z + math.sqrt(z * z + 4)) / 2) / 2)
+
+
+def pld_comparison_row(mechanism: Mechanism, m: int, delta: float, discretization: float = 1e-3) -> dict[str, Any]:
+    """A :func:`comparison_row` (no RDP) whose truth is the book's PLD accountant: its estimate as ``truth``,
+    its certified bracket as ``truth_lower`` / ``truth_upper``.
+
+    For settings where the contour-integral truth cannot be truncated (a summed loss that is nearly a
+    lattice, e.g. a Poisson-subsampled Gaussian with p·m of order 1, whose characteristic function does not
+    decay): :class:`dputils.accountants.pld.PLDAccountant` with the given ``discretization``.
+    """
+    from .accountants.pld import PLDAccountant
+
+    row = comparison_row(mechanism, m, delta, rdp=False, truth=False)
+    pl = PLDAccountant(discretization=discretization).compose(mechanism, m).get_epsilon(delta)
+    row.update(truth=pl.value, truth_lower=pl.lower, truth_upper=pl.upper)
+    return row

@@ -141,3 +141,30 @@ def test_prv_delta_brackets_the_truth_where_delta_is_large():
     (low, est, up), (low2, _, _) = prv_delta(1.0, 0.05, 200, [1.0, 2.0], eps_error=0.05, delta_error=1e-10)
     truth = truth_delta([(pair, 200)], 1.0)
     assert low <= truth <= up and abs(est / truth - 1) < 0.05 and low2 < low
+
+
+def test_spa_gaussian_asymptotics_approach_their_limits():
+    # Prop. 8: sqrt(n) t_n -> tau; Thm. 7: err_SP sqrt(n) -> C_r (both at rate ~1/sqrt(n))
+    from dputils.baselines import spa_gaussian_asymptotics, spa_tilt_gain
+
+    a = spa_gaussian_asymptotics(3.0, 10**6)
+    assert a["tau"] == pytest.approx((3 + math.sqrt(13)) / 2, rel=1e-15)
+    assert abs(a["sqrt_n_t"] / a["tau"] - 1) < 1e-3 and abs(a["err_sqrt_n"] / a["C_r"] - 1) < 0.05
+    b = spa_gaussian_asymptotics(3.0, 10**4)
+    assert abs(b["sqrt_n_t"] - b["tau"]) > abs(a["sqrt_n_t"] - a["tau"])  # closer at larger n
+    # eq. 90: the gain at the limiting delta Q(r / sqrt v) is e^{(1 - r tau)/2} (v = 1)
+    from scipy import stats
+
+    assert spa_tilt_gain(stats.norm.sf(3.0)) == pytest.approx(math.exp((1 - 3 * a["tau"]) / 2), rel=1e-12)
+
+
+def test_pld_comparison_row_brackets_the_contour_integral_truth():
+    # where both apply, the PLD bracket of pld_comparison_row contains the contour-integral truth
+    from dputils.baselines import pld_comparison_row
+    from dputils.truth import composition_epsilon
+
+    mech = SubsampledGaussianMechanism(1.0, 0.05)
+    row = pld_comparison_row(mech, 200, 1e-5, discretization=1e-3)
+    truth, _ = composition_epsilon([(mech, 200)], 1e-5)
+    assert row["truth_lower"] <= truth <= row["truth_upper"]
+    assert "rdp" not in row and row["ew_low"] <= row["truth_upper"] and row["m"] == 200
