@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import plotting
-from ..scorecard import _KINDS, _OPTIONAL, Targets
+from ..results import repo_root
+from ..scorecard import _KINDS, _OPTIONAL, Targets, target_spec_path
 from ..tables import sci, show_table
 
 # the authors' mpmath truth, eps(delta = 1e-15) at sigma = 2, q = 0.01 for the 32 values of n in
@@ -29,6 +31,17 @@ AUTHORS = [
     2.8203892986, 2.8514636235,
 ]
 # fmt: on
+
+
+def targets() -> Targets:
+    """The chapter's :class:`~dputils.scorecard.Targets` with its table ``params/targets/saddle_point.yml``.
+
+    The table is looked up in the checkout around the working directory (a book run) and, failing that, in the
+    checkout that holds this package (a notebook executed elsewhere, e.g. the smoke tests' temporary folder)."""
+    path = target_spec_path("saddle_point")
+    if not path.is_file():
+        path = target_spec_path("saddle_point", repo_root(Path(__file__)))
+    return Targets("saddle_point", spec=path if path.is_file() else None)
 
 
 def colors() -> dict[str, Any]:
