@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import plotting
-from ..results import glue
-from ..scorecard import Targets
+from ..results import glue, repo_root
+from ..scorecard import Targets, target_spec_path
 from ..tables import sci, show_table
 
 # column headers of the reproduction tables (comparison_row keys)
@@ -33,6 +34,17 @@ HEAD = {
     "Delta_Y": "Δ_Y",
 }
 ESTIMATES = ["m", "truth", "ew0", "ew1", "ew2", "ew3", "gdp", "rdp"]
+
+
+def targets() -> Targets:
+    """The chapter's :class:`~dputils.scorecard.Targets` with its table ``params/targets/edgeworth.yml``.
+
+    The table is looked up in the checkout around the working directory (a book run) and, failing that, in the
+    checkout that holds this package (a notebook executed elsewhere, e.g. the smoke tests' temporary folder)."""
+    path = target_spec_path("edgeworth")
+    if not path.is_file():
+        path = target_spec_path("edgeworth", repo_root(Path(__file__)))
+    return Targets("edgeworth", spec=path if path.is_file() else None)
 
 
 def glue_all(**values: Any) -> None:
@@ -193,3 +205,25 @@ def spa_table(side: list[dict[str, Any]]):
         },
         caption="Edgeworth (order 2) and saddle-point estimates vs the truth",
     )
+
+
+def work_table(ms: Sequence[int], times, evals, times_eeai, evals_eeai):
+    """The Edgeworth accountant's cost against m: seconds and one-step moment evaluations, AEA and AEA + EEAI."""
+    return show_table(
+        [
+            {"m": m, "AEA seconds": a, "moment evaluations": e, "AEA + EEAI seconds": b, "moment evaluations (EEAI)": f}
+            for m, a, e, b, f in zip(ms, times, evals, times_eeai, evals_eeai)
+        ],
+        caption="Edgeworth accountant, σ = 0.8, p = 0.01, δ = 0.1, cold cache "
+        "(the bracket search is skipped where the bound is vacuous)",
+    )
+
+
+def tail_table(pair_rows: Mapping[str, tuple], eps, bound, m: int):
+    """Prop. 4.5 against Monte Carlo: the Q-tail frequency of each pair next to the bound, at each ε."""
+    rows = [
+        {"pair": d, "ε": e_, "Monte Carlo tail": f_, "Prop. 4.5 bound": b_}
+        for d, freq in pair_rows.items()
+        for e_, f_, b_ in zip(eps, freq, bound)
+    ]
+    return show_table(rows, caption=f"Q-tail Pr[ΣX ≥ ε], subsampled Laplace p = 0.3, m = {m}")
