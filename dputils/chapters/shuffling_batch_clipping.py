@@ -175,3 +175,54 @@ def plot_training(rows, acc_np: float, delta: float, title: str):
     )
     ax.legend(loc="best", framealpha=1)
     return fig
+
+
+GROUP_COLUMNS = ["g", "bound", "bc_exact", "bc_printed", "ic_exact", "generic"]
+GROUP_HEADERS = {
+    "bound": "bound, G with μ = √(gE)/σ",
+    "bc_exact": "BC+SH exact",
+    "bc_printed": "BC+SH, printed q_j",
+    "ic_exact": "IC+SH exact",
+    "generic": "generic, G with μ = g√E/σ",
+}
+
+
+def group_records(rows) -> list[dict[str, Any]]:
+    """The rows of :func:`dputils.shuffling.group_privacy_epsilons` as dicts (columns :data:`GROUP_COLUMNS`)."""
+    return [dict(zip(GROUP_COLUMNS, r)) for r in rows]
+
+
+def group_table(rows, caption: str, columns=None, digits: int | None = None):
+    """The group-privacy table: ε of the bound, the exact mixtures and the generic transform per g."""
+    kw = {} if digits is None else {"digits": digits}
+    return show_table(group_records(rows), columns=columns, headers=GROUP_HEADERS, caption=caption, **kw)
+
+
+def training_table(rows, caption: str):
+    """The clipping comparison of :func:`dputils.shuffling.clipping_sweep`, one row per σ."""
+    headers = {
+        "sigma": "σ",
+        "eps": "ε (strong adversary)",
+        "acc_ic": "IC+SH accuracy",
+        "acc_bc": "BC+SH accuracy",
+        "acc_bc_as_implemented": "BC, noise / batch",
+        "nsr_ic": "noise/signal IC",
+        "nsr_bc": "noise/signal BC",
+    }
+    return show_table(rows, headers=headers, caption=caption, digits=3)
+
+
+def training_record(dat: dict[str, Any], rows, acc_np: float, seconds: float) -> dict[str, Any]:
+    """What the results file keeps of the training section: rows, data (source, kind, sizes, label, warning)."""
+    return dict(
+        rows=rows,
+        non_private=acc_np,
+        seconds=seconds,
+        data=dat["source"],
+        data_kind=dat["kind"],
+        n_train=dat["n_train"],
+        n_test=dat["n_test"],
+        data_label=dat["label"],
+        data_warning=dat["warning"],
+        paper_data="MNIST and CIFAR-10 (the paper); ours: " + dat["label"],
+    )
