@@ -298,10 +298,17 @@ _OPTIONAL: dict[str, set[str]] = {
 
 
 def target_spec_path(chapter: str, root: Path | None = None) -> Path:
-    """Where a chapter's target table lives: ``params/targets/<chapter>.yml`` under the book's root."""
+    """Where a chapter's target table lives: ``params/targets/<chapter>.yml`` under the book's root (``root``, else
+    the checkout or book folder around the working directory, else the checkout this package was imported from:
+    a notebook executed in a temporary folder, as the smoke tests do, still finds its table)."""
     from .results import repo_root
 
-    return (root or repo_root()) / "params" / "targets" / f"{chapter}.yml"
+    name = Path("params") / "targets" / f"{chapter}.yml"
+    if root is not None:
+        return root / name
+    here = repo_root() / name
+    package_checkout = Path(__file__).resolve().parents[1] / name
+    return here if here.is_file() or not package_checkout.is_file() else package_checkout
 
 
 def read_target_spec(path: Path) -> dict[str, dict[str, Any]]:

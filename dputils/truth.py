@@ -35,7 +35,8 @@ fall below 1e-18 at any :math:`Y` and :class:`NumericalError` is raised; use the
 Entry points: :func:`truth_delta`, :func:`truth_log_delta`, :func:`truth_epsilon` for one direction given as a
 ledger of ``(pair, count)``; :func:`composition_delta`, :func:`composition_epsilon` for a ledger of
 ``(mechanism, count)``, the larger of the two directions (Lemma 3.3 of {cite}`wang_edgeworth`), each with an
-error estimate.
+error estimate. :func:`hockey_stick_mpmath` is a slower reference of another kind: direct mpmath quadrature of
+one pair's densities.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ __all__ = [
     "composition_delta",
     "composition_epsilon",
     "spa_accuracy_scan",
+    "hockey_stick_mpmath",
+    "subsampled_gaussian_logs_mpmath",
 ]
 
 
@@ -392,3 +395,55 @@ def subsampled_gaussian_loss_moments_mpmath(sigma: float, q: float, dps: int = 3
         y_mid = mp.findroot(lambda y: loss(y) - m1, 0.5)
         m3 = mp.quad(lambda y: abs(loss(y) - m1) ** 3 * dens(y), [-mp.inf, *sorted(cuts[1:-1] + [y_mid]), mp.inf])
         return {"mean": float(m1), "var": float(m2), "abs3": float(m3)}
+
+
+def hockey_stick_mpmath(log_p, log_q, epsilon, window: tuple[float, float], grid: int = 2001, dps: int = 40):
+    r"""The hockey-stick divergence :math:`\int (p - e^\varepsilon q)_+` of two densities by mpmath quadrature,
+    an independent reference for the closed-form privacy profiles of :mod:`dputils.mechanisms`.
+
+    ``log_p`` and ``log_q`` map an mpmath number to the log-density. The integrand's sign changes are
+    located on ``grid`` points spanning ``window`` (``mp.findroot``, Anderson's method); the real line is
+    split there (a crossing that falls on a grid point included) and the positive pieces are integrated by ``mp.quad`` at ``dps`` digits. Sign changes
+    outside ``window`` are missed, so the window must hold every crossing. Returns an mpmath number."""
+    import mpmath as mp
+
+    with mp.workdps(dps):
+        eps = mp.mpf(float(epsilon))
+
+        def f(x):
+            return mp.e ** log_p(x) - mp.e ** (eps + log_q(x))
+
+        xs = np.linspace(window[0], window[-1], grid)
+        vals = [float(f(mp.mpf(x))) for x in xs]
+        brk = [
+            mp.findroot(f, (xs[i], xs[i + 1]), solver="anderson")
+            for i in range(len(xs) - 1)
+            if vals[i] * vals[i + 1] < 0 or (vals[i + 1] == 0 and vals[i] != 0)  # a crossing on the grid too
+        ]
+        edges = [-mp.inf, *brk, mp.inf]
+        total = mp.mpf(0)
+        for a, b in zip(edges[:-1], edges[1:]):
+            if mp.isfinite(a) and mp.isfinite(b):
+                mid = (a + b) / 2
+            else:
+                mid = b - 1 if mp.isfinite(b) else (a + 1 if mp.isfinite(a) else 0)
+            if f(mid) > 0:
+                total += mp.quad(f, [a, mid, b])
+        return total
+
+
+def subsampled_gaussian_logs_mpmath(sigma: float, q: float):
+    """The log-densities (mpmath) of one step of the Poisson-subsampled Gaussian with sensitivity 1:
+    ``(log p, log q)`` of the mixture ``(1 - q) N(0, sigma^2) + q N(1, sigma^2)`` and of ``N(0, sigma^2)``
+    (the remove direction; swap them for add), for :func:`hockey_stick_mpmath`."""
+    import mpmath as mp
+
+    s, qq = mp.mpf(sigma), mp.mpf(q)
+
+    def base(x):
+        return mp.log(mp.npdf(x, 0, s))
+
+    def mix(x):
+        return mp.log((1 - qq) * mp.npdf(x, 0, s) + qq * mp.npdf(x, 1, s))
+
+    return mix, base

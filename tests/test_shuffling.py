@@ -355,20 +355,6 @@ def test_monotonicity():
 # ------------------------------------------------------------------------------------------ Def 5.3 / 5.4
 
 
-def _lower_convex_envelope(x, y):
-    hull = []
-    for p in zip(x, y):
-        while len(hull) >= 2:
-            (x1, y1), (x2, y2) = hull[-2], hull[-1]
-            if (x2 - x1) * (p[1] - y1) - (y2 - y1) * (p[0] - x1) <= 0:
-                hull.pop()
-            else:
-                break
-        hull.append(p)
-    hx, hy = zip(*hull)
-    return np.interp(x, hx, hy)
-
-
 @pytest.mark.parametrize(
     "c, sigma, u, b0, b1",
     [(1, 1, 0.05, 0.29072, 0.36048), (2, 1, 0.2, 0.13316, 0.34972), (math.sqrt(10), 2, 0.01, 0.21275, 0.22429)],
@@ -380,7 +366,7 @@ def test_def53_betas_and_envelope(c, sigma, u, b0, b1):
     mu = c / sigma
     fhat = u + (1 - u) * sh.gaussian_tradeoff(x, mu)
     finv = np.where(x < u, 1.0, sh.gaussian_tradeoff(np.clip((x - u) / (1 - u), 0, 1), mu))
-    env = _lower_convex_envelope(x, np.minimum(fhat, finv))
+    env = sh.lower_convex_envelope(x, np.minimum(fhat, finv))  # checked by brute force in test_shuffling_checks
     assert np.max(np.abs(env - sh.upper_bound_tradeoff(x, c, u, sigma))) < 1e-6  # grid resolution
 
 

@@ -48,8 +48,10 @@ from __future__ import annotations
 from . import registration  # noqa: E402,F401  (registers the command-line accountants)
 from .accountants import GDPBoundAccountant, MixtureAccountant
 from .appendix import (
+    group_privacy_epsilons,
     lemma_e2_as_printed,
     lemma_e4_as_printed,
+    lemma_e4_proof_steps,
     lemma_e5_as_printed,
     subsampling_bounds_corrected,
     subsampling_tail_probabilities,
@@ -65,6 +67,7 @@ from .conversions import (
     generic_group_eps_delta,
     rdp_epsilon,
     rdp_poisson_gaussian,
+    strong_vs_standard_epsilons,
 )
 from .laws import (
     C2Law,
@@ -77,7 +80,14 @@ from .laws import (
     subsample_ic_g1_law,
     subsample_ic_law,
 )
-from .mechanisms import TRAINING_RUNS, ShuffledBatchClipping, ShuffledIndividualClipping, SubsampledBatchClipping
+from .mechanisms import (
+    TRAINING_RUNS,
+    ShuffledBatchClipping,
+    ShuffledIndividualClipping,
+    SubsampledBatchClipping,
+    clipping_accuracy,
+    clipping_sweep,
+)
 from .tradeoff import (  # noqa: F401  (_brentq, _invert_decreasing: the bounded searches, tested by name)
     _brentq,
     _invert_decreasing,
@@ -92,13 +102,17 @@ from .tradeoff import (  # noqa: F401  (_brentq, _invert_decreasing: the bounded
     lower_bound_delta,
     lower_bound_epsilon,
     lower_bound_tradeoff,
+    lower_convex_envelope,
     mixture_delta,
     mixture_epsilon,
     mixture_tradeoff,
+    mixture_tradeoff_by_optimization,
     mixture_tradeoff_curve,
+    monte_carlo_mixture_delta,
     shuffle_g1_mu,
     upper_bound_betas,
     upper_bound_tradeoff,
+    upper_bound_tradeoff_numerical,
 )
 
 __all__ = [
@@ -150,4 +164,13 @@ __all__ = [
     "ShuffledIndividualClipping",
     "SubsampledBatchClipping",
     "TRAINING_RUNS",
+    "lower_convex_envelope",
+    "upper_bound_tradeoff_numerical",
+    "mixture_tradeoff_by_optimization",
+    "monte_carlo_mixture_delta",
+    "group_privacy_epsilons",
+    "lemma_e4_proof_steps",
+    "strong_vs_standard_epsilons",
+    "clipping_accuracy",
+    "clipping_sweep",
 ]

@@ -111,3 +111,60 @@ def thm_f1_bc_upper_u(dataset_size: int, batch_size: int, group_size: int) -> fl
     if den <= 0:
         raise DPValueError("dataset_size/batch_size must exceed group_size + group_size^2")
     return g * g / den
+
+
+def lemma_e4_proof_steps(
+    dataset_size: int, batch_size: int, group_size: int, epochs: int, gamma: float = 1.0
+) -> dict[str, float]:
+    """Two steps of the proof of Lemma E.4, as they should read and as printed (two misprints).
+
+    With ``beta`` of :func:`lemma_e4_as_printed` and ``x = g beta / (N - g - m)``: the multinomial sum is
+    ``(1 + x)^{m (N/m) E} = (1 + x)^{N E}`` (``log_sum``), printed once with the exponent ``(N/m) E``
+    (``log_printed``); the last line's base is ``e^{N/(N-g-m)} / beta = 1 - gamma / beta`` (``base``), printed
+    as ``e^{(N/(N-g-m))/beta} / beta`` (``base_printed``). Returns the four numbers and ``beta``."""
+    e4 = lemma_e4_as_printed(dataset_size, batch_size, group_size, epochs, gamma)
+    N, m, g, E, beta = dataset_size, batch_size, group_size, epochs, e4["beta"]
+    x = g * beta / (N - g - m)
+    return {
+        "beta": beta,
+        "log_sum": N * E * math.log1p(x),
+        "log_printed": N / m * E * math.log1p(x),
+        "base": math.exp(N / (N - g - m)) / beta,
+        "base_printed": math.exp(N / (N - g - m) / beta) / beta,
+    }
+
+
+def group_privacy_epsilons(
+    group_size: int,
+    dataset_size: int,
+    batch_size: int,
+    sigma: float,
+    epochs: int,
+    delta: float,
+    printed: bool = True,
+    individual: bool = True,
+) -> tuple:
+    """ε at ``delta`` of a group of ``g`` examples after ``E`` epochs, five ways (Thm F.1 and Section 5):
+
+    ``(g, bound, bc_exact, bc_printed, ic_exact, generic)``: the headline bound ``G_{sqrt(gE)/sigma}``; the
+    exact mixture (Def 5.2) of batch clipping with shuffling under the occupancy law
+    (:func:`~dputils.shuffling.laws.bc_shuffle_law`) and under the law printed in Thm F.1; the exact mixture
+    of individual clipping with shuffling (partition law); and the generic group transform
+    ``G_{g sqrt(E)/sigma}``. The per-epoch laws are composed over ``E`` epochs; ``printed=False`` or
+    ``individual=False`` leaves that entry ``None``."""
+    from .laws import bc_shuffle_law, bc_shuffle_law_as_printed, ic_shuffle_law
+    from .tradeoff import bc_shuffle_mu, gdp_epsilon, generic_group_mu, mixture_epsilon
+
+    g = check_positive_int("group_size", group_size)
+
+    def eps(law: C2Law) -> float:
+        return mixture_epsilon(delta, law.compose(epochs), sigma)[1]
+
+    return (
+        g,
+        gdp_epsilon(delta, bc_shuffle_mu(sigma, epochs, g)),
+        eps(bc_shuffle_law(dataset_size, batch_size, g)),
+        eps(bc_shuffle_law_as_printed(dataset_size, batch_size, g)) if printed else None,
+        eps(ic_shuffle_law(dataset_size, batch_size, g)) if individual else None,
+        gdp_epsilon(delta, generic_group_mu(sigma, epochs, g)),
+    )

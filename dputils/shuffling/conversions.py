@@ -114,3 +114,47 @@ def rdp_epsilon(rdp: np.ndarray, orders: Iterable[int], delta: float, conversion
         conversion = "modern"
     check_choice("conversion", conversion, ("classic", "modern"))
     return _rdp.rdp_to_epsilon(list(orders), rdp, delta, conversion)[0]
+
+
+def strong_vs_standard_epsilons(
+    dataset_size: int,
+    batch_size: int,
+    sigma: float,
+    epochs: int,
+    delta: float,
+    pld_discretization: float = 1e-3,
+    orders: Iterable[int] = range(2, 257),
+) -> tuple[dict[str, float], tuple[float, float]]:
+    """ε at ``delta`` of one training setting (N, batch, σ, E) under the strong adversary and in the standard
+    model, and the PLD accountant's bracket.
+
+    Strong adversary (``vandijk_shuffling``): ``G_{sqrt(E)/sigma}`` for shuffling (Lemma F.2) and the exact
+    Binomial mixture for subsampling (Lemma E.2's law). Standard model, for ``T = E N / batch`` rounds of the
+    Poisson-subsampled Gaussian with rate ``p = batch / N`` and the same σ: the Dong-Roth-Su CLT
+    (:func:`clt_mu_uniform`, :func:`clt_mu_poisson`), the foundation's PLD (upper end of its bracket) and RDP
+    accountants, and the integer-order RDP of :func:`rdp_poisson_gaussian` with the classic and modern
+    conversions. Returns the ε by name and the PLD bracket ``(lower, upper)``."""
+    from ..accountants import PLDAccountant, RDPAccountant
+    from ..mechanisms import SubsampledGaussianMechanism
+    from .laws import subsample_ic_g1_law
+    from .tradeoff import gdp_epsilon, mixture_epsilon, shuffle_g1_mu
+
+    p_rate = batch_size / dataset_size
+    T = epochs * dataset_size // batch_size
+    cmp = {
+        "paper SH, g = 1: G with μ = √E/σ": gdp_epsilon(delta, shuffle_g1_mu(sigma, epochs)),
+        "paper SS, g=1: exact mixture": mixture_epsilon(
+            delta, subsample_ic_g1_law(dataset_size, batch_size, epochs), sigma
+        )[1],
+        "DRS CLT (uniform)": gdp_epsilon(delta, clt_mu_uniform(p_rate, T, sigma)),
+        "CLT (Poisson)": gdp_epsilon(delta, clt_mu_poisson(p_rate, T, sigma)),
+    }
+    mech = SubsampledGaussianMechanism(sigma, p_rate)
+    r_pld = PLDAccountant(discretization=pld_discretization).compose(mech, T).get_epsilon(delta)
+    cmp["PLD (Poisson), upper"] = r_pld.upper
+    cmp["RDP (Poisson)"] = float(RDPAccountant().compose(mech, T).get_epsilon(delta))
+    orders = list(orders)
+    rdp = T * rdp_poisson_gaussian(p_rate, sigma, orders)
+    cmp["RDP classic (orders 2–256)"] = rdp_epsilon(rdp, orders, delta)
+    cmp["RDP modern (orders 2–256)"] = rdp_epsilon(rdp, orders, delta, "modern")
+    return cmp, (r_pld.lower, r_pld.upper)

@@ -379,3 +379,89 @@ def lower_bound_epsilon(delta: float, c_l: float, l: float, sigma: float) -> flo
     return _invert_decreasing(
         lambda e: math.log(max(lower_bound_delta(e, c_l, l, sigma), 1e-320)), delta, "lower_bound_epsilon"
     )[1]
+
+
+def lower_convex_envelope(x, y) -> np.ndarray:
+    """The lower convex envelope of the points ``(x_i, y_i)`` (``x`` increasing), evaluated at ``x``.
+
+    The largest convex function below every point: Andrew's monotone chain keeps the lower hull (a point is
+    dropped when it lies on or above the chord of its neighbours), and the hull is interpolated linearly.
+    Def 5.3 of ``vandijk_shuffling`` takes this envelope of ``min{f, f^{-1}}``; see
+    :func:`upper_bound_tradeoff_numerical`."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.ndim != 1 or x.shape != y.shape or x.size < 2:
+        raise DPValueError("x and y must be one-dimensional arrays of the same length (at least 2)")
+    if np.any(np.diff(x) <= 0):
+        raise DPValueError("x must be strictly increasing")
+    hull: list[tuple[float, float]] = []
+    for p in zip(x, y):
+        while len(hull) >= 2 and (
+            (hull[-1][0] - hull[-2][0]) * (p[1] - hull[-2][1]) - (hull[-1][1] - hull[-2][1]) * (p[0] - hull[-2][0]) <= 0
+        ):
+            hull.pop()
+        hull.append(p)
+    hx, hy = zip(*hull)
+    return np.interp(x, hx, hy)
+
+
+def upper_bound_tradeoff_numerical(alpha, c_u: float, u: float, sigma: float) -> np.ndarray:
+    """Def 5.3 computed from its definition on a grid, the independent check of :func:`upper_bound_tradeoff`.
+
+    With ``mu = c_u / sigma``, ``hat f(a) = u + (1 - u) G_mu(a)`` and its inverse ``hat f^{-1}(a) = 1`` for
+    ``a < u``, ``G_mu((a - u)/(1 - u))`` otherwise; the bound is the lower convex envelope
+    (:func:`lower_convex_envelope`) of ``min{hat f, hat f^{-1}}`` at the grid ``alpha`` (increasing, from 0 to
+    1). Its error against the closed form is of the order of the grid's spacing."""
+    c_u = check_positive("c_u", c_u)
+    u = check_probability("u", u)
+    sigma = check_positive("sigma", sigma)
+    x = np.asarray(alpha, dtype=float)
+    mu = c_u / sigma
+    fhat = u + (1 - u) * gaussian_tradeoff(x, mu)
+    finv = np.where(x < u, 1.0, gaussian_tradeoff(np.clip((x - u) / (1 - u), 0, 1), mu))
+    return lower_convex_envelope(x, np.minimum(fhat, finv))
+
+
+def mixture_tradeoff_by_optimization(alpha: float, weights, mus) -> float:
+    """Lemma B.1 of ``vandijk_shuffling`` by numerical minimization: the trade-off function of the labelled
+    mixture ``sum_i q_i G_{mu_i}`` at ``alpha`` is ``inf { sum_i q_i G_{mu_i}(a_i) : sum_i q_i a_i = alpha,
+    0 <= a_i <= 1 }`` (``G_0(a) = 1 - a``), found here by SLSQP from ``a_i = alpha``.
+
+    The independent check of the closed form of Def 5.2 (:func:`mixture_tradeoff`), which is this infimum;
+    SLSQP stops within about ``1e-5`` of it."""
+    q, mu = np.asarray(weights, dtype=float), np.asarray(mus, dtype=float)
+    if q.ndim != 1 or q.shape != mu.shape or np.any(q < 0) or abs(q.sum() - 1) > 1e-12 or np.any(mu < 0):
+        raise DPValueError("weights must be a probability vector and mus non-negative, of the same length")
+    alpha = check_probability("alpha", alpha)
+
+    def g(a, m):
+        return 1 - a if m == 0 else special.ndtr(-special.ndtri(np.clip(a, 1e-300, 1)) - m)
+
+    res = optimize.minimize(
+        lambda x: sum(qi * g(xi, mi) for qi, xi, mi in zip(q, x, mu)),
+        np.full(q.size, alpha),
+        method="SLSQP",
+        bounds=[(0, 1)] * q.size,
+        constraints=[{"type": "eq", "fun": lambda x: q @ x - alpha}],
+        options={"ftol": 1e-14},
+    )
+    return float(res.fun)
+
+
+def monte_carlo_mixture_delta(epsilons, law: C2Law, sigma: float, draws: int, rng: np.random.Generator):
+    """Monte Carlo of the privacy profile of the labelled mixture (eq. 14, :func:`mixture_delta`).
+
+    Draws ``c^2 ~ q_E`` (``law``), then ``X ~ N(mu, 1)`` with ``mu = c / sigma`` and the privacy loss
+    ``L = mu X - mu^2 / 2`` of the labelled pair; ``delta(eps) = E[(1 - e^{eps - L})_+]``. Uses ``rng`` for
+    ``draws`` values of ``c^2`` and then ``draws`` normals. Returns the estimates and their standard errors
+    (arrays over ``epsilons``)."""
+    sigma = check_positive("sigma", sigma)
+    draws = check_positive_int("draws", draws)
+    c2 = rng.choice(law.pmf.size, size=draws, p=law.pmf)
+    mu_c = np.sqrt(c2) / sigma
+    loss = mu_c * (rng.standard_normal(draws) + mu_c) - mu_c**2 / 2
+    est, se = [], []
+    for e in np.atleast_1d(np.asarray(epsilons, dtype=float)):
+        v = np.clip(1 - np.exp(e - loss), 0, None)
+        est.append(v.mean())
+        se.append(v.std() / math.sqrt(draws))
+    return np.asarray(est), np.asarray(se)

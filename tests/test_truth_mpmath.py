@@ -1,0 +1,30 @@
+"""dputils.truth.hockey_stick_mpmath, the quadrature reference of the foundations chapter, against closed forms."""
+
+from __future__ import annotations
+
+import mpmath as mp
+import pytest
+
+from dputils import curves
+from dputils.mechanisms import SubsampledGaussianMechanism
+from dputils.truth import hockey_stick_mpmath, subsampled_gaussian_logs_mpmath
+
+
+@pytest.mark.parametrize("mu, eps", [(1.0, 0.5), (2.0, 1.0), (0.5, -0.2)])
+def test_gaussian_pair_meets_the_gdp_closed_form(mu, eps):
+    def log_p(x):
+        return mp.log(mp.npdf(x, mu, 1))
+
+    def log_q(x):
+        return mp.log(mp.npdf(x, 0, 1))
+
+    got = float(hockey_stick_mpmath(log_p, log_q, eps, (-12.0, 12.0 + mu), grid=201))
+    assert got == pytest.approx(float(curves.gdp_delta(eps, mu)), rel=1e-12)
+
+
+def test_subsampled_gaussian_logs_give_both_directions():
+    mix, base = subsampled_gaussian_logs_mpmath(1.0, 0.01)
+    mech = SubsampledGaussianMechanism(1.0, 0.01)
+    for (lp, lq), direction, eps in (((mix, base), "remove", 1.0), ((base, mix), "add", 0.005)):
+        got = float(hockey_stick_mpmath(lp, lq, eps, (-12.0, 13.0), grid=201))
+        assert got == pytest.approx(float(mech.pair(direction).delta(eps)), rel=1e-9)
