@@ -149,10 +149,10 @@ def renyi_sigma(
     ``tight`` uses :class:`MatrixRenyiTightAccountant` (add bound over ``add_classes``) instead of
     :class:`MatrixRenyiAccountant`; ``extra`` goes to the accountant. The high orders are the expensive part of
     the DP, so each search first runs with the orders ``2..A``, ``A`` twice the largest order whose conversion
-    floor ``(a-1)(-eps) - log(a-1) + a log(1-1/a)`` (Eq. 7 at ``rho = 0``) exceeds ``log(delta/100)``, at least
+    floor ``(a-1)(-eps) - log(a-1) + a log(1-1/a)`` (Theorem 3.1 at ``rho = 0``) exceeds ``log(delta/100)``, at least
     32. That is the answer for all ``orders`` when no order above ``A`` meets the target at the failing end
     ``lo`` of the bracket, which a lower bound on rho certifies: the add bound itself, and for remove the exact
-    divergence of ``G`` truncated to one band (elementwise below ``G``; ``S_alpha`` of Eq. 6 grows with every
+    divergence of ``G`` truncated to one band (elementwise below ``G``; ``S_alpha`` of Eq. 5 grows with every
     entry of ``G``); else one evaluation with every order at ``lo``. Otherwise the search is repeated with every
     order. Each search starts from the previous answer scaled like ``shape`` (0.75 times it without ``shape``;
     the first from ``shape[0]`` or 1). ``cache[eps]`` receives the accountant at the answer.
@@ -284,7 +284,7 @@ def mc_sigma(grid: Sequence[float], est: np.ndarray, se: np.ndarray, j: int, del
 
 class PlainGaussianRDP:
     """The unamplified Gaussian mechanism with squared sensitivity ``sens2``: ``rho(alpha) = alpha sens2 /
-    (2 sigma^2)`` at the integer orders ``2..max_order``, converted with Theorem 3.1 (Eq. 7). No balls-in-bins
+    (2 sigma^2)`` at the integer orders ``2..max_order``, converted with Theorem 3.1. No balls-in-bins
     mechanism needs more noise than this one with ``sens2 = max_i ||m_i||^2`` (quasi-convexity)."""
 
     def __init__(self, sig: float, sens2: float, max_order: int):
