@@ -75,3 +75,13 @@ def test_draw_bounds_draws_one_line_per_auditor_and_labels_the_csv_once():
     assert not lines[3].get_label().startswith("authors")  # the second CSV series is not labelled again
     assert ax.get_ylim() == (0.0, 3.0) and ax.get_title() == "t"
     plt.close(fig)
+
+
+def test_chapter_targets_finds_the_table_outside_the_checkout(tmp_path, monkeypatch):
+    from dputils.chapters.gauss_audit import chapter_targets
+
+    monkeypatch.chdir(tmp_path)  # as the notebook tests run it
+    tg = chapter_targets("gauss_audit")
+    assert tg.spec["T4b"]["kind"] == "not_reproduced" and tg.spec["T1a"]["paper"] == 7.5154
+    with pytest.raises(FileNotFoundError, match="no_such_chapter"):
+        chapter_targets("no_such_chapter")

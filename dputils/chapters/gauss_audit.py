@@ -17,13 +17,27 @@ Nothing here computes a number the chapter shows; the computations are in :mod:`
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from matplotlib.ticker import NullFormatter
 
-from ..scorecard import Targets, within
+from ..results import repo_root
+from ..scorecard import Targets, target_spec_path, within
 
 SMOKE = "smoke profile: checked at the book's (full) profile only"
+
+
+def chapter_targets(chapter: str = "gauss_audit") -> Targets:
+    """The chapter's :class:`~dputils.scorecard.Targets` with its table ``params/targets/<chapter>.yml``, found
+    under the working directory's checkout or, when the notebook runs outside it (the tests execute notebooks
+    in a temporary folder), under the checkout this package is imported from."""
+    path = target_spec_path(chapter)
+    if not path.is_file():
+        path = target_spec_path(chapter, repo_root(Path(__file__).resolve().parent))
+    if not path.is_file():
+        raise FileNotFoundError(f"no target table {path.name} under the working directory or the package's checkout")
+    return Targets(chapter, spec=path)
 
 
 def record_outcome(
