@@ -516,8 +516,9 @@ def test_binomial_acceptance_bounds_against_direct_summation():
         return _m.comb(n, k) * p**k * (1 - p) ** (n - k)
 
     for n, p0 in ((50, 0.05), (400, 0.95), (20, 0.05), (1000, 0.95)):
-        cdf = [sum(pmf(j, n, p0) for j in range(k + 1)) for k in range(n + 1)]
-        sf_ge = [sum(pmf(j, n, p0) for j in range(k, n + 1)) for k in range(n + 1)]
+        pmfs = [pmf(j, n, p0) for j in range(n + 1)]
+        cdf = [sum(pmfs[: k + 1]) for k in range(n + 1)]
+        sf_ge = [sum(pmfs[k:]) for k in range(n + 1)]
         k_min = min(k for k in range(n + 1) if cdf[k] >= 0.01)
         k_max = max(k for k in range(n + 1) if sf_ge[k] >= 0.01)
         assert _sim.binom_accept_min(n, p0) == k_min
