@@ -504,3 +504,39 @@ def test_paper_subsample_curve():
     with pytest.raises(DPValueError, match="unpooled_ms"):
         simulate.paper_subsample_curve(i, o, [100], 2, unpooled_ms=[50])
     assert simulate.PAPER_N_SUB == 50
+
+
+def test_binomial_acceptance_bounds_against_direct_summation():
+    """simulate.binom_accept_min / binom_accept_max against sums of math.comb terms (no scipy)."""
+    import math as _m
+
+    from dputils.audit import simulate as _sim
+
+    def pmf(k, n, p):
+        return _m.comb(n, k) * p**k * (1 - p) ** (n - k)
+
+    for n, p0 in ((50, 0.05), (400, 0.95), (20, 0.05), (1000, 0.95)):
+        pmfs = [pmf(j, n, p0) for j in range(n + 1)]
+        cdf = [sum(pmfs[: k + 1]) for k in range(n + 1)]
+        sf_ge = [sum(pmfs[k:]) for k in range(n + 1)]
+        k_min = min(k for k in range(n + 1) if cdf[k] >= 0.01)
+        k_max = max(k for k in range(n + 1) if sf_ge[k] >= 0.01)
+        assert _sim.binom_accept_min(n, p0) == k_min
+        assert _sim.binom_accept_max(n, p0) == k_max
+    with pytest.raises(DPValueError):
+        _sim.binom_accept_max(0, 0.05)
+
+
+def test_region_coverage_and_null_counts_contract():
+    from dputils.audit import simulate as _sim
+
+    hits = _sim.region_coverage(200, 100, 0.1, 1.0, 40, n_bootstrap=200, seed=3)
+    assert set(hits) == {"Bonferroni box", "bootstrap ellipsoid"}
+    assert all(0 <= v <= 40 for v in hits.values())
+    # the Bonferroni box is exact for Gaussian coordinates: 40 seeds at 95% cannot fall below 32 (p < 1e-3)
+    assert hits["Bonferroni box"] >= 32
+    assert hits == _sim.region_coverage(200, 100, 0.1, 1.0, 40, n_bootstrap=200, seed=3)  # seeded
+    zero = _sim.null_zero_counts(400, 2.0, 5, ("gauss-bonferroni", "steinke"), n_bootstrap=100, seed=1)
+    assert set(zero) == {"gauss-bonferroni", "steinke"} and all(0 <= v <= 5 for v in zero.values())
+    # valid bounds on scores with no signal: zero in almost every run
+    assert min(zero.values()) >= 4

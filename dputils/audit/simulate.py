@@ -40,6 +40,10 @@ __all__ = [
     "paper_subsample_curve",
     "coverage",
     "mc_upper",
+    "binom_accept_min",
+    "binom_accept_max",
+    "region_coverage",
+    "null_zero_counts",
 ]
 
 PAPER_N_SUB = 50  # subsamples per canary budget in the authors' Fig. 1(b) (their repository's script)
@@ -218,6 +222,75 @@ def paper_subsample_curve(
 def mc_upper(k: int, n: int, level: float = 0.95) -> float:
     """One-sided Clopper-Pearson upper confidence bound on a rate from k events in n trials."""
     return 1.0 if k >= n else float(stats.beta.ppf(level, k + 1, n - k))
+
+
+def binom_accept_min(n: int, p0: float, level: float = 0.01) -> int:
+    """Smallest count k of successes in ``n`` trials that a one-sided binomial test at ``level`` does not
+    reject under H0 "success rate >= p0": the smallest k with P[Bin(n, p0) <= k] >= level.
+
+    Used for coverage: with k of n seeds covering theta*, "coverage >= 1 - alpha" is rejected below this."""
+    n = check_positive_int("n", n)
+    return int(np.argmax(stats.binom.cdf(np.arange(n + 1), n, p0) >= level))
+
+
+def binom_accept_max(n: int, p0: float, level: float = 0.01) -> int:
+    """Largest count k of events in ``n`` trials that a one-sided binomial test at ``level`` does not reject
+    under H0 "event rate <= p0": the largest k with P[Bin(n, p0) >= k] >= level.
+
+    Used for validity: with k of n seeds whose lower bound exceeds the true epsilon, "exceedance rate <= alpha"
+    (Proposition 2 of {cite}`gauss_audit`) is rejected above this."""
+    n = check_positive_int("n", n)
+    return int(np.nonzero(stats.binom.sf(np.arange(n + 1) - 1, n, p0) >= level)[0].max())
+
+
+def region_coverage(
+    m: int, T: int, q: float, sigma: float, reps: int, *, alpha: float = 0.05, n_bootstrap: int = 1000, seed: int = 0
+) -> dict[str, int]:
+    """How many of ``reps`` Model-1 runs (m canaries) have their (1 - alpha) regions cover theta*.
+
+    theta* = (sqrt(T) q, sqrt(sigma^2 + q (1 - q)), 0, sigma) (Proposition 1 of {cite}`gauss_audit`, C = 1).
+    Returns ``{"Bonferroni box": k_box, "bootstrap ellipsoid": k_ell}``; run ``i`` draws its scores and its
+    bootstrap from ``default_rng(SeedSequence(seed).spawn(reps)[i])``. Only the regions are built (no epsilon
+    is minimised), so this is cheap enough for hundreds of seeds."""
+    reps = check_positive_int("reps", reps)
+    theta_star = np.array([math.sqrt(T) * q, math.sqrt(sigma**2 + q * (1 - q)), 0.0, sigma])
+    hits = {"Bonferroni box": 0, "bootstrap ellipsoid": 0}
+    for child in np.random.SeedSequence(seed).spawn(reps):
+        rg = np.random.default_rng(child)
+        i_c, o_c = simulate_scores(m, T, q, sigma, rng=rg)
+        box = bonferroni_box(i_c, o_c, alpha)
+        hits["Bonferroni box"] += bool(np.all((box["lower"] <= theta_star) & (theta_star <= box["upper"])))
+        ell = bootstrap_ellipsoid(i_c, o_c, alpha, n_bootstrap, rg)
+        d = theta_star - ell["center"]
+        hits["bootstrap ellipsoid"] += bool(d @ np.linalg.solve(ell["cov"], d) <= ell["radius2"])
+    return hits
+
+
+def null_zero_counts(
+    m: int,
+    sigma: float,
+    reps: int,
+    methods: Iterable[str],
+    *,
+    delta: float = 1e-5,
+    alpha: float = 0.05,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+) -> dict[str, int]:
+    """Null runs: in how many of ``reps`` runs each method's lower bound is exactly 0 when the IN and OUT
+    scores have the same law, N(0, sigma^2) (Model 1 with no canary signal, C = 1; each of ``m`` canaries IN
+    with probability 1/2). A valid bound is positive in at most a fraction alpha of such runs."""
+    reps = check_positive_int("reps", reps)
+    methods = tuple(methods)
+    zero = dict.fromkeys(methods, 0)
+    for child in np.random.SeedSequence(seed).spawn(reps):
+        rg = np.random.default_rng(child)
+        s = sigma * rg.standard_normal(m)
+        inn = rg.random(m) < 0.5
+        b = audit_methods(s[inn], s[~inn], methods, delta, alpha, n_bootstrap, int(rg.integers(1 << 31)))
+        for k in methods:
+            zero[k] += b[k] == 0.0
+    return zero
 
 
 def _coverage_chunk(
