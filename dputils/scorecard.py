@@ -102,17 +102,48 @@ class Targets:
             spec = read_target_spec(Path(spec))
         self.spec: dict[str, dict[str, Any]] = spec
 
-    def record(self, id: str, ours: Any = None, /, *, fmt: dict[str, Any] | None = None, **fields: Any) -> bool:
+    def record(
+        self,
+        id: str,
+        ours: Any = None,
+        /,
+        *,
+        fmt: dict[str, Any] | None = None,
+        ran: bool = True,
+        not_run_reason: str | None = None,
+        ok: bool | None = None,
+        **fields: Any,
+    ) -> bool:
         """Record target ``id`` from its entry in the chapter's target table (:func:`read_target_spec`).
 
         The table gives ``kind`` (``check``, ``check_true``, ``not_reproduced`` or ``not_run``) and the texts and
         references (``what``, ``source``, ``section``, ``paper``, ``tol``, ``mode``, ``reason``, ``note``); the
         notebook passes what it computed: ``ours``, and ``condition=`` for a qualitative target, or a ``paper=``
-        computed in the run (an exact value). Keyword ``fields`` override the table; ``{name}`` fields in the
-        table's texts are filled from ``fmt``. Dispatches to :meth:`check`, :meth:`check_true`,
-        :meth:`not_reproduced` or :meth:`not_run`, so a failing ``check`` raises ``AssertionError`` as there.
+        computed in the run (an exact value). Keyword ``fields`` override the table (``kind=`` too: the table's
+        fields that kind does not take are then dropped); ``{name}`` fields in the table's texts are filled from
+        ``fmt``. Dispatches to :meth:`check`, :meth:`check_true`, :meth:`not_reproduced` or :meth:`not_run`, so a
+        failing ``check`` raises ``AssertionError`` as there.
+
+        * ``ran=False``: the run did not compute it (a smaller profile, an option off): recorded as not run with the
+          table's texts and ``not_run_reason``.
+        * A ``not_reproduced`` entry, or any entry given ``ok=``, is an outcome: it passes (as a check, or a
+          qualitative check when ``tol`` is null) when ``ok`` holds (by default: ``ours`` within ``tol`` of
+          ``paper``), and is recorded as not reproduced with the table's ``reason`` otherwise. The ledger
+          (``params/targets_ledger.yml``) says which status is expected, so neither branch can change silently.
+
         Returns ``True`` when the target passed."""
-        entry = {**self.spec.get(id, {}), **fields}
+        spec = dict(self.spec.get(id, {}))
+        if not ran:
+            if not not_run_reason:
+                raise ValueError(f"{self.chapter} target {id}: ran=False needs not_run_reason")
+            keep = ("what", "paper", "source", "section")
+            fields = {**{k: v for k, v in fields.items() if k in keep}, "kind": "not_run", "reason": not_run_reason}
+            ours, ok = None, None
+        new_kind = fields.get("kind")
+        if new_kind is not None and new_kind in _KINDS and new_kind != spec.get("kind", "check"):
+            takes = set(_KINDS[new_kind]) | _OPTIONAL[new_kind]
+            spec = {k: v for k, v in spec.items() if k in takes}
+        entry = {**spec, **fields}
         kind = entry.pop("kind", "check")
         if kind not in _KINDS:
             raise ValueError(f"{self.chapter} target {id}: kind {kind!r} is not one of {', '.join(_KINDS)}")
@@ -120,6 +151,12 @@ class Targets:
             entry = {k: v.format(**fmt) if isinstance(v, str) else v for k, v in entry.items()}
         if ours is not None:
             entry["ours"] = ours
+        outcome = kind == "not_reproduced" or ok is not None
+        if outcome:
+            kind = "not_reproduced"
+            entry.setdefault("paper", None)
+            entry.setdefault("tol", None)
+            entry.setdefault("reason", "")
         need = _KINDS[kind]
         missing = [k for k in need if k not in entry]
         if missing:
@@ -129,20 +166,45 @@ class Targets:
             )
         if "tol" in entry:
             entry["tol"] = None if entry["tol"] is None else float(entry["tol"])
-        allowed = set(need) | _OPTIONAL[kind]
+        allowed = set(need) | _OPTIONAL[kind] | ({"note"} if outcome else set())
         extra = sorted(set(entry) - allowed)
         if extra:
             raise ValueError(f"{self.chapter} target {id} ({kind}): unexpected field(s) {', '.join(extra)}")
-        args = {k: entry[k] for k in entry if k not in ("what",)}
+        what = entry.pop("what")
+        if outcome:
+            return self._outcome(id, what, ok, **entry)
         if kind == "check":
-            return self.check(id, entry["what"], args.pop("ours"), args.pop("paper"), args.pop("tol"), **args)
+            return self.check(id, what, entry.pop("ours"), entry.pop("paper"), entry.pop("tol"), **entry)
         if kind == "check_true":
-            return self.check_true(id, entry["what"], args.pop("condition"), **args)
-        if kind == "not_reproduced":
-            self.not_reproduced(id, entry["what"], args.pop("ours"), args.pop("paper"), args.pop("tol"), **args)
-            return False
-        self.not_run(id, entry["what"], **args)
+            return self.check_true(id, what, entry.pop("condition"), **entry)
+        self.not_run(id, what, **entry)
         return False
+
+    def _outcome(
+        self,
+        id: str,
+        what: str,
+        ok: bool | None,
+        *,
+        ours: Any,
+        paper: Any,
+        tol: float | None,
+        reason: str,
+        mode: str = "abs",
+        note: str = "",
+        **place: Any,
+    ) -> bool:
+        """A pass when ``ok`` holds (default: ``ours`` within ``tol`` of ``paper``), else not reproduced."""
+        if ok is None:
+            if tol is None:
+                raise ValueError(f"{self.chapter} target {id}: an outcome without tol needs ok=")
+            ok = within(ours, paper, tol, mode)
+        if not ok:
+            self.not_reproduced(id, what, ours, paper, tol, reason=reason, mode=mode, **place)
+            return False
+        if tol is None:
+            return self.check_true(id, what, True, ours=ours, note=note, **place)
+        return self.check(id, what, ours, paper, tol, mode=mode, note=note, **place)
 
     def _add(self, **rec: Any) -> dict[str, Any]:
         if any(r["id"] == rec["id"] for r in self.records):
@@ -292,7 +354,7 @@ _KINDS: dict[str, tuple[str, ...]] = {
 _OPTIONAL: dict[str, set[str]] = {
     "check": {"mode", "source", "section", "note"},
     "check_true": {"ours", "paper", "source", "section", "note"},
-    "not_reproduced": {"mode", "source", "section"},
+    "not_reproduced": {"mode", "source", "section"},  # and "note", for the pass of an outcome
     "not_run": {"paper", "source", "section"},
 }
 

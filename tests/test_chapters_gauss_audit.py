@@ -1,10 +1,10 @@
-"""dputils.chapters.gauss_audit: the outcome-dependent targets and the smoke stand-ins of the chapter."""
+"""The gauss_audit chapter's outcome-dependent targets (Targets.record with ok=), its smoke stand-ins and its figure."""
 
 from __future__ import annotations
 
 import pytest
 
-from dputils.chapters.gauss_audit import SMOKE, record_not_run, record_outcome
+from dputils.chapters.gauss_audit import SMOKE, record_not_run
 from dputils.scorecard import Targets
 
 SPEC = {
@@ -24,7 +24,7 @@ SPEC = {
 
 def test_a_target_within_tolerance_passes_without_its_reason():
     tg = Targets("demo", spec=SPEC)
-    assert record_outcome(tg, "A", 2.3, fmt=dict(m=5, ours=2.3)) is True
+    assert tg.record("A", 2.3, fmt=dict(m=5, ours=2.3)) is True
     (rec,) = tg.records
     assert rec["status"] == "pass" and rec["reason"] == "" and rec["what"] == "gap at m = 5"
     assert rec["tolerance"] == "±0.5" and rec["source"] == "paper, Fig. 1" and rec["section"] == "s"
@@ -32,7 +32,7 @@ def test_a_target_within_tolerance_passes_without_its_reason():
 
 def test_a_target_outside_tolerance_is_not_reproduced_with_the_filled_reason():
     tg = Targets("demo", spec=SPEC)
-    assert record_outcome(tg, "A", 2.6, fmt=dict(m=5, ours=2.6)) is False
+    assert tg.record("A", 2.6, fmt=dict(m=5, ours=2.6)) is False
     (rec,) = tg.records
     assert rec["status"] == "not reproduced" and rec["reason"] == "ours 2.60" and rec["paper"] == 2.0
 
@@ -40,12 +40,12 @@ def test_a_target_outside_tolerance_is_not_reproduced_with_the_filled_reason():
 def test_ok_overrides_the_tolerance_and_a_qualitative_target_passes_as_check_true():
     tg = Targets("demo", spec=SPEC)
     with pytest.raises(AssertionError, match="reproduces now"):  # a false "not reproduced" is refused
-        record_outcome(tg, "A", 2.1, ok=False, fmt=dict(m=1, ours=2.1))
-    assert record_outcome(tg, "B", 1.2, ok=True, fmt=dict(where="")) is True
+        tg.record("A", 2.1, ok=False, fmt=dict(m=1, ours=2.1))
+    assert tg.record("B", 1.2, ok=True, fmt=dict(where="")) is True
     (b,) = tg.records
     assert b["status"] == "pass" and b["paper"] is None and b["tolerance"] == "" and b["ours"] == 1.2
     tg2 = Targets("demo", spec=SPEC)
-    record_outcome(tg2, "B", 0.9, ok=False, fmt=dict(where="eps 2"))
+    tg2.record("B", 0.9, ok=False, fmt=dict(where="eps 2"))
     assert tg2.records[0]["reason"] == "fails at eps 2" and tg2.records[0]["tolerance"] == ""
 
 
@@ -77,11 +77,8 @@ def test_draw_bounds_draws_one_line_per_auditor_and_labels_the_csv_once():
     plt.close(fig)
 
 
-def test_chapter_targets_finds_the_table_outside_the_checkout(tmp_path, monkeypatch):
-    from dputils.chapters.gauss_audit import chapter_targets
-
+def test_the_chapter_finds_its_table_outside_the_checkout(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # as the notebook tests run it
-    tg = chapter_targets("gauss_audit")
+    tg = Targets("gauss_audit")
     assert tg.spec["T4b"]["kind"] == "not_reproduced" and tg.spec["T1a"]["paper"] == 7.5154
-    with pytest.raises(FileNotFoundError, match="no_such_chapter"):
-        chapter_targets("no_such_chapter")
+    assert Targets("no_such_chapter").spec == {}

@@ -39,8 +39,31 @@ def test_record_fails_like_check():
         tg.record("T1", 1.5, fmt={"sigma": 2})
     with pytest.raises(AssertionError, match="T2"):
         tg.record("T2", condition=False)
-    with pytest.raises(AssertionError, match="reproduces now"):
-        Targets("demo", spec=SPEC).record("T3", 2.0, fmt={"ours": 2.0})
+
+
+def test_an_outcome_passes_when_it_holds_and_is_not_reproduced_otherwise():
+    tg = Targets("demo", spec=SPEC)
+    assert tg.record("T3", 2.01, fmt={"ours": 2.01}) is True  # within 0.05 of 2.0: a pass, the ledger tells
+    assert tg.record("T1", 9.0, ok=False, reason="far off", fmt={"sigma": 2}) is False
+    assert tg.record("T2", "a < b", ok=True) is True  # no tol: a qualitative pass
+    by_id = {r["id"]: r for r in tg.records}
+    assert by_id["T3"]["status"] == "pass" and by_id["T3"]["tolerance"]
+    assert by_id["T1"]["status"] == "not reproduced" and by_id["T1"]["reason"] == "far off"
+    assert by_id["T2"]["status"] == "pass" and by_id["T2"]["ours"] == "a < b"
+    with pytest.raises(ValueError, match="needs ok="):
+        Targets("demo", spec={"X": {"kind": "not_reproduced", "what": "w", "reason": "r"}}).record("X", 1.0)
+
+
+def test_not_run_and_kind_overrides_keep_the_table_texts():
+    tg = Targets("demo", spec=SPEC)
+    assert tg.record("T1", 1.0, ran=False, not_run_reason="smoke profile", fmt={"sigma": 3}) is False
+    assert tg.record("T3", kind="not_run", reason="off") is False
+    with pytest.raises(ValueError, match="not_run_reason"):
+        tg.record("T2", ran=False)
+    by_id = {r["id"]: r for r in tg.records}
+    assert by_id["T1"] == {**by_id["T1"], "status": "not run", "what": "ε at σ = 3", "paper": 1.0, "ours": None}
+    assert by_id["T1"]["reason"] == "smoke profile" and by_id["T1"]["source"] == "paper, Table 1"
+    assert by_id["T3"]["status"] == "not run" and by_id["T3"]["paper"] == 2.0 and by_id["T3"]["reason"] == "off"
 
 
 def test_arguments_override_the_table_and_missing_fields_are_named():

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import plotting
-from ..results import glue, repo_root
-from ..scorecard import Targets, target_spec_path
+from ..results import glue
+from ..scorecard import Targets
 from ..tables import sci, show_table
 
 # column headers of the reproduction tables (comparison_row keys)
@@ -36,17 +35,6 @@ HEAD = {
 ESTIMATES = ["m", "truth", "ew0", "ew1", "ew2", "ew3", "gdp", "rdp"]
 
 
-def targets() -> Targets:
-    """The chapter's :class:`~dputils.scorecard.Targets` with its table ``params/targets/edgeworth.yml``.
-
-    The table is looked up in the checkout around the working directory (a book run) and, failing that, in the
-    checkout that holds this package (a notebook executed elsewhere, e.g. the smoke tests' temporary folder)."""
-    path = target_spec_path("edgeworth")
-    if not path.is_file():
-        path = target_spec_path("edgeworth", repo_root(Path(__file__)))
-    return Targets("edgeworth", spec=path if path.is_file() else None)
-
-
 def glue_all(**values: Any) -> None:
     """Glue each keyword as a hidden value (``{glue:text}`name``` in the prose)."""
     for name, value in values.items():
@@ -58,25 +46,14 @@ def show_rows(rows: list[dict[str, Any]], cols: Sequence[str], caption: str, rdp
     return show_table(rows, columns=[c for c in cols if rdp or c != "rdp"], headers=HEAD, caption=caption)
 
 
-def not_run(tg: Targets, id: str, reason: str, **fields: Any) -> None:
-    """Record target ``id`` as not run, with its texts (and anchor) from the chapter's table."""
-    spec = {**tg.spec[id], **fields}
-    keep = {k: spec[k] for k in ("paper", "source", "section") if k in spec}
-    tg.not_run(id, spec["what"], reason=reason, **keep)
-
-
 def record_at(tg: Targets, id: str, rows: list[dict[str, Any]], m: int, key: str, run: bool = True) -> None:
     """Record target ``id`` (from the chapter's table) with ``row[key]`` of the row at ``m``.
 
     Records it as not run, with the reason, when ``run`` is false (the RDP baseline is off) or this run's
     parameters have no row at ``m`` (the smoke profile)."""
     by_m = {r["m"]: r for r in rows}
-    if run and m in by_m:
-        tg.record(id, by_m[m][key])
-    elif not run:
-        not_run(tg, id, "run_rdp is off")
-    else:
-        not_run(tg, id, f"m = {m} is not in this run's parameters (smoke profile)")
+    why = "run_rdp is off" if not run else f"m = {m} is not in this run's parameters (smoke profile)"
+    tg.record(id, by_m[m][key] if run and m in by_m else None, ran=run and m in by_m, not_run_reason=why)
 
 
 def cumulant_table(tg: Targets, ids: Iterable[str]):

@@ -17,52 +17,13 @@ Nothing here computes a number the chapter shows; the computations are in :mod:`
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from matplotlib.ticker import NullFormatter
 
-from ..results import repo_root
-from ..scorecard import Targets, target_spec_path, within
+from ..scorecard import Targets
 
 SMOKE = "smoke profile: checked at the book's (full) profile only"
-
-
-def chapter_targets(chapter: str = "gauss_audit") -> Targets:
-    """The chapter's :class:`~dputils.scorecard.Targets` with its table ``params/targets/<chapter>.yml``, found
-    under the working directory's checkout or, when the notebook runs outside it (the tests execute notebooks
-    in a temporary folder), under the checkout this package is imported from."""
-    path = target_spec_path(chapter)
-    if not path.is_file():
-        path = target_spec_path(chapter, repo_root(Path(__file__).resolve().parent))
-    if not path.is_file():
-        raise FileNotFoundError(f"no target table {path.name} under the working directory or the package's checkout")
-    return Targets(chapter, spec=path)
-
-
-def record_outcome(
-    tg: Targets, id: str, ours: Any, *, ok: bool | None = None, fmt: dict[str, Any] | None = None, **fields: Any
-) -> bool:
-    """Record target ``id``: a pass when it holds, else *not reproduced* with the table's reason.
-
-    ``ok`` defaults to ``within(ours, paper, tol, mode)`` of the table's entry (after ``fields``). A passing
-    target with ``tol`` null in the table (a qualitative claim) is recorded as ``check_true`` with ``ours``
-    and no reference; otherwise as ``check``. Returns whether it passed."""
-    entry = {**tg.spec.get(id, {}), **fields}
-    entry.pop("kind", None)
-    if fmt:
-        entry = {k: v.format(**fmt) if isinstance(v, str) else v for k, v in entry.items()}
-    what, reason = entry.pop("what"), entry.pop("reason", "")
-    paper, tol, mode = entry.pop("paper", None), entry.pop("tol", None), entry.pop("mode", "abs")
-    tol = None if tol is None else float(tol)
-    if ok is None:
-        ok = within(ours, paper, tol, mode)
-    if not ok:
-        tg.not_reproduced(id, what, ours, paper, tol, reason=reason, mode=mode, **entry)
-        return False
-    if tol is None:
-        return tg.check_true(id, what, True, ours=ours, **entry)
-    return tg.check(id, what, ours, paper, tol, mode=mode, **entry)
 
 
 def record_not_run(tg: Targets, ids: Iterable[str], what: str, reason: str = SMOKE, **fields: Any) -> None:

@@ -12,51 +12,13 @@ import numpy as np
 
 from .. import plotting
 from ..results import glue
-from ..run import find_root
-from ..scorecard import Targets, target_spec_path, within
 from ..tables import sci
-
-
-def targets() -> Targets:
-    """The chapter's :class:`Targets`, reading its table ``params/targets/matrix_allocation.yml`` from the book
-    folder :func:`dputils.run.find_root` finds (the checkout around the working directory, else the one holding
-    the imported package: a notebook executed in a temporary folder, as the smoke tests do, still finds it)."""
-    return Targets("matrix_allocation", spec=target_spec_path("matrix_allocation", find_root()))
 
 
 def glue_all(prefix: str, values: Mapping[str, Any]) -> None:
     """Glue every ``values[key]`` as ``prefix + key`` (the numbers the prose quotes)."""
     for k, v in values.items():
         glue(f"{prefix}{k}", v)
-
-
-def record_or_not_reproduced(
-    tg: Targets, tid: str, ours: Any, paper: Any = None, *, note: str = "", fmt: Mapping[str, Any] | None = None
-) -> bool:
-    """Record target ``tid`` (an ordering claim ``ours <= paper``, or a Monte Carlo value within its tolerance;
-    tolerance and mode from the chapter's table, whose entry is a ``not_reproduced`` one with its ``reason``):
-    checked when it holds, recorded as not reproduced with the numbers otherwise (the ledger fixes which). ``paper`` overrides the table's; ``note`` is the check's
-    note. Returns whether it held."""
-    entry = {**tg.spec[tid]}
-    if paper is not None:
-        entry["paper"] = paper
-    if fmt:
-        entry = {k: v.format(**fmt) if isinstance(v, str) else v for k, v in entry.items()}
-    tol, mode = float(entry["tol"]), entry.get("mode", "abs")
-    common = dict(mode=mode, source=entry.get("source", "paper"), section=entry.get("section", ""))
-    if within(ours, entry["paper"], tol, mode):
-        return tg.check(tid, entry["what"], ours, entry["paper"], tol, note=note, **common)
-    tg.not_reproduced(tid, entry["what"], ours, entry["paper"], tol, reason=entry["reason"], **common)
-    return False
-
-
-def record_or_skip(tg: Targets, ids: Sequence[str], run: bool, what: str, reason: str) -> bool:
-    """``run``: nothing (the caller records ``ids``); else record each of ``ids`` as not run (``what``,
-    ``reason``: a smaller profile). Returns ``run``."""
-    if not run:
-        for tid in ids:
-            tg.not_run(tid, what, reason=reason)
-    return run
 
 
 def sigma_axes(ax, epsilons: Sequence[float], title: str, ylabel: str = "calibrated σ") -> None:

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import plotting
-from ..results import repo_root
-from ..scorecard import _KINDS, _OPTIONAL, Targets, target_spec_path
+from ..scorecard import Targets
 from ..tables import sci, show_table
 
 # the authors' mpmath truth, eps(delta = 1e-15) at sigma = 2, q = 0.01 for the 32 values of n in
@@ -33,17 +31,6 @@ AUTHORS = [
 # fmt: on
 
 
-def targets() -> Targets:
-    """The chapter's :class:`~dputils.scorecard.Targets` with its table ``params/targets/saddle_point.yml``.
-
-    The table is looked up in the checkout around the working directory (a book run) and, failing that, in the
-    checkout that holds this package (a notebook executed elsewhere, e.g. the smoke tests' temporary folder)."""
-    path = target_spec_path("saddle_point")
-    if not path.is_file():
-        path = target_spec_path("saddle_point", repo_root(Path(__file__)))
-    return Targets("saddle_point", spec=path if path.is_file() else None)
-
-
 def colors() -> dict[str, Any]:
     """One colour per method in every panel of the chapter."""
     return dict(
@@ -54,16 +41,6 @@ def colors() -> dict[str, Any]:
         ma=plotting.color("rdp"),
         gdp=plotting.color("gdp"),
     )
-
-
-def record_as(tg: Targets, id: str, kind: str, ours: Any = None, fmt: dict | None = None, **fields: Any) -> bool:
-    """Record target ``id`` as ``kind`` (a branch other than its table's), keeping only the table fields
-    that kind takes (e.g. the texts and anchor of a ``check`` recorded as ``not_run`` or ``not_reproduced``)."""
-    entry = {**tg.spec[id], **fields, "kind": kind}
-    allowed = set(_KINDS[kind]) | _OPTIONAL[kind] | {"kind"}
-    one = Targets(tg.chapter, spec={id: {k: v for k, v in entry.items() if k in allowed}})
-    one.records = tg.records  # record into the chapter's list
-    return one.record(id, ours, fmt=fmt)
 
 
 def point_table(pt, eps_acc, n: int):
@@ -372,9 +349,9 @@ def record_epoch_claims(
     over1 = [r for r in rows_d if 1 < r["epochs"] <= 16]
     worst = max(over1, key=lambda r: r["rel_clt"]) if over1 else None
     if off_paper or worst is None:
-        record_as(tg, t_clt, "not_run", reason=off_paper or "no epoch count in (1, 16] in this profile", **skip)
+        tg.record(t_clt, kind="not_run", reason=off_paper or "no epoch count in (1, 16] in this profile", **skip)
     elif worst["rel_clt"] <= acc:
-        record_as(tg, t_clt, "check", worst["rel_clt"], **le)
+        tg.record(t_clt, worst["rel_clt"], kind="check", **le)
     else:
         fmt = dict(
             err=sci(worst["rel_clt"]),
@@ -384,17 +361,17 @@ def record_epoch_claims(
             acc=sci(acc, 1),
             good=accurate_from(rows_d, acc),
         )
-        record_as(tg, t_clt, "not_reproduced", worst["rel_clt"], fmt=fmt)
+        tg.record(t_clt, worst["rel_clt"], kind="not_reproduced", ok=False, fmt=fmt)
     r3 = by_epoch.get(3.0)
     if off_paper or r3 is None:
-        record_as(tg, t_msd3, "not_run", reason=off_paper or "3 epochs not in this profile", **skip)
+        tg.record(t_msd3, kind="not_run", reason=off_paper or "3 epochs not in this profile", **skip)
     elif math.isnan(r3["rel_msd1"]):
         fmt = dict(f=r3["msd1_factor"], t=r3["t"], clt=sci(r3["rel_clt"]))
-        record_as(tg, t_msd3, "not_reproduced", "undefined", fmt=fmt)
+        tg.record(t_msd3, "undefined", kind="not_reproduced", ok=False, fmt=fmt)
     else:
-        record_as(tg, t_msd3, "check", r3["rel_msd1"], **le)
+        tg.record(t_msd3, r3["rel_msd1"], kind="check", **le)
     r16 = by_epoch.get(16.0)
     if off_paper or r16 is None:
-        record_as(tg, t_msd16, "not_run", reason=off_paper or "16 epochs not in this profile", **skip)
+        tg.record(t_msd16, kind="not_run", reason=off_paper or "16 epochs not in this profile", **skip)
     else:
         tg.record(t_msd16, r16["rel_msd1"])

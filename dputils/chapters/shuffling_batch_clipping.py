@@ -15,27 +15,7 @@ import numpy as np
 from .. import data as dpdata
 from .. import plotting
 from .. import shuffling as sh
-from ..scorecard import Targets, within
 from ..tables import show_table
-
-
-def record_or_not_run(
-    tg: Targets, id: str, ours: Any, ran: bool, reason: str, fmt: dict[str, Any] | None = None
-) -> bool:
-    """Record target ``id`` of the chapter's table, or "not run" for ``reason`` with the table's texts and
-    reference value when the run did not compute it (``ran`` false: the smoke profile runs other settings).
-
-    A target the table lists as not reproduced is recorded as a passing check if ``ours`` meets the
-    reference after all (so a reproduction is never hidden); ``{name}`` fields are filled from ``fmt``."""
-    e = {k: v.format(**fmt) if fmt and isinstance(v, str) else v for k, v in tg.spec[id].items()}
-    place = {"source": e["source"], "section": e["section"]}
-    if not ran:
-        tg.not_run(id, e["what"], reason=reason, paper=e["paper"], **place)
-        return False
-    mode = e.get("mode", "abs")
-    if e.get("kind") == "not_reproduced" and within(ours, e["paper"], float(e["tol"]), mode):
-        return tg.check(id, e["what"], ours, e["paper"], float(e["tol"]), mode=mode, **place)
-    return tg.record(id, ours, fmt=fmt)
 
 
 def law_table(law: sh.C2Law, caption: str):
