@@ -46,13 +46,14 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import math
 import platform
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .jsonio import write_text_atomic
+from .jsonio import jsonable, write_text_atomic
 
 RECORD_VERSION = 1
 #: Distributions whose installed version is part of every chapter's inputs.
@@ -92,10 +93,21 @@ def sha256_file(path: Path) -> str:
 
 
 def _canonical(obj: Any) -> Any:
-    """``obj`` as plain JSON data (strict: a non-finite float becomes its repr string)."""
-    from .results import to_jsonable
+    """``obj`` as plain JSON data for a digest (:func:`dputils.jsonio.jsonable`, which writes anything unknown as
+    its ``str``), except that a non-finite float becomes its repr string (``"inf"``, ``"-inf"``, ``"nan"``): the
+    strict JSON of the results files writes each as null, and a parameter changed from inf to nan must still
+    change the digest."""
 
-    return json.loads(json.dumps(to_jsonable(obj), sort_keys=True, allow_nan=False, default=str))
+    def marked(o: Any) -> Any:
+        if isinstance(o, dict):
+            return {k: marked(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return [marked(v) for v in o]
+        if isinstance(o, float) and not math.isfinite(o):  # numpy's float64 is a float
+            return repr(float(o))
+        return o
+
+    return json.loads(json.dumps(jsonable(marked(obj)), sort_keys=True, allow_nan=False))
 
 
 def _now() -> str:

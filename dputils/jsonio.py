@@ -2,13 +2,14 @@
 
 * :func:`jsonable` makes numpy scalars and arrays, tuples, sets and paths plain and writes every non-finite float
   (an infinite, i.e. vacuous, bound or an undefined one) as ``null``; :func:`dumps` is ``json.dumps`` of it with
-  ``allow_nan=False``. The command line, the accountant state files, the run reports and the sweep's point files
-  use it.
+  ``allow_nan=False``. The command line, the accountant state files, the chapters' results files
+  (:mod:`dputils.results`), the run reports and the sweep's point files use it.
 * :func:`write_text_atomic` and :func:`write_json_atomic`: a temporary file in the same folder, fsync, rename (a
   reader sees the old file or the new one, never half of one; the temporary file is removed on failure).
 
-The chapters' results files (:mod:`dputils.results`) keep their own encoding of infinity (the string ``"inf"``,
-read back as a float), so that a vacuous bound survives the round trip into the book's tables.
+A non-finite number is null in the file; where its meaning matters (an infinite bound that a table shows as ∞),
+the writer records its place (``jsonable(..., nonfinite=marks)``, the results files keep ``marks`` in their
+``_meta``) and the reader puts it back (:func:`restore_nonfinite`), so that null never silently stands for infinity.
 """
 
 from __future__ import annotations
@@ -20,32 +21,71 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["jsonable", "dumps", "write_bytes_atomic", "write_text_atomic", "write_json_atomic"]
+__all__ = ["jsonable", "restore_nonfinite", "dumps", "write_bytes_atomic", "write_text_atomic", "write_json_atomic"]
 
 
-def jsonable(obj: Any) -> Any:
+def jsonable(obj: Any, *, strict: bool = False, nonfinite: dict[str, str] | None = None) -> Any:
     """``obj`` with numpy scalars/arrays, tuples and paths made plain, and every non-finite float (an
     infinite, i.e. vacuous, bound or an undefined one) written as None, so that ``json.dumps(...,
-    allow_nan=False)`` gives strict RFC 8259 JSON. The one place the command line converts its output."""
+    allow_nan=False)`` gives strict RFC 8259 JSON. The one place the package converts its output.
+
+    An object that is none of these (nor has ``to_dict`` or converts with ``float``) becomes its ``str``, or, with
+    ``strict=True`` (the chapters' results files), a ``TypeError`` naming its type. With a dict ``nonfinite``,
+    each non-finite number written as None is recorded there: its place as an RFC 6901 JSON Pointer (``/rows/3/
+    upper``) -> ``"inf"``, ``"-inf"`` or ``"nan"`` (:func:`restore_nonfinite` puts them back)."""
+    return _plain(obj, strict, "", nonfinite)
+
+
+def _plain(obj: Any, strict: bool, at: str, found: dict[str, str] | None) -> Any:
     if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
+        return {str(k): _plain(v, strict, f"{at}/{_escape(str(k))}", found) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, set, frozenset)):
-        return [jsonable(v) for v in obj]
+        return [_plain(v, strict, f"{at}/{i}", found) for i, v in enumerate(obj)]
     if hasattr(obj, "tolist") and hasattr(obj, "dtype"):  # numpy arrays and scalars
-        return jsonable(obj.tolist())
+        return _plain(obj.tolist(), strict, at, found)
     if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
         return obj
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
     if isinstance(obj, Path):
         return str(obj)
-    if hasattr(obj, "to_dict") and callable(obj.to_dict):
-        return jsonable(obj.to_dict())
-    try:
-        x = float(obj)
-    except (TypeError, ValueError):
-        return str(obj)
-    return x if math.isfinite(x) else None
+    if not isinstance(obj, float):
+        if hasattr(obj, "to_dict") and callable(obj.to_dict):
+            return _plain(obj.to_dict(), strict, at, found)
+        try:
+            obj = float(obj)
+        except (TypeError, ValueError):
+            if strict:
+                raise TypeError(f"cannot write a {type(obj).__name__} as JSON: {obj!r:.80}") from None
+            return str(obj)
+    if math.isfinite(obj):
+        return obj
+    if found is not None:
+        found[at] = repr(float(obj))  # "inf", "-inf" or "nan"
+    return None
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def restore_nonfinite(data: Any, nonfinite: dict[str, str]) -> Any:
+    """Put back into ``data`` (read from JSON) the non-finite numbers that :func:`jsonable` recorded in
+    ``nonfinite`` (JSON Pointer -> ``"inf"``, ``"-inf"``, ``"nan"``); in place, and returned. A pointer that does
+    not lead to a null of ``data`` is a ``ValueError`` (the file and its record disagree)."""
+    for pointer, mark in nonfinite.items():
+        if mark not in ("inf", "-inf", "nan") or not isinstance(pointer, str) or not pointer.startswith("/"):
+            raise ValueError(f"bad record of a non-finite number: {pointer!r}: {mark!r}")
+        *path, last = [t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/")]
+        try:
+            node = data
+            for t in path:
+                node = node[int(t)] if isinstance(node, list) else node[t]
+            key = int(last) if isinstance(node, list) else last
+            if node[key] is not None:
+                raise ValueError(f"{pointer} holds {node[key]!r}, not null")
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ValueError(f"{pointer}: no such place in the data ({exc})") from None
+        node[key] = float(mark)
+    return data
 
 
 def dumps(obj: Any) -> str:

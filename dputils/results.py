@@ -2,8 +2,10 @@
 
 Every notebook ends with ``dputils.results.save(NAME, key=value, ...)``. The file lands in
 ``$DPBOOK_RESULTS_DIR/NAME.json`` (default: ``results/`` under the current working directory's
-repository root), written atomically and readable by all (mode 0644). Tests and the book read these
-files; nobody scrapes cell output.
+repository root), written atomically and readable by all (mode 0644), in strict JSON (RFC 8259, the package's one
+rule, :mod:`dputils.jsonio`: a non-finite number is ``null``, and ``_meta.nonfinite`` says which nulls were
+``inf``, ``-inf`` or ``nan``). Tests and the book read these files with :func:`read` (or :func:`load`), which puts
+those numbers back; nobody scrapes cell output.
 
 The runner executes each notebook in a staging folder (``DPBOOK_RESULTS_DIR`` points there) and moves
 its results into place only when the whole notebook passed; ``load`` falls back to
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import os
 import re
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .jsonio import write_text_atomic  # noqa: F401  (public here too)
+from .jsonio import jsonable, restore_nonfinite, write_text_atomic
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -43,64 +44,58 @@ def results_dir() -> Path:
     return Path(env) if env else repo_root() / "results"
 
 
-def to_jsonable(obj: Any) -> Any:
-    """numpy scalars/arrays, dataclasses with ``to_dict``, tuples and paths made JSON-ready.
-
-    Non-finite floats are stored as the strings ``"inf"``, ``"-inf"`` and ``"nan"`` so that the file
-    stays valid JSON (``load`` turns them back into floats).
-    """
-    if hasattr(obj, "to_dict") and callable(obj.to_dict):
-        return to_jsonable(obj.to_dict())
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return [to_jsonable(v) for v in obj.tolist()]
-    if isinstance(obj, (np.bool_, bool)):
-        return bool(obj)
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        x = float(obj)
-        if math.isnan(x):
-            return "nan"
-        if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
-        return x
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
-
-
-def _from_json(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _from_json(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_from_json(v) for v in obj]
-    if obj in ("inf", "-inf", "nan"):
-        return float(obj)
-    return obj
+def to_jsonable(obj: Any, nonfinite: dict[str, str] | None = None) -> Any:
+    """``obj`` made strict JSON by the package's one rule (:func:`dputils.jsonio.jsonable`): numpy scalars and
+    arrays, dataclasses with ``to_dict``, tuples and paths made plain, and every non-finite float (an infinite,
+    i.e. vacuous, bound or an undefined one) written as ``null``, its place recorded in ``nonfinite`` when given;
+    anything else is a ``TypeError`` (a chapter never saves the ``repr`` of an object by mistake)."""
+    return jsonable(obj, strict=True, nonfinite=nonfinite)
 
 
 def save(name: str, /, **values: Any) -> Path:
     """Write ``values`` to ``results/NAME.json`` atomically and return the path.
 
-    The file is written to a temporary file in the same folder and moved into place with
-    ``os.replace``, so a crash never leaves a half-written artifact. A ``_meta`` entry records the time.
+    Strict JSON (:func:`to_jsonable`): a non-finite number is ``null``, and ``_meta.nonfinite`` records which
+    nulls stand for ``inf``, ``-inf`` or ``nan`` (JSON Pointer -> text; absent when there are none), so that
+    :func:`read` gives back the numbers that were saved. The file is written to a temporary file in the same
+    folder and moved into place with ``os.replace`` (:func:`dputils.jsonio.write_text_atomic`), so a crash never
+    leaves a half-written artifact. ``_meta`` also records the name and the time.
     """
     if not _NAME.match(name):
         raise ValueError(f"name must match {_NAME.pattern}, got {name!r}")
+    if "_meta" in values:
+        raise ValueError("_meta is written by save itself; give the values another name")
     out_dir = results_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
-    payload = to_jsonable(values)
+    marks: dict[str, str] = {}
+    payload = to_jsonable(values, marks)
     payload["_meta"] = {"name": name, "saved": _dt.datetime.now(_dt.UTC).isoformat()}
+    if marks:
+        payload["_meta"]["nonfinite"] = marks
     text = json.dumps(payload, indent=2, sort_keys=True, allow_nan=False)
     return write_text_atomic(out_dir / f"{name}.json", text + "\n")
 
 
+def read(path: Path | str) -> dict[str, Any]:
+    """A results file as :func:`save` was given it: the JSON, with the nulls that ``_meta.nonfinite`` marks turned
+    back into ``inf``, ``-inf`` or ``nan`` (:func:`dputils.jsonio.restore_nonfinite`); every other null stays None.
+    The one reader of results files (``load``, the scorecard, the sweep's table)."""
+    with open(path) as fh:
+        data = json.load(fh)
+    meta = data.get("_meta") if isinstance(data, dict) else None
+    marks = meta.get("nonfinite") if isinstance(meta, dict) else None
+    if marks:
+        if not isinstance(marks, dict):
+            raise ValueError(f"{path}: _meta.nonfinite must be an object, got {type(marks).__name__}")
+        try:
+            restore_nonfinite(data, marks)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+    return data
+
+
 def load(name: str, directory: Path | str | None = None) -> dict[str, Any]:
-    """Read ``results/NAME.json`` back (non-finite markers become floats again).
+    """Read ``results/NAME.json`` back (:func:`read`: the non-finite numbers that were saved come back as floats).
 
     Without ``directory``: ``results_dir()``, else ``$DPBOOK_RESULTS_PUBLISHED`` when the file is only there
     (a notebook run by the runner reads another notebook's published results).
@@ -112,8 +107,7 @@ def load(name: str, directory: Path | str | None = None) -> dict[str, Any]:
         published = os.environ.get("DPBOOK_RESULTS_PUBLISHED")
         if not path.is_file() and published:
             path = Path(published) / f"{name}.json"
-    with open(path) as fh:
-        return _from_json(json.load(fh))
+    return read(path)
 
 
 def glue(name: str, value: Any, display: bool = False) -> None:

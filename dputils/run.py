@@ -757,24 +757,31 @@ def _rel(p: Path | str, root: Path) -> str:
         return str(p)
 
 
-def describe_failure(rep: dict[str, Any], root: Path | None = None) -> list[str]:
-    """The lines of a failure report: where (md line, code cell, In [n], line), the source line, the error."""
+def failure_where(rep: dict[str, Any], notebook: str) -> str:
+    """The one description of where a notebook failed, shared by ``run`` and ``sweep``: ``NOTEBOOK:MD_LINE, code
+    cell K, In [n], line L: SOURCE LINE`` with the parts :func:`failure_location` found (``NOTEBOOK (before any
+    cell)`` when none)."""
     parts = []
     if "md_line" in rep:
-        parts.append(f"notebooks/{rep['name']}.md:{rep['md_line']}")
+        parts.append(f"{notebook}:{rep['md_line']}")
     if "code_cell" in rep:
         parts.append(f"code cell {rep['code_cell']}")
     if "cell" in rep:
         parts.append(f"In [{rep['cell']}]")
     if "line" in rep:
         parts.append(f"line {rep['line']}")
-    where = ", ".join(parts) if parts else "before any cell"
-    out = [
-        f"{where}: {rep['source']}" if rep.get("source") else where,
+    where = ", ".join(parts) if parts else f"{notebook} (before any cell)"
+    return f"{where}: {rep['source'].strip()}" if rep.get("source") else where
+
+
+def describe_failure(rep: dict[str, Any], root: Path | None = None) -> list[str]:
+    """The lines of a failure report: where (:func:`failure_where`) with the source line, the error, the executed
+    copy."""
+    return [
+        failure_where(rep, f"notebooks/{rep['name']}.md"),
         rep.get("error", "unknown error"),
         f"executed copy with the error: {_rel(rep['output'], root) if root else rep['output']}",
     ]
-    return out
 
 
 def execute_all(

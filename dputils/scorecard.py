@@ -26,13 +26,14 @@ paper (table/figure), or a computed anchor of our own notes (labelled as such).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .results import read
 
 STATUSES = ("pass", "fail", "not reproduced", "not run")
 
@@ -406,12 +407,14 @@ def _by_id(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def load_targets(results_dir: Path) -> dict[str, list[dict[str, Any]]]:
-    """``{chapter: [target records]}`` from every ``*.json`` in ``results_dir`` that has ``targets``."""
+    """``{chapter: [target records]}`` from every ``*.json`` in ``results_dir`` that has ``targets`` (read by
+    :func:`dputils.results.read`: a saved infinite bound comes back as ``inf`` and shows as ∞, not as a null's
+    "no value")."""
     out: dict[str, list[dict[str, Any]]] = {}
     for p in sorted(Path(results_dir).glob("*.json")):
         try:
-            data = json.loads(p.read_text())
-        except (OSError, json.JSONDecodeError):
+            data = read(p)
+        except (OSError, ValueError):  # json.JSONDecodeError is a ValueError
             continue
         t = data.get("targets") if isinstance(data, dict) else None
         if isinstance(t, list):

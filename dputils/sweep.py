@@ -64,11 +64,13 @@ import yaml
 from .changed import package_digests, package_sources  # noqa: F401  (public here too)
 from .cliparse import Parser as _Parser  # one line on errors, no abbreviations, an option given twice refused
 from .errors import DPValueError
-from .jsonio import write_bytes_atomic, write_text_atomic
+from .jsonio import write_bytes_atomic, write_json_atomic, write_text_atomic
+from .results import read as read_results
 from .run import (  # noqa: F401  (check_parameters, declared_parameters: public here too)
     PROFILES,
     check_parameters,
     declared_parameters,
+    failure_where,
     find_root,
     load_profile,
     pid_alive,
@@ -315,10 +317,6 @@ def plan_sweep(
 # --------------------------------------------------------------------------- running one point (on a worker)
 
 
-def _write_json(path: Path, obj: Any) -> None:
-    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
-
-
 def _read_meta(pdir: Path) -> dict[str, Any] | None:
     """The point's ``point.json`` as a dict, or None (missing or unreadable)."""
     try:
@@ -398,7 +396,7 @@ def run_point(
         if k in rep:
             meta[k] = rep[k]
     try:
-        _write_json(pdir / POINT_FILE, meta)
+        write_json_atomic(pdir / POINT_FILE, meta, sort_keys=True)
     except (OSError, TypeError, ValueError) as exc:
         rep.update(ok=False, error=f"cannot write {POINT_FILE}: {_one_line(exc)}")
     return rep
@@ -449,7 +447,7 @@ def _record_lost(plan: Plan, pt: Point, rep: dict[str, Any]) -> None:
     }
     _keep_last_ok(meta, _read_meta(plan.out_dir / pt.id))
     try:
-        _write_json(plan.out_dir / pt.id / POINT_FILE, meta)
+        write_json_atomic(plan.out_dir / pt.id / POINT_FILE, meta, sort_keys=True)
     except OSError:
         pass
 
@@ -505,12 +503,15 @@ def _flatten(prefix: str, obj: Any, out: dict[str, Any]) -> None:
 
 
 def point_results(pdir: Path) -> dict[str, Any]:
-    """The recorded results of one point, flattened (``_meta`` dropped, ``targets`` counted per status)."""
+    """The recorded results of one point, flattened (``_meta`` dropped, ``targets`` counted per status), read by
+    :func:`dputils.results.read`: a saved infinite number is ``inf`` again (the csv says ``inf``), not the null of
+    the strict file; a list is one cell of JSON as Python writes it (``Infinity``/``NaN`` for such numbers, which
+    ``json.loads`` reads back)."""
     files = sorted((pdir / "results").glob("*.json"))
     flat: dict[str, Any] = {}
     for f in files:
         try:
-            data = json.loads(f.read_text())
+            data = read_results(f)  # the saved non-finite numbers back (strict JSON writes them as null)
         except (OSError, ValueError) as exc:
             raise DPValueError(f"{f}: not valid JSON ({_one_line(exc)})") from None
         if not isinstance(data, dict):
@@ -632,17 +633,11 @@ def _one_line(exc: BaseException | str) -> str:
 
 
 def describe(rep: dict[str, Any], source: Path) -> str:
-    """One line: the point, where the notebook failed (file:line, code cell, line in the cell), the error."""
-    parts = []
-    if "md_line" in rep:
-        parts.append(f"{source.name}:{rep['md_line']}")
-    if "code_cell" in rep:
-        parts.append(f"code cell {rep['code_cell']}")
-    if "line" in rep:
-        parts.append(f"line {rep['line']}")
-    where = ", ".join(parts) if parts else source.name
-    src = f" `{rep['source'].strip()}`" if rep.get("source") else ""
-    return f"point {rep.get('point')} FAILED at {where}{src}: {rep.get('error', 'unknown error')}"
+    """One line: the point, where the notebook failed (:func:`dputils.run.failure_where`, as ``run`` says it), the
+    error."""
+    return (
+        f"point {rep.get('point')} FAILED at {failure_where(rep, source.name)} -> {rep.get('error', 'unknown error')}"
+    )
 
 
 def local_cluster(workers: int | None = None):

@@ -1,6 +1,7 @@
 """The runner's failure report and the atomic results writer."""
 
 import json
+import math
 import os
 import stat
 import subprocess
@@ -57,12 +58,43 @@ def test_save_is_atomic_and_round_trips(tmp_path, monkeypatch):
     import numpy as np
 
     monkeypatch.setenv("DPBOOK_RESULTS_DIR", str(tmp_path))
-    p = results.save("demo", a=np.float64(1.5), b=np.arange(3), c=float("inf"), d={"e": np.int64(2)})
+    p = results.save(
+        "demo",
+        a=np.float64(1.5),
+        b=np.arange(3),
+        c=float("inf"),
+        d={"e": np.int64(2), "x/y~z": -np.inf},
+        f=[1.0, float("nan")],
+        g=None,
+    )
     assert p == tmp_path / "demo.json"
     assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+    # strict JSON (RFC 8259), the package's one rule (dputils.jsonio): a non-finite number is null, as the CLI
+    # writes it, and _meta says which nulls were which number (JSON Pointers, "/" and "~" escaped as ~1 and ~0)
+    text = p.read_text()
+    raw = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert raw["c"] is None and raw["f"] == [1.0, None] and raw["d"]["x/y~z"] is None and raw["g"] is None
+    assert raw["_meta"]["nonfinite"] == {"/c": "inf", "/d/x~1y~0z": "-inf", "/f/1": "nan"}
+    assert '"inf"' not in text.split('"_meta"')[0] and "Infinity" not in text and "NaN" not in text
+    # read back: the numbers that were saved (a null that was None stays None)
     data = results.load("demo")
-    assert data["a"] == 1.5 and data["b"] == [0, 1, 2] and data["c"] == float("inf") and data["d"] == {"e": 2}
-    json.loads(p.read_text())  # strict JSON
+    assert data["a"] == 1.5 and data["b"] == [0, 1, 2] and data["c"] == float("inf") and data["g"] is None
+    assert data["d"] == {"e": 2, "x/y~z": float("-inf")} and data["f"][0] == 1.0 and math.isnan(data["f"][1])
+    # a file without non-finite numbers has no record of them
+    assert "nonfinite" not in json.loads(results.save("plain", a=1.0).read_text())["_meta"]
+    with pytest.raises(ValueError, match="_meta"):
+        results.save("demo", _meta={"x": 1})
+
+
+def test_read_refuses_a_record_that_disagrees_with_the_data(tmp_path):
+    for bad in ({"/a": "inf"}, {"/b": "inf"}, {"/c/5": "nan"}, {"/c/0": "big"}, {"a": "inf"}):
+        f = tmp_path / "x.json"
+        f.write_text(json.dumps({"a": 1.0, "c": [None], "_meta": {"nonfinite": bad}}))
+        with pytest.raises(ValueError, match="x.json"):
+            results.read(f)
+    f.write_text(json.dumps({"c": [None], "_meta": {"nonfinite": ["/c/0"]}}))
+    with pytest.raises(ValueError, match="must be an object"):
+        results.read(f)
 
 
 def test_save_failure_leaves_previous_file_intact(tmp_path, monkeypatch):
@@ -91,10 +123,10 @@ def test_results_files_are_mode_0644(tmp_path, monkeypatch):
 
 def test_load_falls_back_to_published_results(tmp_path, monkeypatch):
     (tmp_path / "pub").mkdir()
-    (tmp_path / "pub" / "other.json").write_text('{"a": "inf"}')
+    (tmp_path / "pub" / "other.json").write_text('{"a": null, "b": null, "_meta": {"nonfinite": {"/a": "inf"}}}')
     monkeypatch.setenv("DPBOOK_RESULTS_DIR", str(tmp_path / "stage"))
     monkeypatch.setenv("DPBOOK_RESULTS_PUBLISHED", str(tmp_path / "pub"))
-    assert results.load("other") == {"a": float("inf")}
+    assert results.load("other") == {"a": float("inf"), "b": None, "_meta": {"nonfinite": {"/a": "inf"}}}
     monkeypatch.delenv("DPBOOK_RESULTS_PUBLISHED")
     with pytest.raises(FileNotFoundError):
         results.load("other")
@@ -211,6 +243,34 @@ def test_failure_location_without_an_error_output(tmp_path):
     nbformat.write(nb, tmp_path / "x.ipynb")
     loc = failure_location(tmp_path / "x.ipynb")
     assert loc["code_cell"] == 2 and loc["source"] == "import time" and "line" not in loc
+
+
+def test_run_and_sweep_describe_a_failure_alike():
+    from dputils import sweep
+    from dputils.run import describe_failure
+
+    rep = {
+        "name": "chap",
+        "point": "p3",
+        "md_line": 41,
+        "code_cell": 3,
+        "cell": 7,
+        "line": 2,
+        "source": "  raise ValueError('x')",
+        "error": "ValueError: x",
+        "output": "/tmp/chap.ipynb",
+    }
+    where = "chap.md:41, code cell 3, In [7], line 2: raise ValueError('x')"
+    assert describe_failure(rep) == [
+        f"notebooks/{where}",
+        "ValueError: x",
+        "executed copy with the error: /tmp/chap.ipynb",
+    ]
+    assert sweep.describe(rep, Path("nb/chap.md")) == f"point p3 FAILED at {where} -> ValueError: x"
+    # nothing located: the notebook is named and the report says so
+    bare = {"name": "chap", "point": "p1", "error": "DeadKernelError", "output": "o.ipynb"}
+    assert describe_failure(bare)[0] == "notebooks/chap.md (before any cell)"
+    assert sweep.describe(bare, Path("chap.md")) == "point p1 FAILED at chap.md (before any cell) -> DeadKernelError"
 
 
 def _cli(args, cwd):

@@ -60,6 +60,25 @@ def test_targets_round_trip_through_results_and_page(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "chap.json").read_text())["targets"][1]["reason"] == "no GPU here"
 
 
+def test_non_finite_target_values_still_read_as_infinity_after_strict_json(tmp_path, monkeypatch):
+    # strict JSON writes inf as null, which the page would show as "no value" (an em dash); the results file
+    # records which nulls were infinite, so the page shows what the notebook's table showed before the round trip
+    monkeypatch.setenv("DPBOOK_RESULTS_DIR", str(tmp_path))
+    tg = Targets("chap")
+    tg.not_reproduced("T1", "vacuous bound", float("inf"), 2.0, 0.1, reason="the bound is vacuous here")
+    tg.check_true("T2", "bracket", True, ours=[np.float64(1.5), -np.inf], paper=None)
+    in_memory = [fmt_value(r["ours"]) for r in tg.records]
+    assert in_memory == ["\u221e", "1.5, -\u221e"]
+    p = results.save("chap", targets=tg)
+    assert json.loads(p.read_text())["targets"][0]["ours"] is None  # strict JSON in the file
+    loaded = load_targets(tmp_path)["chap"]
+    assert [fmt_value(r["ours"]) for r in loaded] == in_memory and loaded[1]["paper"] is None
+    page = page_markdown({"chap": loaded})
+    (row,) = [ln for ln in page.splitlines() if "vacuous bound" in ln]
+    assert "| \u221e |" in row and "\u2014" not in row
+    assert "1.5, -\u221e" in page
+
+
 def test_page_without_targets_says_so():
     assert "No chapter has recorded targets yet" in page_markdown({})
 

@@ -353,6 +353,19 @@ def test_read_table_takes_long_cells(tmp_path):
     assert csv.field_size_limit() == 131072  # restored
 
 
+def test_point_results_keep_saved_infinities(tmp_path, monkeypatch):
+    # strict JSON writes inf as null; the table reads the results file's record of it back, so the csv cell says
+    # inf (a vacuous bound), not the empty cell of a value that was never recorded
+    from dputils import results
+
+    monkeypatch.setenv("DPBOOK_RESULTS_DIR", str(tmp_path / "p1" / "results"))
+    results.save("nb", upper=float("inf"), none=None, row=[1.0, -float("inf")], t={"x": float("nan")})
+    flat = sweep.point_results(tmp_path / "p1")
+    assert flat["upper"] == float("inf") and flat["none"] is None and np.isnan(flat["t.x"])
+    assert flat["row"] == "[1.0, -Infinity]" and json.loads(flat["row"]) == [1.0, -float("inf")]
+    assert [sweep._cell(flat[k]) for k in ("upper", "none")] == ["inf", ""]
+
+
 # --------------------------------------------------------------------------- issue 24: hostile input, work lost
 
 

@@ -39,8 +39,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import data
-from ..errors import DPValueError, check_delta, check_positive, check_positive_int, check_probability
+from ..errors import DPValueError
 from .andrew import andrew_epsilon
+from .canary import CanaryConfig, device_label, draw_canaries
 
 __all__ = ["FTRLAuditRun", "simulate_ftrl_audit", "run_ftrl_audit", "audit_ftrl"]
 
@@ -91,37 +92,14 @@ class FTRLAuditRun:
         return gdp_epsilon(self.delta, self.mu_actual)
 
 
-def _check_common(m, T, sigma_node, clip, delta, p_in, noise_scale, canary_leaf):
-    m = check_positive_int("m", m)
-    if m < 4:
-        raise DPValueError(f"m must be >= 4 (the auditors need IN and OUT canaries), got {m}")
-    T = check_positive_int("T", T)
-    sigma_node = check_positive("sigma_node", sigma_node)
-    clip = check_positive("clip", clip)
-    delta = check_delta(delta)
-    p_in = check_probability("p_in", p_in, allow_zero=False, allow_one=False)
-    noise_scale = check_positive("noise_scale", noise_scale)
-    canary_leaf = check_positive_int("canary_leaf", canary_leaf)
-    if canary_leaf > T:
-        raise DPValueError(f"canary_leaf must be in [1, T={T}], got {canary_leaf}")
-    return m, T, sigma_node, clip, delta, p_in, noise_scale, canary_leaf
-
-
-def _membership(m: int, p_in: float, seed: int) -> np.ndarray:
-    is_in = np.random.default_rng([seed, 11]).random(m) < p_in
-    if is_in.all() or not is_in.any():  # the auditors need both groups (probability 2^(1-m))
-        is_in[0], is_in[1] = True, False
-    return is_in
-
-
-def _resolve_sigma(sigma_node, epsilon, T, delta, clip):
+def _resolve_sigma(cfg: CanaryConfig) -> float:
+    """The claimed per-node noise std: ``cfg.sigma_node``, or calibrated to ``cfg.epsilon``
+    (:func:`dputils.training.ftrl.calibrate_sigma_node`)."""
     from ..training.ftrl import calibrate_sigma_node
 
-    if (sigma_node is None) == (epsilon is None):
-        raise DPValueError("give exactly one of sigma_node and epsilon")
-    if sigma_node is None:
-        return calibrate_sigma_node(epsilon, delta, T, clip)
-    return sigma_node
+    if cfg.sigma_node is None:
+        return calibrate_sigma_node(cfg.epsilon, cfg.delta, cfg.T, cfg.clip)
+    return cfg.sigma_node
 
 
 class _Recorder:
@@ -183,20 +161,17 @@ def simulate_ftrl_audit(
     ``dim`` coordinates (default ``4 m``; canaries on ``m`` distinct random ones). Give ``epsilon`` (then
     sigma_node is calibrated, :func:`dputils.training.ftrl.calibrate_sigma_node`) or ``sigma_node``.
     ``keep_release`` stores the released prefix sums (T x dim floats) in ``run.release``."""
+    cfg = CanaryConfig.of_call("ftrl-ideal", locals(), ignore=("keep_release",))  # the arguments above, validated
+
     import torch
 
     from ..training.ftrl import TreeAggregator, released_ancestors, tree_epsilon
 
-    sigma_node = _resolve_sigma(sigma_node, epsilon, check_positive_int("T", T), check_delta(delta), clip)
-    m, T, sigma_node, clip, delta, p_in, noise_scale, canary_leaf = _check_common(
-        m, T, sigma_node, clip, delta, p_in, noise_scale, canary_leaf
-    )
-    d = 4 * m if dim is None else check_positive_int("dim", dim)
-    if d < m:
-        raise DPValueError(f"dim must be >= m ({m}) for distinct Dirac canaries, got {d}")
-    rng = np.random.default_rng([seed, 5])
-    coords = rng.choice(d, size=m, replace=False)
-    is_in = _membership(m, p_in, seed)
+    m, T, clip, delta, canary_leaf, noise_scale = cfg.m, cfg.T, cfg.clip, cfg.delta, cfg.canary_leaf, cfg.noise_scale
+    sigma_node = _resolve_sigma(cfg)
+    d = 4 * m if cfg.dim is None else cfg.dim
+    can = draw_canaries(cfg, stream=11, n_coords=d, coord_stream=5)
+    coords, is_in = can.coords, can.is_in
     t0 = time.perf_counter()
     gen = torch.Generator().manual_seed(int(seed) + 3)
     tree = TreeAggregator(d, noise_scale * sigma_node, generator=gen, dtype=torch.float64)
@@ -264,29 +239,21 @@ def run_ftrl_audit(
 
     ``noise_scale < 1`` makes the *actual* node noise smaller than the claimed ``sigma_node`` (a broken
     implementation whose accountant still reports :func:`dputils.training.ftrl.tree_epsilon` of the claim)."""
+    cfg = CanaryConfig.of_call("ftrl", locals())  # the arguments above, validated
+
     import torch
 
     from ..training import make_mlp, resolve_device
     from ..training.ftrl import FTRLConfig, released_ancestors, train_ftrl, tree_epsilon
 
-    sigma_node = _resolve_sigma(sigma_node, epsilon, check_positive_int("T", T), check_delta(delta), clip)
-    m, T, sigma_node, clip, delta, p_in, noise_scale, canary_leaf = _check_common(
-        m, T, sigma_node, clip, delta, p_in, noise_scale, canary_leaf
-    )
-    batch_size = check_positive_int("batch_size", batch_size)
-    hidden = int(hidden)
-    if hidden < 0:
-        raise DPValueError(f"hidden must be >= 0, got {hidden}")
-    n = T * batch_size
-    X, y = data.gaussian_blobs(n, dim=dim, n_classes=n_classes, seed=seed)
+    m, T, clip, delta, canary_leaf, noise_scale = cfg.m, cfg.T, cfg.clip, cfg.delta, cfg.canary_leaf, cfg.noise_scale
+    sigma_node = _resolve_sigma(cfg)
+    X, y = data.gaussian_blobs(T * cfg.batch_size, dim=dim, n_classes=n_classes, seed=seed)
     torch.manual_seed(seed)
-    model = make_mlp(dim, n_classes, hidden)
+    model = make_mlp(dim, n_classes, cfg.hidden)
     D = sum(p.numel() for p in model.parameters())
-    if m > D:
-        raise DPValueError(f"m must be <= the number of model parameters ({D}) for distinct Dirac canaries, got {m}")
-    rng = np.random.default_rng([seed, 5])
-    coords = rng.choice(D, size=m, replace=False)
-    is_in = _membership(m, p_in, seed)
+    can = draw_canaries(cfg, stream=11, n_coords=D, coord_stream=5)
+    coords, is_in = can.coords, can.is_in
     dev = resolve_device(device)
     rec = _Recorder(coords, T, canary_leaf, D, dev)
     in_coords = torch.as_tensor(coords[is_in], device=dev)
@@ -303,7 +270,7 @@ def run_ftrl_audit(
 
     config = FTRLConfig(
         steps=T,
-        batch_size=batch_size,
+        batch_size=cfg.batch_size,
         clip=clip,
         sigma_node=noise_scale * sigma_node,
         lr=lr,
@@ -331,7 +298,7 @@ def run_ftrl_audit(
         in_coords=coords[is_in],
         out_coords=coords[~is_in],
         seconds=res.seconds,
-        device=str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})",
+        device=device_label(dev),
         history=res.history,
         grad_mode=res.grad_mode,
     )

@@ -30,15 +30,14 @@ The theoretical epsilon is the PLD upper bound of Poisson-subsampled Gaussian DP
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import data
 from ..errors import DPValueError, check_choice, check_positive, check_positive_int
+from .canary import CanaryConfig, ScoreSums, device_label, draw_canaries, progress_bar, train_dpsgd
 from .methods import audit_all
-from .whitebox import ScoreSums, check_canary_run
 
 __all__ = ["KINDS", "InputCanaryRun", "make_input_canaries", "run_input_canary_audit", "audit_input_canaries"]
 
@@ -131,36 +130,30 @@ def run_input_canary_audit(
     (known to the strong adversary of DP, and a function of the released iterate: post-processing). It
     removes the background's mean drift along ``u_t`` (large for mislabeled canaries, whose gradients oppose
     those of their true class); the sampling fluctuation of the background remains."""
+    cfg = CanaryConfig.of_call("dpsgd", locals())  # the arguments above, validated
+
     import torch
 
-    from ..training import DPSGDConfig, clip_rows, make_mlp, per_sample_gradients, resolve_device, train
+    from ..training import clip_rows, make_mlp, per_sample_gradients, resolve_device
     from ..training.dpsgd import unflatten_params
     from .model1 import theoretical_epsilon
 
-    m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in = check_canary_run(
-        m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in
+    m, clip = cfg.m, cfg.clip
+    Xall, yall = data.gaussian_blobs(cfg.n_train + m, dim=dim, n_classes=n_classes, seed=seed)
+    X, y = Xall[: cfg.n_train], yall[: cfg.n_train]
+    Xc, yc = make_input_canaries(
+        kind, Xall[cfg.n_train :], yall[cfg.n_train :], n_classes, ood_scale=ood_scale, seed=seed
     )
-    check_choice("kind", kind, KINDS)
-    hidden = int(hidden)
-    if hidden < 0:
-        raise DPValueError(f"hidden must be >= 0, got {hidden}")
-
-    Xall, yall = data.gaussian_blobs(n_train + m, dim=dim, n_classes=n_classes, seed=seed)
-    X, y = Xall[:n_train], yall[:n_train]
-    Xc, yc = make_input_canaries(kind, Xall[n_train:], yall[n_train:], n_classes, ood_scale=ood_scale, seed=seed)
-    rng = np.random.default_rng([seed, 29])
-    is_in = rng.random(m) < p_in
-    if is_in.all() or not is_in.any():
-        is_in[0], is_in[1] = True, False
+    is_in = draw_canaries(cfg, stream=29).is_in
     X_tr = np.concatenate([X, Xc[is_in]])
     y_tr = np.concatenate([y, yc[is_in]])
-    n = len(X_tr)
-    q = batch_size / n
-    T = epochs * max(1, round(n / batch_size))
-    eps = theoretical_epsilon(sigma, q, T, delta, discretization=pld_discretization)
+    n = len(X_tr)  # the IN canaries are records of the data set: q and T count them
+    q = cfg.batch_size / n
+    T = cfg.epochs * max(1, round(n / cfg.batch_size))
+    eps = theoretical_epsilon(cfg.sigma, q, T, cfg.delta, discretization=cfg.pld_discretization)
 
     torch.manual_seed(seed)
-    model = make_mlp(dim, n_classes, hidden)
+    model = make_mlp(dim, n_classes, cfg.hidden)
     D = sum(p.numel() for p in model.parameters())
     dev = resolve_device(device)
     model.to(dev)
@@ -171,13 +164,7 @@ def run_input_canary_audit(
     u_bar[0] = 1.0  # fixed fallback direction for a zero canary gradient
     sums = torch.zeros(m, dtype=torch.float64, device=dev)
     sat = torch.zeros((), dtype=torch.float64, device=dev)
-
-    bar = None
-    if progress:
-        from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
-
-        bar = tqdm(total=T, desc=f"DP-SGD, {kind} input canaries (eps_PLD={eps['epsilon']:.2f})", unit="step")
-
+    bar = progress_bar(cfg, T, f"DP-SGD, {kind} input canaries (eps_PLD={eps['epsilon']:.2f})")
     X_bg = torch.as_tensor(X, device=dev)
     y_bg = torch.as_tensor(y, device=dev)
 
@@ -195,25 +182,7 @@ def run_input_canary_audit(
         if bar is not None:
             bar.update(1)
 
-    config = DPSGDConfig(
-        epochs=epochs,
-        sub_batch_size=1,
-        sub_batches=batch_size,
-        clip=clip,
-        sigma=sigma,
-        lr=lr,
-        sampler="poisson",
-        noise_multiplier_scale=1.0,
-        device=str(dev),
-        seed=seed,
-    )
-    t0 = time.perf_counter()
-    res = train(model, X_tr, y_tr, config, on_round=on_round)
-    seconds = time.perf_counter() - t0
-    if bar is not None:
-        bar.close()
-    if res.rounds != T:  # pragma: no cover - guards the T formula against changes in train()
-        raise DPValueError(f"internal: expected {T} rounds, train() ran {res.rounds}")
+    res, seconds = train_dpsgd(cfg, model, X_tr, y_tr, T, dev, bar=bar, on_round=on_round)
     with torch.no_grad():
         loss = torch.nn.functional.cross_entropy(model(Xc_t), yc_t, reduction="none").double().cpu().numpy()
     s = sums.cpu().numpy()
@@ -227,15 +196,15 @@ def run_input_canary_audit(
         kind=kind,
         T=T,
         q=q,
-        sigma=sigma,
+        sigma=cfg.sigma,
         clip=clip,
-        delta=delta,
+        delta=cfg.delta,
         epsilon_theory=eps["epsilon"],
         accountant=eps["accountant"],
         saturation=float(sat) / T,
         n_params=D,
         train_seconds=seconds,
-        device=str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})",
+        device=device_label(dev),
         history=res.history,
     )
 

@@ -24,7 +24,6 @@ for ``SubsampledGaussianMechanism(sigma, q)`` composed T times (:func:`dputils.a
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,15 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import data
-from ..errors import (
-    DPValueError,
-    check_choice,
-    check_delta,
-    check_nonnegative_int,
-    check_positive,
-    check_positive_int,
-    check_probability,
-)
+from ..errors import DPValueError, check_choice, check_nonnegative_int, check_positive, check_positive_int
+from .canary import CanaryConfig, ScoreSums, device_label, draw_canaries, progress_bar, train_dpsgd
 from .methods import audit_all
 
 __all__ = [
@@ -51,24 +43,6 @@ __all__ = [
     "fit_whitebox_sizes",
     "mlp_parameter_count",
 ]
-
-
-class ScoreSums:
-    """Definition 2 scores of a run that records the raw sums ``in_sums``/``out_sums`` over ``T`` steps."""
-
-    in_sums: np.ndarray
-    out_sums: np.ndarray
-    T: int
-
-    @property
-    def in_scores(self) -> np.ndarray:
-        """Definition 2: ``S_T = sum_t X_t / sqrt(T)`` for the IN canaries."""
-        return self.in_sums / math.sqrt(self.T)
-
-    @property
-    def out_scores(self) -> np.ndarray:
-        """Definition 2 for the OUT canaries."""
-        return self.out_sums / math.sqrt(self.T)
 
 
 @dataclass
@@ -101,29 +75,6 @@ class WhiteboxRun(ScoreSums):
     def expected_shift(self) -> float:
         """Model-1 mean difference of the raw sums, IN minus OUT: ``q C T``."""
         return self.q * self.clip * self.T
-
-
-def check_canary_run(m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in) -> tuple:
-    """Validate the common arguments of a canary training run (DPValueError naming the parameter)."""
-    m = check_positive_int("m", m)
-    if m < 4:
-        raise DPValueError(f"m must be >= 4 (the auditors need IN and OUT canaries), got {m}")
-    epochs = check_positive_int("epochs", epochs)
-    batch_size = check_positive_int("batch_size", batch_size)
-    n_train = check_positive_int("n_train", n_train)
-    if batch_size > n_train:
-        raise DPValueError(f"batch_size must be <= n_train ({n_train}), got {batch_size}")
-    return (
-        m,
-        check_positive("sigma", sigma),
-        check_positive("clip", clip),
-        epochs,
-        batch_size,
-        n_train,
-        check_positive("lr", lr),
-        check_delta(delta),
-        check_probability("p_in", p_in, allow_zero=False, allow_one=False),
-    )
 
 
 def mlp_parameter_count(dim: int, n_classes: int, hidden: int) -> int:
@@ -307,84 +258,41 @@ def run_whitebox_audit(
             the data found: 784 and 10, or 64 and 10 for the digits). The run's ``data`` field says what was used,
             including a fallback.
     """
+    cfg = CanaryConfig.of_call("dpsgd", locals())  # the arguments above, validated
+
     import torch
 
-    from ..training import DPSGDConfig, resolve_device, train
-    from ..training.models import MODELS, make_model
+    from ..training import resolve_device
+    from ..training.models import make_model
     from .model1 import theoretical_epsilon
 
-    m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in = check_canary_run(
-        m, sigma, clip, epochs, batch_size, n_train, lr, delta, p_in
-    )
-    noise_multiplier_scale = check_positive("noise_multiplier_scale", noise_multiplier_scale)
-    hidden = int(hidden)
-    if hidden < 0:
-        raise DPValueError(f"hidden must be >= 0, got {hidden}")
-
-    check_choice("model", model, MODELS)
-    microbatch = check_nonnegative_int("microbatch", microbatch)
-
-    q = batch_size / n_train
-    T = epochs * max(1, round(n_train / batch_size))
-    check_choice("dataset", dataset, ("blobs", "fashion-mnist"))
-    kind = data.classification_kind() if model == "mlp" and dataset == "fashion-mnist" else None
-    if kind in ("fashion-mnist", "sklearn-digits"):
-        X, y, _, _, source = data.fashion_mnist_data(n_train, 1, seed=seed)
-        dim, n_classes = X.shape[1], 10
-        if kind == "sklearn-digits":
-            warnings.warn(
-                f"Fashion-MNIST not found in {data.fashion_mnist_root()}: training on scikit-learn's "
-                f"handwritten digits ({data.DIGITS_SIZE} 8x8 images; Debian: apt-get install "
-                "dataset-fashion-mnist)",
-                stacklevel=2,
-            )
-    elif model == "mlp":
-        X, y = data.gaussian_blobs(n_train, dim=dim, n_classes=n_classes, seed=seed)
-        source = "gaussian-blobs"
-        if dataset == "fashion-mnist":
-            source += " (no Fashion-MNIST files, no scikit-learn)"
-            warnings.warn(
-                f"Fashion-MNIST not found in {data.fashion_mnist_root()} and scikit-learn not importable: "
-                "training on Gaussian blobs (Debian: apt-get install dataset-fashion-mnist; or pip "
-                "install scikit-learn for its handwritten digits)",
-                stacklevel=2,
-            )
-    else:
-        folder = None if not data_dir else Path(data_dir).expanduser()
-        X, y, source = data.image_data(folder, n_train, seed=seed)
-        n_classes = 10
-    torch.manual_seed(seed)
-    net = make_model(model, in_dim=dim, n_classes=n_classes, hidden=hidden)
+    q, T = cfg.q, cfg.steps
+    # the data and the model
+    X, y, source, dim, n_classes = _whitebox_data(cfg)
+    torch.manual_seed(cfg.seed)
+    net = make_model(cfg.model, in_dim=dim, n_classes=n_classes, hidden=cfg.hidden)
     D = sum(p.numel() for p in net.parameters())
-    if m > D:
-        raise DPValueError(f"m must be <= the number of model parameters ({D}) for distinct Dirac canaries, got {m}")
+    # the canaries: distinct coordinates, then the memberships, from one stream
+    can = draw_canaries(cfg, stream=7, n_coords=D)
+    coords, is_in = can.coords, can.is_in
 
-    rng = np.random.default_rng([seed, 7])
-    coords = rng.choice(D, size=m, replace=False)
-    is_in = rng.random(m) < p_in
-    if is_in.all() or not is_in.any():  # the auditors need both groups (probability 2^(1-m))
-        is_in[0], is_in[1] = True, False
-
-    eps = theoretical_epsilon(sigma, q, T, delta, discretization=pld_discretization)
-    dev = resolve_device(device)
+    eps = theoretical_epsilon(cfg.sigma, q, T, cfg.delta, discretization=cfg.pld_discretization)
+    dev = resolve_device(cfg.device)
     coords_t = torch.as_tensor(coords, device=dev)
     in_coords_t = coords_t[torch.as_tensor(is_in, device=dev)]
     n_in = int(is_in.sum())
-    canary_gen = torch.Generator(device="cpu").manual_seed(int(seed) + 17)  # canary sampling coins
-    sums = torch.zeros(m, dtype=torch.float32, device=dev)
+    canary_gen = torch.Generator(device="cpu").manual_seed(int(cfg.seed) + 17)  # canary sampling coins
+    sums = torch.zeros(cfg.m, dtype=torch.float32, device=dev)
     counts = torch.zeros(n_in, dtype=torch.int64)
 
-    bar = None
-    if progress:
-        from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
-
+    bar = progress_bar(cfg, T, f"white-box DP-SGD (final eps_PLD={eps['epsilon']:.2f})")
+    if bar is not None:
         from ..accountants.rdp import INTEGER_ORDERS, rdp_to_epsilon, subsampled_gaussian_rdp
 
-        bar = tqdm(total=T, desc=f"white-box DP-SGD (final eps_PLD={eps['epsilon']:.2f})", unit="step")
         # the privacy spent so far, shown as the run goes: RDP composes by addition, so after t steps it is
         # t * rdp_1 (one cheap conversion per update); an upper bound, looser than the final PLD figure
         rdp_orders = np.array(INTEGER_ORDERS[:63], dtype=float)  # orders 2..64
-        rdp_one = np.array([subsampled_gaussian_rdp(q, sigma, a) for a in rdp_orders])
+        rdp_one = np.array([subsampled_gaussian_rdp(q, cfg.sigma, a) for a in rdp_orders])
         every = max(1, T // 50)
 
     def extra_gradients(info):
@@ -393,7 +301,7 @@ def run_whitebox_audit(
         counts += hit.long()
         rows = torch.zeros(int(hit.sum()), D, device=dev)
         if rows.shape[0]:
-            rows[torch.arange(rows.shape[0], device=dev), in_coords_t[hit.to(dev)]] = clip
+            rows[torch.arange(rows.shape[0], device=dev), in_coords_t[hit.to(dev)]] = cfg.clip
         return rows
 
     def on_round(info):
@@ -402,30 +310,9 @@ def run_whitebox_audit(
             bar.update(1)
             t = info.round + 1
             if t % every == 0 or t == T:
-                bar.set_postfix(eps_spent_rdp=f"{rdp_to_epsilon(rdp_orders, t * rdp_one, delta)[0]:.3f}")
+                bar.set_postfix(eps_spent_rdp=f"{rdp_to_epsilon(rdp_orders, t * rdp_one, cfg.delta)[0]:.3f}")
 
-    config = DPSGDConfig(
-        epochs=epochs,
-        sub_batch_size=1,
-        sub_batches=batch_size,
-        clip=clip,
-        sigma=sigma,
-        lr=lr,
-        sampler="poisson",
-        noise_multiplier_scale=noise_multiplier_scale,
-        device=str(dev),
-        seed=seed,
-        microbatch=microbatch,
-    )
-    t0 = time.perf_counter()
-    res = train(net, X, y, config, extra_gradients=extra_gradients, on_round=on_round)
-    if dev.type == "cuda":
-        torch.cuda.synchronize()
-    seconds = time.perf_counter() - t0
-    if bar is not None:
-        bar.close()
-    if res.rounds != T:  # pragma: no cover - guards the T formula against changes in train()
-        raise DPValueError(f"internal: expected {T} rounds, train() ran {res.rounds}")
+    res, seconds = train_dpsgd(cfg, net, X, y, T, dev, bar=bar, extra_gradients=extra_gradients, on_round=on_round)
     s = sums.double().cpu().numpy()
     return WhiteboxRun(
         in_sums=s[is_in],
@@ -435,20 +322,51 @@ def run_whitebox_audit(
         out_coords=coords[~is_in],
         T=T,
         q=q,
-        sigma=sigma,
-        clip=clip,
-        delta=delta,
+        sigma=cfg.sigma,
+        clip=cfg.clip,
+        delta=cfg.delta,
         epsilon_theory=eps["epsilon"],
         accountant=eps["accountant"],
         steps_per_second=T / seconds,
         train_seconds=seconds,
-        device=str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})",
+        device=device_label(dev),
         n_params=D,
-        noise_multiplier_scale=noise_multiplier_scale,
+        noise_multiplier_scale=cfg.noise_multiplier_scale,
         history=res.history,
-        model=model,
+        model=cfg.model,
         data=source,
     )
+
+
+def _whitebox_data(cfg: CanaryConfig):
+    """The training data of a white-box run: ``(X, y, source, dim, n_classes)`` (see :func:`run_whitebox_audit`)."""
+    dim, n_classes, n_train, seed = cfg.dim, cfg.n_classes, cfg.n_train, cfg.seed
+    kind = data.classification_kind() if cfg.model == "mlp" and cfg.dataset == "fashion-mnist" else None
+    if kind in ("fashion-mnist", "sklearn-digits"):
+        X, y, _, _, source = data.fashion_mnist_data(n_train, 1, seed=seed)
+        if kind == "sklearn-digits":
+            warnings.warn(
+                f"Fashion-MNIST not found in {data.fashion_mnist_root()}: training on scikit-learn's "
+                f"handwritten digits ({data.DIGITS_SIZE} 8x8 images; Debian: apt-get install "
+                "dataset-fashion-mnist)",
+                stacklevel=3,
+            )
+        return X, y, source, X.shape[1], 10
+    if cfg.model == "mlp":
+        X, y = data.gaussian_blobs(n_train, dim=dim, n_classes=n_classes, seed=seed)
+        source = "gaussian-blobs"
+        if cfg.dataset == "fashion-mnist":
+            source += " (no Fashion-MNIST files, no scikit-learn)"
+            warnings.warn(
+                f"Fashion-MNIST not found in {data.fashion_mnist_root()} and scikit-learn not importable: "
+                "training on Gaussian blobs (Debian: apt-get install dataset-fashion-mnist; or pip "
+                "install scikit-learn for its handwritten digits)",
+                stacklevel=3,
+            )
+        return X, y, source, dim, n_classes
+    folder = None if not cfg.data_dir else Path(cfg.data_dir).expanduser()
+    X, y, source = data.image_data(folder, n_train, seed=seed)
+    return X, y, source, dim, 10
 
 
 def audit_whitebox(
