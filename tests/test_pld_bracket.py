@@ -338,3 +338,33 @@ def test_bracket_holds_near_delta_one_with_the_summation_error_counted():
     assert abs(truth - 468.05) < 0.01 and res.lower <= truth <= res.upper
     dres = PLDAccountant().compose(GaussianMechanism(0.3), 22).get_delta(0.0)
     assert dres.lower <= exact0 <= dres.upper
+
+
+@pytest.mark.parametrize("sigma, steps, eps, delta", [(2.0, 400, 3.0, 1e-6), (5.0, 20, 0.5, 1e-3)])
+def test_both_composition_kinds_answer_through_one_interface(sigma, steps, eps, delta):
+    # The FFT power and the spectral composition of the same upper (connect-the-dots) PMF are used through
+    # CertifiedComposition alone. Truth: Gaussian composition is mu-GDP with mu = sqrt(T)/sigma (Dong et al.,
+    # Cor. 3.3), delta(eps) in closed form at 50 digits; the upper PMF dominates it, so every upper bound of
+    # either kind is above the truth, and the two certified brackets (of one and the same PMF) overlap.
+    from dputils.accountants.pld import CertifiedComposition, ComposedPLD, SpectralPLD, discretize
+    from dputils.accountants.pld._compose import _compose
+
+    d = discretize(GaussianMechanism(sigma).pair("remove"), 1e-3)
+    kinds = [_compose([(d, steps)], "upper", 1e-20, spectral=s) for s in (True, False)]
+    assert [type(c) for c in kinds] == [SpectralPLD, ComposedPLD]
+    mu = math.sqrt(steps) / sigma
+    with mp.workdps(50):
+        truth = float(mp.ncdf(-eps / mu + mu / 2) - mp.e**eps * mp.ncdf(-eps / mu - mu / 2))
+    eps_truth = gdp_epsilon_mpmath(mu, delta)
+    brackets = []
+    for c in kinds:
+        assert isinstance(c, CertifiedComposition)
+        lo, up = c.cert_bracket(eps)
+        assert (lo, up) == (c.cert_lower(eps), c.cert_upper(eps))
+        assert lo <= up and up >= truth and up <= truth * (1 + 1e-2)  # the grid's pessimism, not more
+        brackets.append((lo, up))
+        e_up = c.epsilon_upper(delta)
+        assert e_up >= eps_truth and c.cert_upper(e_up) <= delta
+        e_lo = c.epsilon_lower(delta)
+        assert e_lo is not None and e_lo <= e_up and c.cert_lower(e_lo) >= delta
+    assert max(b[0] for b in brackets) <= min(b[1] for b in brackets)
