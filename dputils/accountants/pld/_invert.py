@@ -61,7 +61,8 @@ def _bisect_lower(c, target: float, guess: float | None = None) -> float | None:
 
 
 def _invert_lower(c, target: float) -> float | None:
-    """An eps with ``c.delta(eps) - c.noise(eps) >= target`` (c a ComposedPLD; as large as a few refinements give), or None.
+    """An eps with ``c.delta(eps) - c.noise(eps) >= target`` (c a ComposedPLD), as large as a few refinements
+    give, or None.
 
     Start from the inversion with the whole window's noise; each refinement inverts with the noise
     beyond the previous answer, which can only move right while keeping the inequality (the noise term is
