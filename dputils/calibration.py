@@ -26,6 +26,7 @@ from typing import Any
 from scipy import optimize
 
 from .errors import DPValueError, NumericalError, check_choice, check_finite, check_positive, check_positive_int
+from .numerics import bisect_monotone
 
 __all__ = ["Calibration", "calibrate", "calibrate_noise", "check_rel_tol", "REL_TOL_RANGE", "MAX_EVALUATIONS"]
 
@@ -189,12 +190,11 @@ def calibrate(
 
     lo, hi = sorted((good, bad))
     if integer:
-        while hi - lo > 1:
-            mid = float((int(lo) + int(hi)) // 2)
-            if meets(mid) != meets(lo):
-                hi = mid
-            else:
-                lo = mid
+        # keep an end on each side of the crossing: the ends' outcomes differ (met below or above)
+        met_lo = meets(lo)
+        lo, hi = bisect_monotone(
+            lambda x: meets(x) != met_lo, lo, hi, keep="hi", integer=True, ends_checked=True, return_bracket=True
+        )
     elif hi / lo - 1 > rel_tol:
         try:
             root = optimize.brentq(

@@ -20,7 +20,7 @@ import pytest
 from dputils import truth
 from dputils.accountants import pld
 from dputils.accountants.gdp import GDPAccountant
-from dputils.accountants.pld import PLDAccountant
+from dputils.accountants.pld import PLDAccountant, _pairs
 from dputils.errors import NumericalError
 from dputils.mechanisms import GaussianMechanism, SubsampledGaussianMechanism
 
@@ -149,7 +149,7 @@ def test_spectral_and_fft_compositions_bracket_the_same_truth(sigma, q, steps, d
     # Both composition paths must certify the same independent truth; the spectral one (no T u growth of
     # the rounding bound) is never looser than the FFT power by more than a hair. The spectral accountant
     # runs alone here (no FFT power as a second certificate).
-    monkeypatch.setattr(pld, "_BOTH_WINDOW", 0)
+    monkeypatch.setattr(_pairs, "_BOTH_WINDOW", 0)
     mech = SubsampledGaussianMechanism(sigma, q)
     ref, err = truth.composition_epsilon([(mech, steps)], delta)
     spec = PLDAccountant(discretization=1e-3).compose(mech, steps)
@@ -169,7 +169,7 @@ def test_spectral_and_fft_compositions_bracket_the_same_truth(sigma, q, steps, d
 def test_composed_infinity_mass_keeps_tiny_masses():
     # 1 - prod (1 - x_p)^{c_p} against mpmath at 50 digits. The direct product rounds (1 - 1e-20)^(1e7) to 1
     # and loses the whole mass (1e-13), which the upper PMF must carry to +infinity.
-    from dputils.accountants.pld import _composed_inf_mass
+    from dputils.accountants.pld._compose import _composed_inf_mass
 
     cases = [
         [(1e-20, 10_000_000)],
@@ -192,7 +192,8 @@ def test_composed_infinity_mass_keeps_tiny_masses():
 def test_long_composition_carries_the_infinite_mass_of_every_step():
     # The upper PMF of a Gaussian step puts its discretization tail delta(top) at +infinity; after T steps
     # at least 1 - (1 - x)^T of the composed P-mass is there. Both composition paths must keep it.
-    from dputils.accountants.pld import _compose, discretize
+    from dputils.accountants.pld import discretize
+    from dputils.accountants.pld._compose import _compose
 
     d = discretize(GaussianMechanism(20.0).pair("remove"), 1e-3, tail=1e-16)
     assert 0 < d.upper_inf < 1e-12
@@ -209,7 +210,7 @@ def test_long_composition_carries_the_infinite_mass_of_every_step():
 def test_spectral_zeta_and_its_error_bound_against_mpmath(n, i0, N, K):
     # zeta(k) = 1 - f(k)/s of one PMF (the spectral path's building block) against a 40-digit sum; the
     # computed error bound must cover the actual error, and must not be vacuous (a few hundred ulps).
-    from dputils.accountants.pld import _Part
+    from dputils.accountants.pld._spectral import _Part
 
     rng = np.random.default_rng(n)
     m = rng.random(n) ** 4
@@ -229,7 +230,8 @@ def test_spectral_zeta_and_its_error_bound_against_mpmath(n, i0, N, K):
 def test_spectral_phi_bound_dominates_the_transform():
     # The cell bounds that decide which frequencies are dropped: for each cell of width 2 pi / Ms the
     # bound (FFT sample + Lipschitz, or Taylor) must be >= |phi| at every frequency inside it (dense check).
-    from dputils.accountants.pld import _Part, discretize
+    from dputils.accountants.pld import discretize
+    from dputils.accountants.pld._spectral import _Part
 
     d = discretize(SubsampledGaussianMechanism(0.8, 0.05).pair("remove"), 1e-2)
     p = _Part(d.upper, d.i0, 1000)
@@ -253,7 +255,7 @@ def test_fft_power_is_not_built_where_the_spectral_certificate_suffices():
     r = acc.get_epsilon(1e-5)
     acc.get_delta(r.upper)
     for dp in acc._cache.values():
-        assert type(dp.up).__name__ == "SpectralPLD" and dp.up.window_points <= pld._BOTH_WINDOW
+        assert type(dp.up).__name__ == "SpectralPLD" and dp.up.window_points <= _pairs._BOTH_WINDOW
         assert dp._fft == {}
 
 
@@ -269,14 +271,14 @@ def test_second_certificate_gives_the_better_of_both(delta, loosen, monkeypatch)
     monkeypatch.setattr(pld.SpectralPLD, "_upper", lambda self, D, E: min(1.0, loosen * upper(self, D, E)))
     monkeypatch.setattr(pld.SpectralPLD, "_lower", lambda self, D, E: lower(self, D, E) / loosen)
     with monkeypatch.context() as m:
-        m.setattr(pld, "_BOTH_WINDOW", 0)
+        m.setattr(_pairs, "_BOTH_WINDOW", 0)
         spec = PLDAccountant(discretization=h).compose(mech, steps)
         rs = spec.get_epsilon(delta)
         ds = [spec.get_delta(e) for e in (0.8 * rs.upper, rs.upper)]
     fft = PLDAccountant(discretization=h).compose(mech, steps)
     fft._spectral = False
     both = PLDAccountant(discretization=h).compose(mech, steps)
-    monkeypatch.setattr(pld, "_PAIR_RATIO", 0.0)
+    monkeypatch.setattr(_pairs, "_PAIR_RATIO", 0.0)
     rf, rb = fft.get_epsilon(delta), both.get_epsilon(delta)
     assert rb.upper == min(rs.upper, rf.upper)
     assert rb.lower == max(rs.lower, rf.lower)
@@ -304,7 +306,7 @@ def test_spectral_refusal_falls_back_to_the_fft_power(monkeypatch):
     monkeypatch.setattr(pld.SpectralPLD, "_upper", lambda self, D, E: min(1.0, 3.0 * original(self, D, E)))
     acc = PLDAccountant(discretization=h).compose(mech, steps)
     assert acc.get_epsilon(delta).upper == expected
-    monkeypatch.setattr(pld, "_BOTH_WINDOW", 0)
+    monkeypatch.setattr(_pairs, "_BOTH_WINDOW", 0)
     with pytest.raises(NumericalError, match="spectral"):
         PLDAccountant(discretization=h).compose(mech, steps).get_epsilon(delta)
 
@@ -336,3 +338,33 @@ def test_bracket_holds_near_delta_one_with_the_summation_error_counted():
     assert abs(truth - 468.05) < 0.01 and res.lower <= truth <= res.upper
     dres = PLDAccountant().compose(GaussianMechanism(0.3), 22).get_delta(0.0)
     assert dres.lower <= exact0 <= dres.upper
+
+
+@pytest.mark.parametrize("sigma, steps, eps, delta", [(2.0, 400, 3.0, 1e-6), (5.0, 20, 0.5, 1e-3)])
+def test_both_composition_kinds_answer_through_one_interface(sigma, steps, eps, delta):
+    # The FFT power and the spectral composition of the same upper (connect-the-dots) PMF are used through
+    # CertifiedComposition alone. Truth: Gaussian composition is mu-GDP with mu = sqrt(T)/sigma (Dong et al.,
+    # Cor. 3.3), delta(eps) in closed form at 50 digits; the upper PMF dominates it, so every upper bound of
+    # either kind is above the truth, and the two certified brackets (of one and the same PMF) overlap.
+    from dputils.accountants.pld import CertifiedComposition, ComposedPLD, SpectralPLD, discretize
+    from dputils.accountants.pld._compose import _compose
+
+    d = discretize(GaussianMechanism(sigma).pair("remove"), 1e-3)
+    kinds = [_compose([(d, steps)], "upper", 1e-20, spectral=s) for s in (True, False)]
+    assert [type(c) for c in kinds] == [SpectralPLD, ComposedPLD]
+    mu = math.sqrt(steps) / sigma
+    with mp.workdps(50):
+        truth = float(mp.ncdf(-eps / mu + mu / 2) - mp.e**eps * mp.ncdf(-eps / mu - mu / 2))
+    eps_truth = gdp_epsilon_mpmath(mu, delta)
+    brackets = []
+    for c in kinds:
+        assert isinstance(c, CertifiedComposition)
+        lo, up = c.cert_bracket(eps)
+        assert (lo, up) == (c.cert_lower(eps), c.cert_upper(eps))
+        assert lo <= up and up >= truth and up <= truth * (1 + 1e-2)  # the grid's pessimism, not more
+        brackets.append((lo, up))
+        e_up = c.epsilon_upper(delta)
+        assert e_up >= eps_truth and c.cert_upper(e_up) <= delta
+        e_lo = c.epsilon_lower(delta)
+        assert e_lo is not None and e_lo <= e_up and c.cert_lower(e_lo) >= delta
+    assert max(b[0] for b in brackets) <= min(b[1] for b in brackets)

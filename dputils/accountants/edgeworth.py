@@ -66,6 +66,7 @@ from scipy import optimize, special
 from ..cumulants import LossMoments, loss_moments, pair_key
 from ..errors import DPValueError, NumericalError, check_delta, check_finite, check_positive_int
 from ..mechanisms import Mechanism, SubsampledLaplaceMechanism
+from ..numerics import bisect_monotone
 from .base import Accountant, AccountingResult
 
 __all__ = [
@@ -552,14 +553,18 @@ class EdgeworthAccountant(Accountant):
             if j == 0:
                 e_up = 0.0
             else:
-                a, b = grid[j - 1], grid[j]  # up(a) > delta >= up(b)
-                for _ in range(80):
-                    mid = 0.5 * (a + b)
-                    if float(up_f(np.array([mid]))[0]) <= delta:
-                        b = mid
-                    else:
-                        a = mid
-                e_up = float(b)
+                # up(grid[j - 1]) > delta >= up(grid[j]): 80 halvings, keeping the end where up <= delta
+                e_up = float(
+                    bisect_monotone(
+                        lambda e: float(up_f(np.array([e]))[0]) <= delta,
+                        grid[j - 1],
+                        grid[j],
+                        keep="hi",
+                        tol=0.0,
+                        max_iter=80,
+                        ends_checked=True,
+                    )
+                )
         # lower: the last eps where delta^- > delta (true delta exceeds delta there, so eps_true > it)
         if float(lo_f(np.array([0.0]))[0]) <= delta:
             e_lo = 0.0
@@ -569,14 +574,18 @@ class EdgeworthAccountant(Accountant):
             v = lo_f(grid)
             bad = np.nonzero(v > delta)[0]
             k = bad[-1]
-            a, b = grid[k], grid[k + 1]  # lo(a) > delta >= lo(b)
-            for _ in range(80):
-                mid = 0.5 * (a + b)
-                if float(lo_f(np.array([mid]))[0]) > delta:
-                    a = mid
-                else:
-                    b = mid
-            e_lo = float(a)
+            # lo(grid[k]) > delta >= lo(grid[k + 1]): 80 halvings, keeping the end where lo > delta
+            e_lo = float(
+                bisect_monotone(
+                    lambda e: float(lo_f(np.array([e]))[0]) > delta,
+                    grid[k],
+                    grid[k + 1],
+                    keep="lo",
+                    tol=0.0,
+                    max_iter=80,
+                    ends_checked=True,
+                )
+            )
         return e_lo, e_up
 
     def get_epsilon(self, delta: float) -> AccountingResult:

@@ -1,0 +1,91 @@
+"""Composition: the window of the composed loss (Chernoff bounds on both tails), the composed mass at
+infinity, and the choice between the spectral composition and the FFT power (see
+:mod:`dputils.accountants.pld`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import DPValueError, NumericalError
+from ._discretise import DiscretePLD, _log_mgf_grid
+from ._fft import ComposedPLD, _fft_power
+from ._spectral import _U, SpectralPLD, _spectral
+
+#: Largest composed window (grid points) one FFT composition may use: ~5 GiB and about a minute here.
+MAX_WINDOW = 2**26
+
+
+def _composed_inf_mass(parts: list[tuple[float, int]], round_up: bool) -> float:
+    """1 - prod_p (1 - x_p)^{c_p}: the probability that at least one of the composed steps has infinite loss.
+
+    Computed as -expm1(sum_p c_p log1p(-x_p)), accurate to a few ulps even when every x_p is tiny (the
+    direct product rounds (1 - 1e-20)^{c} to 1 and loses the mass c x entirely: 1e-13 at c = 1e7). Each log1p
+    and product has relative error <= 2u, the sum of P terms (P + 1) u, and -expm1 turns a relative error r of
+    its argument into at most r (|y| e^{-y} / (1 - e^{-y}) <= 1), so the result is within (P + 4) u relative:
+    it is inflated (``round_up``, for the upper PMF) or deflated (lower PMF) by 8 (P + 4) u to be a bound.
+    """
+    L = 0.0
+    for x, c in parts:
+        if not 0.0 <= x <= 1.0:
+            raise NumericalError(f"infinite-loss mass {x!r} outside [0, 1]")
+        if x >= 1.0:
+            return 1.0
+        L += c * math.log1p(-x)
+    v = -math.expm1(L)
+    slack = 8 * (len(parts) + 4) * _U
+    return min(1.0, v * (1 + slack)) if round_up else max(0.0, v * (1 - slack))
+
+
+def _compose(
+    parts: list[tuple[DiscretePLD, int]], which: str, window_tail: float, spectral: bool = True
+) -> ComposedPLD | SpectralPLD:
+    """Composition of the 'upper' or 'lower' PMFs of the parts, each self-composed ``count`` times.
+
+    Spectral (:class:`SpectralPLD`) when few Fourier coefficients suffice (long compositions) and
+    ``spectral`` is set, else one FFT power on the window (:class:`ComposedPLD`).
+    """
+    h = parts[0][0].h
+    t = np.logspace(-2, 2.5, 28)
+    K_pos = np.zeros_like(t)
+    K_neg = np.zeros_like(t)
+    offset = 0
+    span = 0
+    for d, c in parts:
+        m = d.upper if which == "upper" else d.lower
+        K_pos += c * _log_mgf_grid(m, d.i0, h, t)
+        K_neg += c * _log_mgf_grid(m, d.i0, h, -t)
+        offset += c * d.i0
+        span += c * (m.size - 1)
+    inf_mass = _composed_inf_mass(
+        [(d.upper_inf if which == "upper" else d.lower_inf, c) for d, c in parts], round_up=(which == "upper")
+    )
+    # rounding of the log-MGFs (~1e-13 relative): inflate them, which only widens the window
+    K_pos = K_pos + 1e-9 * (1.0 + np.abs(K_pos))
+    K_neg = K_neg + 1e-9 * (1.0 + np.abs(K_neg))
+    log_tail = math.log(window_tail)
+    u_hi = float(np.min((K_pos - log_tail) / t))
+    u_lo = float(np.max((log_tail - K_neg) / t))
+    j_lo = max(math.floor(u_lo / h) - 1, offset)
+    j_hi = min(math.ceil(u_hi / h) + 1, offset + span)
+    n_win = j_hi - j_lo + 1
+    if n_win > MAX_WINDOW:
+        raise DPValueError(
+            f"discretization: the composed privacy loss spans [{j_lo * h:.6g}, {j_hi * h:.6g}], {n_win:,} grid points "
+            f"at discretization {h:g}, over the limit of {MAX_WINDOW:,} (about a minute and 5 GiB); use a "
+            f"discretization of at least {h * n_win / MAX_WINDOW:.2g}"
+        )
+    if spectral:
+        sp = _spectral(
+            [(d.upper if which == "upper" else d.lower, d.i0, c) for d, c in parts],
+            h,
+            j_lo,
+            j_hi,
+            offset,
+            inf_mass,
+            2.0 * window_tail,
+        )
+        if sp is not None:
+            return sp
+    return _fft_power(parts, which, h, j_lo, n_win, offset, inf_mass, window_tail)

@@ -1,0 +1,128 @@
+"""Discretisation: one pair's privacy loss merged into bins of width h on the grid i h, as an upper
+(connect-the-dots) and a lower (rounded-down) PMF, and the log-MGFs that size the composed window and
+give the Chernoff bound on the rounding errors (see :mod:`dputils.accountants.pld`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import DPValueError, check_positive
+from ...mechanisms import PrivacyLossPair
+from ...numerics import log_diff_exp
+
+
+@dataclass
+class DiscretePLD:
+    """One pair's discretized privacy-loss distribution on the grid ``i * h`` for ``i`` in [i0, i0 + len)."""
+
+    h: float
+    i0: int
+    upper: np.ndarray  # P-masses, pessimistic (connect-the-dots)
+    upper_inf: float  # P-mass at +infinity, pessimistic
+    lower: np.ndarray  # P-masses, rounded down (optimistic)
+    lower_err: np.ndarray  # rounding error a - eps_floor of each lower atom, in [0, h]
+    lower_inf: float
+
+    @property
+    def losses(self) -> np.ndarray:
+        return (self.i0 + np.arange(self.upper.size)) * self.h
+
+
+def discretize(pair: PrivacyLossPair, h: float, tail: float = 1e-20) -> DiscretePLD:
+    """Bin-merge ``pair``'s privacy loss on the grid ``i * h`` (see the module docstring)."""
+    h = check_positive("discretization", h)
+    lo, hi = pair.loss_quantile_range(tail)
+    i_lo = math.floor(lo / h) - 1
+    i_hi = math.ceil(hi / h) + 1
+    n = i_hi - i_lo + 1
+    if n > 5_000_000:
+        raise DPValueError(
+            f"discretization: the single-step privacy loss spans [{lo:.3g}, {hi:.3g}], {n:,} grid points at "
+            f"discretization {h:g}, over the limit of 5,000,000; use a discretization of at least {h * n / 5e6:.2g}"
+        )
+    grid = (i_lo + np.arange(n)) * h  # eps_{i_lo} .. eps_{i_hi}
+    lsf_p = np.asarray(pair.log_sf_p(grid), dtype=float)
+    lsf_q = np.asarray(pair.log_sf_q(grid), dtype=float)
+    lcdf_p = np.asarray(pair.log_cdf_p(grid), dtype=float)
+    # bins k = 1..n-1 are (grid[k-1], grid[k]]; log P(bin) from whichever side is more accurate
+    upper_side = lsf_p[:-1] < math.log(0.5)
+    lp_bin = np.where(
+        upper_side,
+        log_diff_exp(lsf_p[:-1], np.minimum(lsf_p[1:], lsf_p[:-1])),
+        log_diff_exp(lcdf_p[1:], np.minimum(lcdf_p[:-1], lcdf_p[1:])),
+    )
+    lq_bin = log_diff_exp(lsf_q[:-1], np.minimum(lsf_q[1:], lsf_q[:-1]))
+    with np.errstate(invalid="ignore"):
+        a_rel = lp_bin - lq_bin - grid[:-1]  # a_k - eps_{k-1}, should lie in [0, h]
+    a_rel = np.where(np.isfinite(a_rel), np.clip(a_rel, 0.0, h), 0.0)
+    p_bin = np.exp(lp_bin)
+    # upper: split each bin's P-mass between its endpoints: fraction to the right end is
+    # theta * e^{h} / (e^{a_rel})  (P-mass = e^eps * Q-mass); theta = expm1(a_rel)/expm1(h)
+    theta = np.expm1(a_rel) / math.expm1(h)
+    right_share = theta * np.exp(h - a_rel)  # share of the bin's P-mass sent to grid[k]
+    right_share = np.clip(right_share, 0.0, 1.0)
+    upper = np.zeros(n)
+    upper[1:] += p_bin * right_share
+    upper[:-1] += p_bin * (1.0 - right_share)
+    # below grid[0]: all P-mass at grid[0] (chord from x = 0); above grid[-1]: delta(grid[-1]) at +inf,
+    # and the rest of that bin's P-mass at grid[-1]
+    p_below = float(np.exp(lcdf_p[0]))
+    upper[0] += p_below
+    delta_top = float(pair.delta(grid[-1]))
+    p_above = float(np.exp(lsf_p[-1]))
+    upper[-1] += max(p_above - delta_top, 0.0)
+    upper_inf = delta_top + pair.infinity_mass
+    # lower: bin (grid[k-1], grid[k]] at grid[k-1]; mass below grid[0] dropped (moved to -inf);
+    # mass above grid[-1] at grid[-1] with rounding error counted as 0 (conservative)
+    lower = np.zeros(n)
+    lower[:-1] = p_bin
+    lower[-1] = p_above
+    err = np.zeros(n)
+    err[:-1] = a_rel
+    return DiscretePLD(h, i_lo, upper, upper_inf, lower, err, pair.infinity_mass)
+
+
+def _log_mgf(masses: np.ndarray, losses: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """log sum_i m_i exp(t l_i) for each t (masses may sum to < 1).
+
+    Computed row by row of t in blocks (no (len(t), n) temporary beyond a few MiB) as
+    max + log(sum exp(. - max)); every term is at most 1 after the shift, so nothing overflows.
+    """
+    pos = masses > 0
+    lm = np.log(masses[pos])
+    ll = losses[pos]
+    out = np.empty(t.size)
+    rows = max(1, 400_000 // max(lm.size, 1))
+    for s0 in range(0, t.size, rows):
+        tb = t[s0 : s0 + rows]
+        a = np.multiply.outer(tb, ll)
+        a += lm
+        mx = a.max(axis=1)
+        a -= mx[:, None]
+        np.exp(a, out=a)
+        out[s0 : s0 + rows] = mx + np.log(a.sum(axis=1))
+    return out
+
+
+def _log_mgf_grid(masses: np.ndarray, i0: int, h: float, t: np.ndarray) -> np.ndarray:
+    """log sum_i m_i exp(t h (i0 + i)) for each t, for masses on the grid (i0 + i) h.
+
+    Blocked, i = aB + b with |t| h B <= 30: sum_a e^{t h aB} sum_b m_ab e^{t h b}, the inner sums a matrix
+    product (no overflow: every factor is at most e^{30}), the outer one in log space. Only (A + B) len(t)
+    exponentials instead of n len(t). Masses are scaled by their maximum first, so, as in :func:`_log_mgf`,
+    only terms below ~1e-270 of the largest are lost to underflow.
+    """
+    n = masses.size
+    B = int(max(1, min(64, 30.0 / (float(np.max(np.abs(t))) * h))))
+    A = -(-n // B)
+    top = float(masses.max())
+    mp = np.zeros(A * B)
+    mp[:n] = masses / top
+    inner = np.einsum("ab,bt->at", mp.reshape(A, B), np.exp(np.multiply.outer(np.arange(B) * h, t)))  # >= 0
+    with np.errstate(divide="ignore"):
+        lg = np.log(inner) + np.multiply.outer(np.arange(A) * (B * h), t)
+    mx = lg.max(axis=0)
+    return mx + np.log(np.exp(lg - mx).sum(axis=0)) + t * (h * i0) + math.log(top)

@@ -1,0 +1,122 @@
+"""dputils.numerics.bisect_monotone: the one certified bisection. Truth: closed-form roots (cube root, logarithm,
+powers of two) and the Gaussian mechanism's exact privacy profile (Balle & Wang 2018, Thm. 8) at 50 digits with
+mpmath, solved for sigma by mpmath's own root finder, independent of the code under test."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import pytest
+
+from dputils.curves import gdp_delta
+from dputils.errors import DPValueError, NumericalError
+from dputils.numerics import bisect_monotone
+
+
+class Recorder:
+    """A predicate that remembers where it was evaluated and with what outcome."""
+
+    def __init__(self, f):
+        self.f, self.seen = f, {}
+
+    def __call__(self, x):
+        v = bool(self.f(x))
+        self.seen[x] = v
+        return v
+
+
+@pytest.mark.parametrize("target", [0.5, 2.0, 7.0, 1e3])
+def test_keep_hi_returns_a_point_above_the_cube_root_within_tol(target):
+    root = target ** (1.0 / 3.0)
+    pred = Recorder(lambda x: x**3 >= target)
+    x = bisect_monotone(pred, 0.0, 20.0, keep="hi", tol=1e-12)
+    assert pred.seen[x] is True  # evaluated there, and the condition held
+    assert x**3 >= target
+    assert 0.0 <= x - root <= 1e-12 * max(1.0, x) + 4 * math.ulp(root)
+
+
+@pytest.mark.parametrize("level", [0.9, 0.3, 1e-3])
+def test_keep_lo_returns_a_point_below_the_logarithm_within_tol(level):
+    root = -math.log(level)  # exp(-x) >= level  <=>  x <= -log(level)
+    pred = Recorder(lambda x: math.exp(-x) >= level)
+    x = bisect_monotone(pred, -1.0, 50.0, keep="lo", tol=1e-10)
+    assert pred.seen[x] is True and math.exp(-x) >= level
+    assert 0.0 <= root - x <= 1e-10 * max(1.0, abs(root)) + 4 * math.ulp(root)
+
+
+def test_log_space_resolves_a_root_decades_below_the_bracket_relatively():
+    # 1/x^2 <= 1e-20 <=> x >= 1e10, bracketed by [1e-5, 1e30]: in log space the answer is within 1e-12 relative
+    pred = Recorder(lambda x: 1.0 / (x * x) <= 1e-20)
+    x = bisect_monotone(pred, 1e-5, 1e30, keep="hi", tol=1e-12, log=True)
+    assert pred.seen[x] is True and x >= 1e10 * (1 - 1e-15)
+    assert x / 1e10 - 1 <= 1e-12 + 1e-15
+    assert len(pred.seen) < 120  # ~log2(35 decades in log / 1e-12) evaluations, not a linear scan
+
+
+def test_log_space_for_a_small_root():
+    # delta-like quantity: x <= 3e-15 <=> keep lo, bracket [1e-300, 1]
+    x = bisect_monotone(lambda x: x <= 3e-15, 1e-300, 1.0, keep="lo", tol=1e-9, log=True)
+    assert x <= 3e-15 and 3e-15 / x - 1 <= 1e-9 + 1e-15
+
+
+def test_integer_bisection_gives_the_smallest_power_and_the_bracket():
+    pred = Recorder(lambda n: 2**n >= 1000)  # smallest n: 10 (2^10 = 1024)
+    assert bisect_monotone(pred, 0.0, 64.0, keep="hi", integer=True) == 10.0
+    assert bisect_monotone(pred, 0.0, 64.0, keep="hi", integer=True, return_bracket=True) == (9.0, 10.0)
+    assert all(float(n).is_integer() for n in pred.seen)
+
+
+def test_the_result_stays_on_the_certified_side_for_a_calibrated_sigma():
+    # sigma of one Gaussian release (sensitivity 1) with delta(eps = 1) <= 1e-6: the profile is decreasing in
+    # sigma, so the calibrated sigma is returned at or above the exact one, never below
+    eps, target = 1.0, 1e-6
+    with mp.workdps(50):
+
+        def delta_mp(s):
+            mu = 1 / s
+            return mp.ncdf(-eps / mu + mu / 2) - mp.e**eps * mp.ncdf(-eps / mu - mu / 2)
+
+        exact = float(mp.findroot(lambda s: mp.log(delta_mp(s) / target), (2.0, 8.0), solver="illinois"))
+    pred = Recorder(lambda s: gdp_delta(eps, 1.0 / s) <= target)
+    s = bisect_monotone(pred, 0.5, 100.0, keep="hi", tol=1e-13, log=True)
+    assert pred.seen[s] is True
+    assert s >= exact * (1 - 1e-12)  # the certified side, up to the float evaluation of the profile
+    assert s / exact - 1 <= 1e-11
+
+
+def test_max_iter_stops_early_on_the_true_side():
+    x = bisect_monotone(lambda x: x >= math.pi, 0.0, 4.0, keep="hi", tol=0.0, max_iter=5)
+    assert x >= math.pi and x - math.pi <= 4.0 / 2**5
+    # tol = 0 halves until the ends are adjacent floats
+    y = bisect_monotone(lambda x: x >= math.pi, 0.0, 4.0, keep="hi", tol=0.0, max_iter=10_000)
+    assert y == math.nextafter(math.pi, 5.0) or y == math.pi
+
+
+@pytest.mark.parametrize(
+    "pred, keep",
+    [
+        (lambda x: x >= 10.0, "hi"),  # false at both ends: no crossing in [0, 1]
+        (lambda x: x >= -1.0, "hi"),  # true at both ends
+        (lambda x: x <= -1.0, "lo"),
+        (lambda x: x <= 5.0, "lo"),
+    ],
+)
+def test_a_bracket_without_a_crossing_is_refused(pred, keep):
+    with pytest.raises(NumericalError, match="no crossing"):
+        bisect_monotone(pred, 0.0, 1.0, keep=keep)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"lo": 0.0, "hi": 1.0, "keep": "up"},
+        {"lo": 2.0, "hi": 1.0, "keep": "hi"},
+        {"lo": math.nan, "hi": 1.0, "keep": "hi"},
+        {"lo": 0.0, "hi": math.inf, "keep": "hi"},
+        {"lo": 0.0, "hi": 1.0, "keep": "hi", "log": True},
+    ],
+)
+def test_bad_arguments_are_refused(kwargs):
+    with pytest.raises(DPValueError):
+        bisect_monotone(lambda x: x > 0.5, **kwargs)
