@@ -81,6 +81,7 @@ from ..mechanisms import Mechanism, PrivacyLossPair
 from ..numerics import log_diff_exp
 from ..resources import check_memory
 from .base import Accountant, AccountingResult
+from .registry import COMMON_EVENTS, register
 
 _ETA_FACTORS = np.array([0.3, 0.1, 1e-2, 1e-3, 1e-5])  # eta relative to the target delta
 _ETAS_ABS = np.logspace(-24, -2, 12)  # eta grid for get_delta
@@ -1046,6 +1047,16 @@ def _invert(c: ComposedPLD, target: float, clamp_zero: bool = True, noise: bool 
     return max(eps, 0.0) if clamp_zero else eps
 
 
+@register(
+    "pld",
+    label="PLD",
+    answer="bracket",
+    events=COMMON_EVENTS,
+    cost="moderate",
+    rank=10,
+    color="#1f77b4",
+    help="privacy-loss distribution (FFT), certified lower/upper bracket",
+)
 class PLDAccountant(Accountant):
     """Privacy-loss-distribution accountant with certified brackets.
 
