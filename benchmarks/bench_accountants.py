@@ -3,9 +3,10 @@
 For the mechanism (``--q`` 0.01, ``--sigma`` 1 by default) composed T times and each target delta, every
 *method* is asked for epsilon(delta):
 
-* every accountant of ``dputils.accountants.registry`` that composes a common mechanism (today pld, rdp,
-  rdp-classic, gdp, spa, edgeworth), built exactly as the command line builds it (registry defaults), so a
-  new or replaced accountant is measured by a rerun without touching this script;
+* every accountant of ``dputils.accountants.registry`` that composes the Poisson-subsampled Gaussian (today
+  pld, rdp, rdp-classic, gdp, spa, edgeworth), built exactly as the command line builds it (its defaults),
+  labelled and described from its registration (label, answer), so a new or replaced accountant is measured
+  by a rerun without touching this script;
 * the peers installed here: dp_accounting's PLD and RDP accountants, the ``prv_accountant`` package, and
   Opacus' RDP, PRV and GDP accountants (their default settings; the PRV ones with eps_error
   ``--prv-eps-error`` and delta_error delta/1000).
@@ -79,53 +80,43 @@ def clear_caches() -> int:
 
 
 def _registry_methods(sigma: float, q: float) -> dict[str, dict[str, Any]]:
-    """dputils accountants of the registry that take a common mechanism and support this one."""
+    """dputils accountants of the registry that compose the subsampled Gaussian, in the registry's order, each
+    built by the command line's path (``dputils.cli.front``) with the command line's defaults."""
+    from dputils import cli
     from dputils.accountants import registry
     from dputils.mechanisms import make_mechanism
 
     mech = make_mechanism("subsampled-gaussian", sigma=sigma, q=q)
     out = {}
-    for name in registry.names():
-        spec = registry.get(name)
-        if not spec.uses_mechanism:
-            continue  # matrix and shuffling accountants compose their own kinds of runs
+    for reg in registry.select(events={"subsampled-gaussian"}):
+        front = cli.front(reg.name)
         parser = argparse.ArgumentParser(add_help=False)
-        if spec.add_arguments is not None:
-            spec.add_arguments(parser)
+        if front.add_arguments is not None:
+            front.add_arguments(parser)
         extra = vars(parser.parse_args([]))
 
-        def build(T: int, spec=spec, extra=extra):
+        def build(T: int, front=front, extra=extra):
             ns = argparse.Namespace(
                 mechanism="subsampled-gaussian", sigma=sigma, q=q, scale=None, steps=T, direction="both", **extra
             )
-            return spec.build(ns)
+            return front.build(ns)
 
-        try:
-            build(1)  # composes: refuses an unsupported mechanism
-        except ValueError:
-            continue
-        out[name] = {
+        out[reg.name] = {
             "build": build,
-            "settings": {k: v for k, v in extra.items()},
-            "help": spec.help,
+            "settings": {**reg.options, **extra},
+            "help": reg.help,
             "mechanism": repr(mech),
+            "registration": reg,
         }
     return out
 
 
-# what each of our accountants reports (for the page); unknown ones are read from the result's ``kind``
-_OURS = {
-    "pld": ("PLD (dputils)", "certified bracket [lower, upper]; reports the upper end", True, True),
-    "rdp": ("RDP (dputils)", "upper bound (modern conversion, refined order)", True, False),
-    "rdp-classic": ("RDP classic (dputils)", "upper bound (classic conversion)", True, False),
-    "gdp": ("GDP/CLT (dputils)", "approximation (CLT), not a bound", False, False),
-    "spa": ("SPA (dputils)", "estimate with a certified bracket (Theorem 5)", False, True),
-    "edgeworth": (
-        "Edgeworth (dputils)",
-        "estimate with a certified bracket (EEAI; infinite where vacuous)",
-        False,
-        True,
-    ),
+#: What a registration's ``answer`` means on the page: (text, the value is an upper bound, certified interval).
+ANSWERS = {
+    "bracket": ("certified bracket [lower, upper]; reports the upper end", True, True),
+    "upper-bound": ("upper bound", True, False),
+    "estimate": ("estimate with a certified bracket", False, True),
+    "approximation": ("approximation, not a bound", False, False),
 }
 
 
@@ -246,9 +237,10 @@ def collect_methods(args) -> tuple[list[dict[str, Any]], dict[str, Callable]]:
     infos, calls = [], {}
     ours = _registry_methods(args.sigma, args.q)
     version = metadata.version("dputils")
-    order = {n: i for i, n in enumerate(_OURS)}  # the known ones in the book's order, new ones after
-    for name, m in sorted(ours.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])):
-        label, answer, bound, cert = _OURS.get(name, (f"{name} (dputils)", m["help"], False, True))
+    for name, m in ours.items():  # the registry's order
+        reg = m["registration"]
+        text, bound, cert = ANSWERS[reg.answer]
+        label, answer = f"{reg.label} (dputils)", f"{text} ({reg.help})"
         infos.append(
             {
                 "name": name,

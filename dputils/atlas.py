@@ -28,11 +28,14 @@ same point gives the same numbers on any machine). A point whose best bracket is
 composition exceeds half of delta), has **no reference**: its ``pld_*`` columns say why and every verdict is
 ``no reference``.
 
-The accountants: ``pld`` (the reference itself, its upper end as ``pld_eps``), ``rdp`` (RDP with the
-modern conversion, an upper bound), ``gdp`` (the CLT mu-GDP approximation, not a bound), ``spa`` (SP-CLT
-with its certified Theorem-5 bracket), ``edgeworth`` (AEA of order 2 with the EEAI bracket, infinite where
-vacuous) and ``prv`` (the ``prv_accountant`` package of Gopi et al., eps_error 1% of the PLD upper end (of ``eps_guess`` without a reference), at least 1e-3; delta
-error delta/1000; its bracket is ``[lower, upper]`` as it returns them).
+The accountants (:data:`ACCOUNTANTS`): every accountant of :mod:`dputils.accountants.registry` that composes
+the Poisson-subsampled Gaussian and is no variant of another, in the registry's order, each with its default
+options (today ``pld``, the reference itself, its upper end as ``pld_eps``; ``rdp``, RDP with the modern
+conversion, an upper bound; ``gdp``, the CLT mu-GDP approximation, not a bound; ``spa``, SP-CLT with its
+certified Theorem-5 bracket; ``edgeworth``, AEA of order 2 with the EEAI bracket, infinite where vacuous),
+then the peers of :data:`PEERS`: ``prv`` (the ``prv_accountant`` package of Gopi et al., eps_error 1% of the
+PLD upper end (of ``eps_guess`` without a reference), at least 1e-3; delta error delta/1000; its bracket is
+``[lower, upper]`` as it returns them).
 
 :func:`atlas_table` runs a list of points serially, on a ``concurrent.futures`` executor or on a Dask
 client (results in the order of the points whatever runs them), and :func:`write_csv` /
@@ -60,10 +63,12 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .accountants import registry
 from .errors import DPValueError, NumericalError, check_delta, check_positive, check_positive_int
 
 __all__ = [
     "ACCOUNTANTS",
+    "PEERS",
     "GRIDS",
     "COLUMNS",
     "grid_points",
@@ -77,8 +82,11 @@ __all__ = [
     "TOLERANCES",
 ]
 
-#: Every accountant of the atlas, in the order of the maps.
-ACCOUNTANTS = ("pld", "rdp", "gdp", "spa", "edgeworth", "prv")
+#: The peers' methods of the atlas (not dputils accountants), after the registered ones.
+PEERS = ("prv",)
+#: Every accountant of the atlas, in the order of the maps and of the CSV's columns: the registered accountants of
+#: the Poisson-subsampled Gaussian that are no variant (the registry's order), then :data:`PEERS`.
+ACCOUNTANTS = tuple(r.name for r in registry.select(events={"subsampled-gaussian"}, variants=False)) + PEERS
 
 #: Relative tolerance within which a recomputed epsilon must equal a stored one (validation of a committed
 #: file). Every method here is deterministic; the margins cover BLAS/FFT and libm differences across
@@ -212,34 +220,16 @@ def pld_reference(
     return best
 
 
-def _run_rdp(sigma, q, T, delta, eps_guess):
-    from .accountants import RDPAccountant
-
-    r = RDPAccountant().compose(_mechanism(sigma, q), T).get_epsilon(delta)
-    return r.value, None, r.upper
-
-
-def _run_gdp(sigma, q, T, delta, eps_guess):
-    from .accountants import GDPAccountant
-
-    r = GDPAccountant().compose(_mechanism(sigma, q), T).get_epsilon(delta)
-    return r.value, r.lower, r.upper
-
-
-def _run_spa(sigma, q, T, delta, eps_guess):
-    from .accountants.spa import SaddlePointAccountant
-
+def _run_registered(name, sigma, q, T, delta, eps_guess):
+    """A registered accountant with its registered options: (value, lower, upper) of epsilon(delta)."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the degraded regime is visible in the bracket's width
-        r = SaddlePointAccountant().compose(_mechanism(sigma, q), T).get_epsilon(delta)
+        warnings.simplefilter("ignore")  # e.g. spa's degraded regime: visible in the bracket's width
+        r = registry.create(name).compose(_mechanism(sigma, q), T).get_epsilon(delta)
     return r.value, r.lower, r.upper
 
 
-def _run_edgeworth(sigma, q, T, delta, eps_guess):
-    from .accountants.edgeworth import EdgeworthAccountant
-
-    r = EdgeworthAccountant().compose(_mechanism(sigma, q), T).get_epsilon(delta)
-    return r.value, r.lower, r.upper
+def _run_rdp(sigma, q, T, delta, eps_guess):
+    return _run_registered("rdp", sigma, q, T, delta, eps_guess)
 
 
 def _run_prv(sigma, q, T, delta, eps_guess):
@@ -258,13 +248,8 @@ def _run_prv(sigma, q, T, delta, eps_guess):
     return float(est), float(low), float(up)
 
 
-_RUNNERS: dict[str, Callable] = {
-    "rdp": _run_rdp,
-    "gdp": _run_gdp,
-    "spa": _run_spa,
-    "edgeworth": _run_edgeworth,
-    "prv": _run_prv,
-}
+#: The peers' runners (registered accountants run through :func:`_run_registered`).
+_RUNNERS: dict[str, Callable] = {"prv": _run_prv}
 
 
 def atlas_point(
@@ -362,7 +347,8 @@ def _atlas_point(sigma, q, T, delta, accountants, ref_rel_width, pld_max_points)
                     v, lo, hi = rdp_answer
                 else:
                     size = guess if ref is None else ref["upper"]  # PRV's eps_error: 1% of it
-                    v, lo, hi = _RUNNERS[a](sigma, q, T, delta, size)
+                    run = _RUNNERS.get(a) or functools.partial(_run_registered, a)
+                    v, lo, hi = run(sigma, q, T, delta, size)
                 row[f"{a}_eps"] = v
                 row[f"{a}_lower"] = "" if lo is None else lo
                 row[f"{a}_upper"] = "" if hi is None else hi

@@ -30,9 +30,12 @@ import math
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from .accountants import registry
+from .accountants.registry import COMMON_FLAGS, Registration, UnknownAccountantError
 from .cliparse import NEGATIVE_NUMBER as _NEGATIVE_NUMBER  # noqa: F401  (read by tests)
 from .cliparse import Parser as _Parser
 from .errors import DPValueError, NumericalError, check_delta, check_epsilon, check_positive, check_positive_int
@@ -85,10 +88,86 @@ def _add_common_accounting(p: argparse.ArgumentParser) -> None:
     p.add_argument("--direction", default=None, choices=["both", "add", "remove"], help=_COMMON_HELP["direction"])
 
 
+#: The options of the accountants of the common mechanisms beyond the common ones: name -> {constructor
+#: keyword: argparse keywords of its option ``--keyword``}. The command line builds these accountants from their
+#: registered class (:func:`_front`); a registered name without an entry takes no option of its own.
+ACCOUNTANT_OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
+    "pld": {
+        "discretization": dict(type=float, default=1e-4, help="grid width of the privacy-loss axis (default 1e-4)")
+    },
+    "edgeworth": {
+        "order": dict(
+            type=int,
+            default=2,
+            choices=(0, 1, 2, 3),
+            help="order of the Edgeworth expansion of the estimate (default 2, the paper's EW_EST)",
+        )
+    },
+}
+
+
+def mechanism_from_args(args: argparse.Namespace) -> Any:
+    """The mechanism of the common options ``--mechanism --sigma --q --scale`` (:func:`dputils.mechanisms.make_mechanism`,
+    sensitivity 1 unless the namespace says otherwise)."""
+    from .mechanisms import MECHANISM_NAMES, make_mechanism
+
+    if getattr(args, "mechanism", None) is None:
+        raise DPValueError(f"mechanism is required ({', '.join(MECHANISM_NAMES)})")
+    sensitivity = getattr(args, "sensitivity", None)
+    return make_mechanism(
+        args.mechanism,
+        sigma=getattr(args, "sigma", None),
+        q=getattr(args, "q", None),
+        scale=getattr(args, "scale", None),
+        sensitivity=1.0 if sensitivity is None else sensitivity,
+    )
+
+
+@dataclass(frozen=True)
+class Front:
+    """How the command line builds one registered accountant: ``build(args)`` (the composed accountant of the
+    parsed options) and ``add_arguments(parser)`` (its own options); every other attribute (``name``,
+    ``common_flags``, ``noise_parameter``, ...) is the registration's."""
+
+    registration: Registration
+    build: Callable[[argparse.Namespace], Any]
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+
+    def __getattr__(self, key: str) -> Any:
+        return getattr(self.registration, key)
+
+
+def front(name: str) -> Front:
+    """The command line of the accountant registered as ``name``.
+
+    An accountant of the common mechanisms (:attr:`Registration.common_events`) is built from its class:
+    ``create(direction=--direction, **its options of ACCOUNTANT_OPTIONS)``, composed ``--steps`` times with
+    :func:`mechanism_from_args`. Any other (matrix, shuffling: runs of their own kind) is built by the
+    command-line hooks it registered.
+    """
+    try:
+        reg = registry.get(name)
+    except UnknownAccountantError as exc:
+        raise DPValueError(f"accountant: {exc}") from None
+    if reg.cls is not None and reg.common_events:
+        options = ACCOUNTANT_OPTIONS.get(name, {})
+
+        def add_arguments(parser: argparse.ArgumentParser) -> None:
+            for dest, kw in options.items():
+                parser.add_argument("--" + dest.replace("_", "-"), dest=dest, **kw)
+
+        def build(args: argparse.Namespace) -> Any:
+            acc = reg.create(direction=args.direction, **{dest: getattr(args, dest) for dest in options})
+            return acc.compose(mechanism_from_args(args), args.steps)
+
+        return Front(reg, build, add_arguments if options else None)
+    if reg.build is None:
+        raise DPValueError(f"accountant: {name} has no command line (it registered no build hook)")
+    return Front(reg, reg.build, reg.add_arguments)
+
+
 def _refuse_unused(args: argparse.Namespace, spec, argv: Sequence[str], searched: str | None = None) -> None:
     """A common option the accountant does not read is an error naming it (not silently ignored)."""
-    from .accountants.registry import COMMON_FLAGS
-
     for flag in sorted(COMMON_FLAGS):
         if getattr(args, flag, None) is None:
             continue
@@ -130,8 +209,6 @@ def _validate_common(args: argparse.Namespace, spec) -> None:
 
 
 def _spec_and_args(command: str, argv: Sequence[str]):
-    from .accountants import registry
-
     pre = _Parser(prog=f"python -m dputils {command}", add_help=False)
     pre.add_argument("--accountant")
     known, _ = argparse.ArgumentParser.parse_known_args(pre, argv)
@@ -152,10 +229,7 @@ def _spec_and_args(command: str, argv: Sequence[str]):
         )
     spec = None
     if known.accountant is not None:
-        try:
-            spec = registry.get(known.accountant)
-        except KeyError as exc:
-            raise DPValueError(f"accountant: {exc.args[0]}") from None
+        spec = front(known.accountant)
         if spec.add_arguments is not None:
             spec.add_arguments(parser)
     args = parser.parse_args(argv)
@@ -329,8 +403,6 @@ def _accounting_command(cmd: str, rest: Sequence[str]) -> int:
             elif cmd == "audit":
                 out = _audit(rest)
             else:  # accountants
-                from .accountants import registry
-
                 if rest:
                     raise DPValueError(f"accountants takes no options, got {' '.join(rest)!r}")
                 for name in registry.names():

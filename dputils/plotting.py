@@ -1,8 +1,9 @@
 """One look for every figure of the book.
 
 ``use_style()`` sets matplotlib's rc parameters once per notebook; ``new_figure`` gives a figure with
-the book's size; ``ACCOUNTANT_COLORS`` keeps one colour per accountant across chapters, so that PLD is
-the same blue everywhere.
+the book's size; :func:`color` keeps one colour per accountant across chapters, so that PLD is the same blue
+everywhere: a registered accountant's is the ``color`` of its registration (:mod:`dputils.accountants.registry`),
+other methods' (the exact value, peers, audits) are in :data:`METHOD_COLORS`; ``ACCOUNTANT_COLORS`` is the union.
 
 Legible at the size a reader sees. The book's page shows a figure at most ``CONTENT_PX`` CSS pixels wide
 (672 px in a 1280 px window), so a figure drawn ``W`` inches wide at ``D`` dpi is shown at the scale
@@ -22,6 +23,7 @@ two hooks for every pyplot figure made after it (matplotlib's ``figure.hooks``):
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from .optional import require
@@ -36,17 +38,16 @@ from matplotlib.font_manager import font_scalings  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
+from .accountants import registry  # noqa: E402
 from .errors import DPValueError  # noqa: E402
 
-#: One colour per accountant or method, shared by all chapters.
-ACCOUNTANT_COLORS: dict[str, str] = {
-    "pld": "#1f77b4",
+#: One colour per method that is not a registered accountant (the registered ones carry theirs), shared by all
+#: chapters: the exact value, the classic RDP conversion of the foundations chapter, peers, audit methods; and
+#: the matrix accountants, registered without a class in this version (their colour moves to their
+#: ``@register`` with it).
+METHOD_COLORS: dict[str, str] = {
     "truth": "#000000",
-    "rdp": "#d62728",
     "rdp-old": "#ff9896",
-    "gdp": "#2ca02c",
-    "spa": "#9467bd",
-    "edgeworth": "#8c564b",
     "dp_accounting": "#17becf",
     "prv": "#bcbd22",
     "matrix-renyi": "#e377c2",
@@ -56,6 +57,19 @@ ACCOUNTANT_COLORS: dict[str, str] = {
     "steinke": "#d62728",
     "fdp": "#2ca02c",
 }
+
+
+@functools.cache
+def _colors() -> dict[str, str]:
+    out = {r.name: r.color for r in registry.select() if r.color}
+    return {**METHOD_COLORS, **out}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ACCOUNTANT_COLORS":  # every colour: the registered accountants' and METHOD_COLORS
+        return dict(_colors())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _STYLE: dict[str, Any] = {
     "figure.figsize": (6.4, 4.0),
@@ -203,8 +217,9 @@ def _fix_legends(fig) -> None:
 
 
 def color(name: str) -> str | None:
-    """The book's colour for an accountant/method name, or None (matplotlib's cycle) if it has none."""
-    return ACCOUNTANT_COLORS.get(name)
+    """The book's colour for an accountant/method name, or None (matplotlib's cycle) if it has none: the
+    registration's ``color`` for a registered accountant, :data:`METHOD_COLORS` for other methods."""
+    return _colors().get(name)
 
 
 def new_figure(ncols: int = 1, nrows: int = 1, width: float | None = None, height: float | None = None, **kw: Any):

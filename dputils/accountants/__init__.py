@@ -4,8 +4,9 @@
 * :class:`~dputils.accountants.rdp.RDPAccountant` (``rdp``, ``rdp-classic``): Renyi DP, upper bounds.
 * :class:`~dputils.accountants.gdp.GDPAccountant` (``gdp``): Gaussian DP (CLT approximation).
 
-Further accountants (saddle point, Edgeworth, matrix mechanisms, shuffling) register themselves by name in
-:mod:`dputils.accountants.registry` for the command line.
+Every accountant class registers itself by name (``@register``) in :mod:`dputils.accountants.registry`, the
+one table that the command line, the interoperability adapters, the atlas, the benchmarks and the figures
+read (saddle point, Edgeworth, matrix mechanisms and shuffling included).
 """
 
 from .base import Accountant, AccountingResult

@@ -68,6 +68,7 @@ from ..errors import DPValueError, NumericalError, check_delta, check_finite, ch
 from ..mechanisms import Mechanism, SubsampledLaplaceMechanism
 from ..numerics import bisect_monotone
 from .base import Accountant, AccountingResult
+from .registry import COMMON_EVENTS, register
 
 __all__ = [
     "LossMoments",
@@ -411,6 +412,16 @@ def _grid_hi(f, delta: float, start: float) -> float:
     raise NumericalError(f"edgeworth: delta(eps) stays above {delta:g} up to eps = {hi:g}")
 
 
+@register(
+    "edgeworth",
+    label="Edgeworth",
+    answer="estimate",
+    events=COMMON_EVENTS,
+    cost="cheap",
+    rank=50,
+    color="#8c564b",
+    help="Edgeworth accountant (Wang et al.): AEA estimate (order 2) with the EEAI certified bracket",
+)
 class EdgeworthAccountant(Accountant):
     r"""Edgeworth accountant {cite}`wang_edgeworth`: AEA estimate with the EEAI certified bracket.
 

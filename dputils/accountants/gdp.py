@@ -23,11 +23,22 @@ from ..curves import gdp_delta, gdp_epsilon_bracket
 from ..errors import DPValueError, NumericalError
 from ..mechanisms import GaussianMechanism, SubsampledGaussianMechanism
 from .base import Accountant, AccountingResult
+from .registry import register
 
 #: Relative margin around the solved epsilon (or delta) of an exact Gaussian composition.
 EXACT_REL_MARGIN = 1e-10
 
 
+@register(
+    "gdp",
+    label="GDP/CLT",
+    answer="approximation",
+    events={"gaussian", "subsampled-gaussian"},
+    cost="cheap",
+    rank=30,
+    color="#2ca02c",
+    help="Gaussian DP: exact for Gaussians, CLT approximation (not a bound) for subsampling",
+)
 class GDPAccountant(Accountant):
     """mu-GDP accountant (exact for Gaussians, CLT approximation for Poisson subsampling)."""
 

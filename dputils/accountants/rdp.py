@@ -68,6 +68,7 @@ from ..mechanisms import (
     SubsampledLaplaceMechanism,
 )
 from .base import Accountant, AccountingResult
+from .registry import COMMON_EVENTS, register
 
 #: Default orders: fractional ones down to 1.01 (long compositions want orders near 1), the integers
 #: 2..64 and a few large ones. With ``refine=True`` (the default) they are only the starting grid.
@@ -448,6 +449,28 @@ def _rdp_to_delta(orders, rdp, epsilon: float, conversion: str = "modern") -> tu
     return min(1.0, math.exp(min(float(logd[i]), 0.0))), float(a[i]), float(logd[i])
 
 
+@register(
+    "rdp",
+    label="RDP",
+    answer="upper-bound",
+    events=COMMON_EVENTS,
+    cost="cheap",
+    rank=20,
+    color="#d62728",
+    options={"conversion": "modern"},
+    help="Renyi DP, modern conversion (Balle et al. 2020), upper bound",
+)
+@register(
+    "rdp-classic",
+    label="RDP classic",
+    answer="upper-bound",
+    events=COMMON_EVENTS,
+    cost="cheap",
+    rank=21,
+    variant_of="rdp",
+    options={"conversion": "classic"},
+    help="Renyi DP, classic conversion (Mironov 2017), upper bound",
+)
 class RDPAccountant(Accountant):
     """Rényi-DP accountant. Upper bounds only; the conversion is ``"modern"`` or ``"classic"``.
 

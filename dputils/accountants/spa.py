@@ -55,6 +55,7 @@ from scipy.special import log_ndtr
 from ..cumulants import composed_cgf_derivatives, loss_sup, pair_key
 from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_epsilon
 from .base import Accountant, AccountingResult
+from .registry import COMMON_EVENTS, register
 
 __all__ = [
     "SaddlePointAccountant",
@@ -498,6 +499,16 @@ def ma_epsilon(ledger: Ledger, delta: float, refined: bool = True) -> float:
 # ------------------------------------------------------------------------------------------------
 # the accountant
 # ------------------------------------------------------------------------------------------------
+@register(
+    "spa",
+    label="SPA",
+    answer="estimate",
+    events=COMMON_EVENTS,
+    cost="cheap",
+    rank=40,
+    color="#9467bd",
+    help="saddle-point accountant (Alghamdi et al.): SP-CLT estimate with certified Theorem-5 bounds",
+)
 class SaddlePointAccountant(Accountant):
     """Saddle-point accountant: SP-CLT estimate with the certified Theorem-5 bracket.
 

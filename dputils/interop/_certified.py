@@ -29,14 +29,16 @@ from __future__ import annotations
 import math
 import warnings
 
+from ..accountants import registry
 from ..accountants.base import Accountant, AccountingResult
 from ..accountants.spa import SaddlePointWarning
 from ..errors import DPValueError, NumericalError
 
 #: relative width of a certified bracket above which the PLD is consulted as well
 RTOL = 0.1
-#: the accountants whose certified ends may need the fallback
-WITH_FALLBACK = ("spa", "edgeworth")
+#: the accountants whose certified ends may need the fallback: the registered estimates of the common mechanisms
+#: (today spa and edgeworth; :mod:`dputils.accountants.registry`)
+WITH_FALLBACK = tuple(r.name for r in registry.select(answers="estimate") if r.common_events)
 
 
 def _query(acc: Accountant, quantity: str, target: float) -> AccountingResult:

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from opacus.accountants import IAccountant
 
+from ..accountants import registry
 from ..accountants.base import Accountant, AccountingResult
 from ..errors import DPValueError, check_choice, check_delta, check_nonnegative, check_positive_int, check_probability
 from ._certified import _query, certified_answer
@@ -75,7 +76,8 @@ class OpacusHistory(IAccountant):
 
 
 class DputilsOpacusAccountant(OpacusHistory):
-    """Base of the Opacus accountants backed by a dputils accountant (``NAME`` picks which).
+    """Base of the Opacus accountants backed by a dputils accountant (``NAME``, a name of
+    :mod:`dputils.accountants.registry`, picks which).
 
     Args:
         report: ``"upper"`` (default): ``get_epsilon`` returns the certified upper end; ``"estimate"``: the
@@ -98,20 +100,8 @@ class DputilsOpacusAccountant(OpacusHistory):
             raise DPValueError(f"{self.MECHANISM}: unknown option(s) {sorted(options)}") from None
 
     def _make(self) -> Accountant:
-        from ..accountants.edgeworth import EdgeworthAccountant
-        from ..accountants.gdp import GDPAccountant
-        from ..accountants.pld import PLDAccountant
-        from ..accountants.rdp import RDPAccountant
-        from ..accountants.spa import SaddlePointAccountant
-
-        cls = {
-            "pld": PLDAccountant,
-            "spa": SaddlePointAccountant,
-            "edgeworth": EdgeworthAccountant,
-            "rdp": RDPAccountant,
-            "gdp": GDPAccountant,
-        }[self.NAME]
-        return cls(**{**self.DEFAULTS, **self.options})
+        """A fresh dputils accountant of the registered name ``NAME`` with ``DEFAULTS`` and the options."""
+        return registry.create(self.NAME, **{**self.DEFAULTS, **self.options})
 
     def _composed(self) -> tuple[Accountant, bool]:
         """The dputils accountant of the history, and whether a step without noise was taken (epsilon

@@ -22,8 +22,10 @@ Events understood (anything else is reported by ``supports()`` and raises ``Unsu
 * ``PoissonSampledDpEvent(q, Gaussian or Laplace)``: Poisson subsampling at rate ``q``;
 * ``SelfComposedDpEvent``, ``ComposedDpEvent`` (heterogeneous parts), ``NoOpDpEvent``.
 
-Which of these a given accountant takes is its own rule (today pld, rdp, spa and edgeworth take all of them):
-the adapter asks the dputils accountant and passes its refusal on as the error message.
+The accountants offered (:data:`NAMES`) are read from the registry (:mod:`dputils.accountants.registry`): every
+registered accountant, no variant of another, that composes all four leaf mechanisms above (today pld, rdp, spa
+and edgeworth; gdp composes no Laplace mechanism). Which events a composition may mix is each accountant's own
+rule: the adapter asks the dputils accountant and passes its refusal on as the error message.
 
 Only the add-or-remove-one neighbouring relation is offered (``NeighboringRelation.ADD_OR_REMOVE_ONE``), and
 the accountant reports the worse of the add and remove directions, as dp_accounting's PLD accountant does.
@@ -50,25 +52,34 @@ from __future__ import annotations
 
 import inspect
 import math
+import warnings
 from typing import Any
 
 from dp_accounting import dp_event
 from dp_accounting.privacy_accountant import NeighboringRelation, PrivacyAccountant
 
+from ..accountants import registry
 from ..accountants.base import Accountant, AccountingResult
 from ..errors import DPValueError, check_choice, check_epsilon, check_finite, check_nonnegative_int
 from ._certified import _query, certified_answer
 
-__all__ = ["ACCOUNTANTS", "DputilsPrivacyAccountant", "make_accountant"]
+__all__ = ["NAMES", "DputilsPrivacyAccountant", "make_accountant"]
+
+#: The leaf mechanisms the adapter translates dp_accounting's events into (see the module docstring).
+EVENTS = frozenset({"gaussian", "laplace", "subsampled-gaussian", "subsampled-laplace"})
+
+#: The dputils accountants this adapter offers: the registered ones, no variant, that compose every mechanism
+#: of :data:`EVENTS` (in the registry's order).
+NAMES = tuple(r.name for r in registry.select(events=EVENTS, variants=False))
 
 
-def _accountant_classes() -> dict[str, type[Accountant]]:
-    from ..accountants.edgeworth import EdgeworthAccountant
-    from ..accountants.pld import PLDAccountant
-    from ..accountants.rdp import RDPAccountant
-    from ..accountants.spa import SaddlePointAccountant
-
-    return {"pld": PLDAccountant, "spa": SaddlePointAccountant, "edgeworth": EdgeworthAccountant, "rdp": RDPAccountant}
+def __getattr__(name: str) -> Any:
+    if name == "ACCOUNTANTS":  # the former name of NAMES (it clashed with dputils.atlas.ACCOUNTANTS)
+        warnings.warn(
+            "dputils.interop.dp_accounting.ACCOUNTANTS is deprecated; use NAMES", DeprecationWarning, stacklevel=2
+        )
+        return NAMES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _NOTHING = object()  # a leaf that releases nothing (Poisson sampling with probability 0)
@@ -100,16 +111,12 @@ def _count(value: Any, name: str = "SelfComposedDpEvent.count", low: int = 0) ->
     return check_positive_int(name, value)
 
 
-#: The dputils accountants this adapter offers.
-ACCOUNTANTS = ("pld", "spa", "edgeworth", "rdp")
-
-
 class DputilsPrivacyAccountant(PrivacyAccountant):
     """A ``dp_accounting.PrivacyAccountant`` whose arithmetic is a dputils accountant (see the module
     docstring for the events it takes and what ``get_epsilon`` returns).
 
     Args:
-        name: ``"pld"``, ``"spa"``, ``"edgeworth"`` or ``"rdp"``.
+        name: one of :data:`NAMES` (``"pld"``, ``"rdp"``, ``"spa"``, ``"edgeworth"``).
         neighboring_relation: only ``NeighboringRelation.ADD_OR_REMOVE_ONE``.
         report: ``"upper"`` (default, the certified upper end) or ``"estimate"``.
         **options: passed to the dputils accountant (e.g. ``discretization=1e-4`` for ``pld``,
@@ -123,7 +130,7 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
         report: str = "upper",
         **options: Any,
     ) -> None:
-        check_choice("name", name, ACCOUNTANTS)
+        check_choice("name", name, NAMES)
         if neighboring_relation != NeighboringRelation.ADD_OR_REMOVE_ONE:
             raise DPValueError(
                 f"dputils accountants support NeighboringRelation.ADD_OR_REMOVE_ONE only, got {neighboring_relation}"
@@ -132,15 +139,15 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
         super().__init__(neighboring_relation)
         self.name = name
         self.options = dict(options)
-        cls = _accountant_classes()[name]
+        reg = registry.get(name)
         try:
-            inspect.signature(cls).bind(**options)
+            inspect.signature(reg.cls).bind(**{**reg.options, **options})
         except TypeError:
-            known = [p for p in inspect.signature(cls).parameters if p not in ("self", "args", "kwargs")]
+            known = [p for p in inspect.signature(reg.cls).parameters if p not in ("self", "args", "kwargs")]
             raise DPValueError(
                 f"{name}: unknown option(s) {sorted(options)}; this accountant takes {', '.join(known) or 'no options'}"
             ) from None
-        self.inner: Accountant = cls(**options)
+        self.inner: Accountant = reg.create(**options)
         self._infinite = False  # a composed event without noise (noise_multiplier 0, or q = 1 of it)
 
     # --------------------------------------------------------------------------------- events
@@ -344,6 +351,6 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
 
 
 def make_accountant(name: str = "pld", **options: Any) -> DputilsPrivacyAccountant:
-    """A fresh ``dp_accounting.PrivacyAccountant`` backed by the dputils accountant ``name``
-    (``pld``, ``spa``, ``edgeworth`` or ``rdp``); ``options`` as for :class:`DputilsPrivacyAccountant`."""
+    """A fresh ``dp_accounting.PrivacyAccountant`` backed by the dputils accountant ``name`` (one of
+    :data:`NAMES`); ``options`` as for :class:`DputilsPrivacyAccountant`."""
     return DputilsPrivacyAccountant(name, **options)

@@ -1,6 +1,8 @@
 """dputils accountants as Opacus accountants.
 
-Importing this module registers five accountants with Opacus's ``register_accountant``:
+Importing this module registers, with Opacus's ``register_accountant``, one Opacus accountant ``dputils-NAME``
+per accountant ``NAME`` of :mod:`dputils.accountants.registry` that composes the Gaussian and the
+Poisson-subsampled Gaussian mechanisms and is no variant of another (:data:`MECHANISMS`); today five:
 
 * ``"dputils-pld"``: the PLD accountant (certified upper bound, with a certified lower bound alongside);
 * ``"dputils-spa"``: the saddle-point accountant; ``get_epsilon`` returns the upper end of its certified
@@ -48,6 +50,7 @@ from typing import Any, ClassVar
 from opacus.accountants import RDPAccountant as _OpacusRDP
 from opacus.accountants import register_accountant
 
+from ..accountants import registry
 from ..accountants.base import AccountingResult
 from ._opacus_base import DputilsOpacusAccountant
 
@@ -125,9 +128,11 @@ class GDPOpacusAccountant(DputilsOpacusAccountant):
         return res
 
 
-#: Opacus name -> class, registered on import.
-MECHANISMS = {
-    c.MECHANISM: c
+#: The steps of Opacus's DP-SGD as dputils mechanisms (names of :mod:`dputils.mechanisms`).
+EVENTS = frozenset({"gaussian", "subsampled-gaussian"})
+#: The classes above, by registered name; an accountant registered later without one gets a plain subclass.
+_CLASSES = {
+    c.NAME: c
     for c in (
         PLDOpacusAccountant,
         SPAOpacusAccountant,
@@ -136,6 +141,23 @@ MECHANISMS = {
         GDPOpacusAccountant,
     )
 }
+
+
+def _opacus_class(reg: registry.Registration) -> type[DputilsOpacusAccountant]:
+    cls = _CLASSES.get(reg.name)
+    if cls is not None:
+        return cls
+    doc = f"Opacus accountant ``dputils-{reg.name}``: dputils's {reg.label} accountant ({reg.answer})."
+    return type(
+        f"{reg.name.title().replace('-', '')}OpacusAccountant",
+        (DputilsOpacusAccountant,),
+        {"NAME": reg.name, "MECHANISM": f"dputils-{reg.name}", "__doc__": doc, "__module__": __name__},
+    )
+
+
+#: Opacus name -> class, registered on import: ``dputils-NAME`` for every registered accountant of :data:`EVENTS`
+#: that is no variant (in the registry's order).
+MECHANISMS = {f"dputils-{r.name}": _opacus_class(r) for r in registry.select(events=EVENTS, variants=False)}
 
 for _name, _cls in MECHANISMS.items():
     register_accountant(_name, _cls, force=True)

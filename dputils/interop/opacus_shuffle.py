@@ -51,6 +51,12 @@ run made with the default ``poisson_sampling=True`` is refused within its first 
 ``poisson_sampling=False`` and ``dputils-pld``. (Where no per-sample gradients exist, e.g. ghost clipping, the
 batch size cannot be read, and the accountant relies on the caller's ``poisson_sampling=False``.)
 
+**Why a table of their own.** These two names are not entries of :mod:`dputils.accountants.registry`: an
+Opacus name here stands for a data loader and a clipping, and picks from its options and the history one of
+two registered accountants (``shuffle-batch-clip``'s :class:`~dputils.shuffling.GDPBoundAccountant` or the
+exact mixture's :class:`~dputils.shuffling.MixtureAccountant`), composed over epochs cut from Opacus's steps;
+the registry's shuffling names are those accountants, each for one kind of training run.
+
 Options cannot be passed through ``PrivacyEngine(accountant=NAME)``, which constructs the accountant with none;
 set ``engine.accountant = ShuffleOpacusAccountant(dataset_size=N, batch_size=b, group_size=g)`` before
 ``make_private`` for the exact mixture or groups.

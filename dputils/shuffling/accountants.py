@@ -33,6 +33,7 @@ from typing import Any
 from .. import curves
 from ..accountants.base import Accountant, AccountingResult
 from ..accountants.gdp import EXACT_REL_MARGIN
+from ..accountants.registry import register
 from ..errors import DPValueError, check_choice, check_positive_int
 from .laws import C2Law
 from .mechanisms import TRAINING_RUNS, ShuffledBatchClipping, ShuffledIndividualClipping
@@ -69,6 +70,15 @@ class _RunAccountant(Accountant):
             )
 
 
+@register(
+    "shuffle-batch-clip",
+    label="shuffling bound",
+    answer="upper-bound",
+    events={"shuffled-batch-clipping"},
+    cost="cheap",
+    rank=70,
+    help="van Dijk et al.: batch clipping + shuffling is G_{sqrt(gE)/sigma}-DP (strong adversary; upper bound on eps)",
+)
 class GDPBoundAccountant(_RunAccountant):
     """mu-GDP bound of shuffled runs, turned into (eps, delta) by eq. (7): certified upper bounds."""
 
@@ -115,6 +125,47 @@ class GDPBoundAccountant(_RunAccountant):
         )
 
 
+@register(
+    "shuffle-batch-clip-exact",
+    label="shuffling, exact",
+    answer="bracket",
+    events={"shuffled-batch-clipping"},
+    cost="moderate",
+    rank=71,
+    options={"law": "exact"},
+    help="batch clipping + shuffling, exact strong-adversary mixture (Def 5.2) with the exact occupancy law",
+)
+@register(
+    "shuffle-batch-clip-as-printed",
+    label="shuffling, as printed",
+    answer="approximation",
+    events={"shuffled-batch-clipping"},
+    cost="moderate",
+    rank=72,
+    variant_of="shuffle-batch-clip-exact",
+    options={"law": "as-printed"},
+    help="batch clipping + shuffling with Thm F.1's printed (stars-and-bars) q_j: slightly optimistic, erratum",
+)
+@register(
+    "shuffle-individual-clip-exact",
+    label="individual clipping, exact",
+    answer="bracket",
+    events={"shuffled-individual-clipping"},
+    cost="moderate",
+    rank=73,
+    options={"law": "exact"},
+    help="individual clipping + shuffling, exact strong-adversary mixture with the partition law (--batch-size = m)",
+)
+@register(
+    "subsample-batch-clip-exact",
+    label="subsampling, exact",
+    answer="bracket",
+    events={"subsampled-batch-clipping"},
+    cost="moderate",
+    rank=74,
+    options={"law": "exact"},
+    help="batch clipping + subsampling (any g; = any clipping for g=1), exact strong-adversary Binomial mixture",
+)
 class MixtureAccountant(_RunAccountant):
     """(eps, delta) of the labelled mixture ``sum_c q(c) G_{c/sigma}`` (Def 5.2) of the composed runs.
 

@@ -79,6 +79,7 @@ import argparse
 from ...errors import DPValueError, NumericalError, check_positive
 from ...mechanisms import Mechanism
 from ..base import Accountant, AccountingResult
+from ..registry import COMMON_EVENTS, register
 from ._compose import MAX_WINDOW
 from ._discretise import DiscretePLD, discretize
 from ._fft import ComposedPLD
@@ -97,6 +98,16 @@ __all__ = [
 ]
 
 
+@register(
+    "pld",
+    label="PLD",
+    answer="bracket",
+    events=COMMON_EVENTS,
+    cost="moderate",
+    rank=10,
+    color="#1f77b4",
+    help="privacy-loss distribution (FFT), certified lower/upper bracket",
+)
 class PLDAccountant(Accountant):
     """Privacy-loss-distribution accountant with certified brackets.
 
