@@ -134,9 +134,9 @@ def test_bad_input_and_cli():
         EdgeworthAccountant(order=5)
     with pytest.raises(ValueError):
         EdgeworthAccountant().get_epsilon(1e-5)
-    from dputils.accountants import registry
+    from dputils import cli
 
-    spec = registry.get("edgeworth")
+    spec = cli.front("edgeworth")
     args = argparse.Namespace(
         mechanism="subsampled-gaussian", sigma=0.8, q=0.01, scale=None, steps=1000, direction="both", order=2
     )

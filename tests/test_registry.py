@@ -167,13 +167,6 @@ def test_select_filters_and_orders():
     assert {r.name for r in registry.select(answers="estimate")} >= {"spa", "edgeworth"}
 
 
-def test_the_deprecated_mechanism_reader_warns():
-    ns = argparse.Namespace(mechanism="gaussian", sigma=2.0, q=None, scale=None)
-    with pytest.warns(DeprecationWarning, match="dputils.cli.mechanism_from_args"):
-        m = registry.mechanism_from_args(ns)
-    assert m == GaussianMechanism(2.0)
-
-
 def test_registering_is_light():
     """Loading every registration imports neither torch nor matplotlib."""
     code = (

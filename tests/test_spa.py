@@ -172,9 +172,9 @@ def test_laplace_exact_zero_above_support_and_inversion_consistency():
 
 
 def test_cli_registration():
-    from dputils.accountants import registry
+    from dputils import cli
 
-    spec = registry.get("spa")
+    spec = cli.front("spa")
     args = argparse.Namespace(
         mechanism="subsampled-gaussian", sigma=2.0, q=0.01, scale=None, steps=3048, direction="remove", sensitivity=1.0
     )

@@ -55,7 +55,6 @@ certified up to that floating-point accuracy.
 
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -636,37 +635,3 @@ class EdgeworthAccountant(Accountant):
         }
         out.update(kw)
         return out
-
-
-# ------------------------------------------------------------------------------------------------
-# Command line
-# ------------------------------------------------------------------------------------------------
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--order",
-        type=int,
-        default=2,
-        choices=(0, 1, 2, 3),
-        help="order of the Edgeworth expansion of the estimate (default 2, the paper's EW_EST)",
-    )
-
-
-def _build(args: argparse.Namespace) -> EdgeworthAccountant:
-    from .registry import mechanism_from_args
-
-    acc = EdgeworthAccountant(
-        direction=getattr(args, "direction", None) or "both",
-        order=2 if getattr(args, "order", None) is None else args.order,
-    )
-    return acc.compose(mechanism_from_args(args), check_positive_int("steps", args.steps))
-
-
-from . import registry as _registry  # noqa: E402  (the registry imports no accountant module)
-
-_registry.register(
-    "edgeworth",
-    help="Edgeworth accountant (Wang et al.): AEA estimate (order 2) with the EEAI certified bracket",
-    build=_build,
-    add_arguments=_add_arguments,
-    uses_mechanism=True,
-)

@@ -16,7 +16,6 @@ delta(eps) then follows from the mu-GDP profile :func:`dputils.curves.gdp_delta`
 
 from __future__ import annotations
 
-import argparse
 import math
 
 from ..curves import gdp_delta, gdp_epsilon_bracket
@@ -95,14 +94,3 @@ class GDPAccountant(Accountant):
         return AccountingResult(
             hi, lo_c * (1 - EXACT_REL_MARGIN), hi_c * (1 + EXACT_REL_MARGIN), "exact", self.name, "epsilon", {"mu": mu}
         )
-
-
-def _build(args: argparse.Namespace) -> GDPAccountant:
-    from .registry import mechanism_from_args
-
-    return GDPAccountant(direction=args.direction).compose(mechanism_from_args(args), args.steps)
-
-
-from .registry import register  # noqa: E402
-
-register("gdp", help="Gaussian DP: exact for Gaussians, CLT approximation (not a bound) for subsampling", build=_build)

@@ -51,7 +51,6 @@ bound (``kind="upper-bound"``, no lower bound). Pass ``refine=False`` to reprodu
 
 from __future__ import annotations
 
-import argparse
 import math
 import warnings
 from functools import lru_cache
@@ -595,19 +594,3 @@ def refine_order(
         optimize.minimize_scalar(f, bounds=(lo, hi), method="bounded", options={"xatol": xatol, "maxiter": 100})
     order = min(seen, key=seen.get)
     return seen[order], order, len(seen) - 1
-
-
-def _build(conversion: str):
-    def build(args: argparse.Namespace) -> RDPAccountant:
-        from .registry import mechanism_from_args
-
-        acc = RDPAccountant(conversion=conversion, direction=args.direction)
-        return acc.compose(mechanism_from_args(args), args.steps)
-
-    return build
-
-
-from .registry import register  # noqa: E402
-
-register("rdp", help="Renyi DP, modern conversion (Balle et al. 2020), upper bound", build=_build("modern"))
-register("rdp-classic", help="Renyi DP, classic conversion (Mironov 2017), upper bound", build=_build("classic"))

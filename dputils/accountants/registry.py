@@ -37,9 +37,7 @@ What a registration says (the metadata its consumers need):
 accountants) also give the command line how to build their run from its options:
 ``register(name, help=..., build=..., add_arguments=..., uses_mechanism=False, noise_parameter=...,
 common_flags=...)`` called (not used as a decorator) at the bottom of their module. The command line builds
-every accountant of the common mechanisms itself, from the class (:func:`dputils.cli.mechanism_from_args`);
-the same hooks still registered by the modules of those accountants are not used by it and go with the next
-clean-up. The hooks' fields:
+every accountant of the common mechanisms itself, from the class (:func:`dputils.cli.mechanism_from_args`). The hooks' fields:
 
 * ``build(args) -> Accountant``: the composed accountant of the parsed ``argparse.Namespace``;
 * ``add_arguments(parser)``: the accountant's own options;
@@ -55,7 +53,6 @@ matplotlib); a module absent from this checkout is skipped, any other import err
 from __future__ import annotations
 
 import importlib
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -309,26 +306,3 @@ def select(
 def create(name: str, **options: Any) -> Any:
     """A fresh accountant registered as ``name`` (its registered options, overridden by ``options``)."""
     return get(name).create(**options)
-
-
-def mechanism_from_args(args: Any) -> Any:
-    """Deprecated: the command line's :func:`dputils.cli.mechanism_from_args` reads the mechanism options.
-
-    Kept only for the command-line hooks that the modules of the common-mechanism accountants still register
-    (the command line no longer calls them); it goes with them."""
-    warnings.warn(
-        "dputils.accountants.registry.mechanism_from_args is deprecated; the command line reads the mechanism "
-        "(dputils.cli.mechanism_from_args), the library builds one with dputils.mechanisms.make_mechanism",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    from ..mechanisms import make_mechanism
-
-    sensitivity = getattr(args, "sensitivity", None)
-    return make_mechanism(
-        args.mechanism,
-        sigma=getattr(args, "sigma", None),
-        q=getattr(args, "q", None),
-        scale=getattr(args, "scale", None),
-        sensitivity=1.0 if sensitivity is None else sensitivity,
-    )

@@ -592,20 +592,3 @@ class SaddlePointAccountant(Accountant):
             "t_hat": None if p is None else p.t,
         }
         return AccountingResult(value, lower, upper, "estimate", self.name, "epsilon", details)
-
-
-def _build(args: Any) -> SaddlePointAccountant:
-    from .registry import mechanism_from_args
-
-    acc = SaddlePointAccountant(direction=getattr(args, "direction", "both") or "both")
-    return acc.compose(mechanism_from_args(args), args.steps)
-
-
-from . import registry as _registry  # noqa: E402
-
-_registry.register(
-    "spa",
-    help="saddle-point accountant (Alghamdi et al.): SP-CLT estimate with certified Theorem-5 bounds",
-    build=_build,
-    uses_mechanism=True,
-)

@@ -74,8 +74,6 @@ both composition kinds implement :class:`CertifiedComposition` (``cert_bracket``
 
 from __future__ import annotations
 
-import argparse
-
 from ...errors import DPValueError, NumericalError, check_positive
 from ...mechanisms import Mechanism
 from ..base import Accountant, AccountingResult
@@ -256,26 +254,3 @@ class PLDAccountant(Accountant):
             "epsilon", lambda dp: dp.epsilon_upper(d_up), lambda dp: dp.epsilon_lower(d_lo) if d_lo < 1 else 0.0
         )
         return res
-
-
-def _build(args: argparse.Namespace) -> PLDAccountant:
-    from ..registry import mechanism_from_args
-
-    acc = PLDAccountant(direction=args.direction, discretization=args.discretization)
-    return acc.compose(mechanism_from_args(args), args.steps)
-
-
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--discretization", type=float, default=1e-4, help="grid width of the privacy-loss axis (default 1e-4)"
-    )
-
-
-from ..registry import register  # noqa: E402
-
-register(
-    "pld",
-    help="privacy-loss distribution (FFT), certified lower/upper bracket",
-    build=_build,
-    add_arguments=_add_arguments,
-)
