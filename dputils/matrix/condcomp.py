@@ -299,8 +299,9 @@ def option2_hazard_bound(
 
     Appendix F of {cite}`schuchardt_kalinin` lets the variational distribution depend on the reference
     component ``k`` of ``R = (1/b) sum_k N(mu_k, s^2 I)``. **Option 2** takes
-    ``psi^(k)_j = softmax_{j<i}(-|mu_k - mu_j|^2 / t)``, the minimiser of the Gaussian mean of Lemma D.2 at
-    ``rho_k = mu_k`` up to the KL term; **Options 1/3** (``shared_temperatures``, the book's default family,
+    ``psi^(k)_j = softmax_{j<i}(-|mu_k - mu_j|^2 / t)``, which raises the Gaussian mean of Lemma D.2 at
+    ``rho_k = mu_k``, ``nu_k = (|mu_k - mu_i|^2 - E_psi |mu_k - mu_j|^2)/(2 s^2) - KL(psi || uniform)`` (at
+    ``t = 2 s^2`` it is the exact maximiser, by the Gibbs variational principle); **Options 1/3** (``shared_temperatures``, the book's default family,
     :func:`reverse_hazard_bounds`) use one psi for every k. For every candidate psi^(k) (Lemma D.2):
 
         nu_k = mu_k^T (E_psi mu_j - mu_i)/s^2 + (|mu_i|^2 - E_psi |mu_j|^2)/(2 s^2) - KL(psi || uniform),
