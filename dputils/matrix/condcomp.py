@@ -179,7 +179,9 @@ def _tail_quantiles(
     hi = np.min(np.max(quant(ndtri(min(K * beta_i, 1 - 1e-12))), axis=0), axis=1)
     hi = np.maximum(hi, lo)
 
-    # f(tau) evaluates exactly _phi_terms (same operations, hoisted out of the bisection loop)
+    # f(tau) evaluates _phi_terms (same operations, hoisted out of the bisection loop), with the minimum over
+    # psi taken on z before the normal cdf: Phi is increasing and scipy's ndtr is non-decreasing in floating
+    # point, so ndtr(min_psi z) is bitwise min_psi ndtr(z), at 1/n_psi of the ndtr evaluations
     pos = (xi > 0)[..., None]
     xi_safe = np.where(pos, xi[..., None], 1.0)
     det = not bool(np.all(pos))
@@ -188,7 +190,7 @@ def _tail_quantiles(
         z = (tau[None, :, None] - nu) / xi_safe
         if det:
             z = np.where(pos, z, np.where(tau[None, :, None] >= nu, np.inf, -np.inf))
-        terms = np.min(ndtr(z), axis=0)
+        terms = ndtr(np.min(z, axis=0))
         return np.mean(terms, axis=1) if weights is None else (terms @ weights) / K
 
     bad = f(lo) > beta_i
@@ -284,6 +286,125 @@ def reverse_hazard_bounds(
             )
             lam[c] = float(expit(-np.log(c) - tau[0]))
     return lam, order
+
+
+def option2_hazard_bound(
+    means: np.ndarray,
+    sigma: float,
+    step: int,
+    beta: float,
+    component: int | None = None,
+    shared_temperatures=TEMPERATURES,
+    option2_temperatures=TEMPERATURES[1:],
+) -> float:
+    r"""``lambda_bar_i`` (remove, Theorem D.3 / Eq. 31) with Option 2 of Appendix F added to the psi families.
+
+    Appendix F of {cite}`schuchardt_kalinin` lets the variational distribution depend on the reference
+    component ``k`` of ``R = (1/b) sum_k N(mu_k, s^2 I)``. **Option 2** takes
+    ``psi^(k)_j = softmax_{j<i}(-|mu_k - mu_j|^2 / t)``, which raises the Gaussian mean of Lemma D.2 at
+    ``rho_k = mu_k``, ``nu_k = (|mu_k - mu_i|^2 - E_psi |mu_k - mu_j|^2)/(2 s^2) - KL(psi || uniform)`` (at
+    ``t = 2 s^2`` it is the exact maximiser, by the Gibbs variational principle); **Options 1/3** (``shared_temperatures``, the book's default family,
+    :func:`reverse_hazard_bounds`) use one psi for every k. For every candidate psi^(k) (Lemma D.2):
+
+        nu_k = mu_k^T (E_psi mu_j - mu_i)/s^2 + (|mu_i|^2 - E_psi |mu_j|^2)/(2 s^2) - KL(psi || uniform),
+        xi_k = |mu_i - E_psi mu_j| / s,
+
+    and Eq. 31 bounds ``P_R[L_i <= tau] <= (1/b) sum_k min_psi Phi((tau - nu_k)/xi_k)`` (each psi^(k) gives a
+    valid bound of the k-th term, so the minimum over a family fixed before the data does too). The
+    returned value is ``sigmoid(-log(i) - tau)`` for the largest tau (bisection) with that bound at most
+    ``beta / (b - 1)`` (0-based sorted index ``i``, default ``b - 1``; ``beta`` is the step's significance
+    as in :func:`reverse_hazard_bounds`). With ``option2_temperatures=()`` it is the value of
+    :func:`reverse_hazard_bounds` for ``shared_temperatures`` (up to summation order).
+    """
+    s, order, mu = _sorted_prefix(means, sigma, step, "remove")
+    beta = check_probability("beta", beta, allow_one=False)
+    b = mu.shape[0]
+    if b == 1:
+        return 1.0
+    i = b - 1 if component is None else int(component)
+    if not 1 <= i <= b - 1:
+        raise DPValueError(f"component must be a sorted index in 1..{b - 1}, got {component!r}")
+    shared = tuple(float(t) for t in shared_temperatures)
+    opt2 = tuple(float(t) for t in option2_temperatures)
+    if not shared and not opt2:
+        raise DPValueError("give at least one temperature (shared_temperatures or option2_temperatures)")
+    if any(not t > 0 for t in shared + opt2):
+        raise DPValueError("temperatures must be > 0 (inf allowed)")
+    H = mu @ mu.T
+    sq = np.diag(H)
+    s2 = s * s
+    lw_list = []  # log-weights over j < i, shape (b, i) per candidate (one row per reference k)
+    d2_i = np.maximum(sq[i] - 2 * H[i, :i] + sq[:i], 0.0)
+    for t in shared:
+        lw = np.zeros(i) if math.isinf(t) else -d2_i / t
+        lw_list.append(np.broadcast_to(lw, (b, i)))
+    d2_k = np.maximum(sq[:, None] - 2 * H[:, :i] + sq[None, :i], 0.0)  # |mu_k - mu_j|^2, (b, i)
+    for t in opt2:
+        lw_list.append(np.zeros((b, i)) if math.isinf(t) else -d2_k / t)
+    psi = np.stack([np.exp(lw - logsumexp(lw, axis=1, keepdims=True)) for lw in lw_list])  # (P, b, i)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl = np.sum(np.where(psi > 0, psi * np.log(psi * i), 0.0), axis=2)  # (P, b)
+    e_dot_k = np.einsum("pkj,jk->pk", psi, H[:i, :])  # <E_psi mu_j, mu_k>
+    e_dot_i = psi @ H[:i, i]  # <E_psi mu_j, mu_i>
+    e_sq = psi @ sq[:i]
+    e_norm2 = np.einsum("pkj,jl,pkl->pk", psi, H[:i, :i], psi)  # |E_psi mu_j|^2
+    nu = (e_dot_k - H[i][None, :]) / s2 + (sq[i] - e_sq) / (2 * s2) - kl  # (P, b)
+    xi = np.sqrt(np.maximum(sq[i] - 2 * e_dot_i + e_norm2, 0.0)) / s
+    beta_i = beta / (b - 1)
+    margin = 1e-12 * np.maximum(1.0, np.abs(nu))
+
+    def quant(p):
+        return np.where(xi > 0, nu + xi * ndtri(p), nu - margin)
+
+    def f(tau):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(xi > 0, (tau - nu) / np.where(xi > 0, xi, 1.0), np.where(tau >= nu, np.inf, -np.inf))
+        return float(np.mean(np.min(ndtr(z), axis=0)))
+
+    lo = float(np.min(np.max(quant(beta_i), axis=0)))
+    hi = max(float(np.min(np.max(quant(min(b * beta_i, 1 - 1e-12)), axis=0))), lo)
+    step_ = 1e-9
+    while f(lo) > beta_i:  # rounding only
+        lo -= step_ * max(1.0, abs(lo))
+        step_ *= 10
+        if step_ > 1e12:
+            raise NumericalError("option 2: no tail-bound bracket")
+    for _ in range(_BISECTION_STEPS):
+        mid = 0.5 * (lo + hi)
+        if f(mid) <= beta_i:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-11 * max(1.0, abs(lo)):
+            break
+    return float(expit(-math.log(i) - lo))
+
+
+def posterior_bound_curve(
+    means: np.ndarray, sigma: float, beta_step: Sequence[float] | float, temperatures=TEMPERATURES
+) -> np.ndarray:
+    """``lambda_bar_b`` (remove) at every step 1..N: the bound of :func:`reverse_hazard_bounds` for the slot
+    with the largest step-n mean (sorted index b - 1) at significance ``beta_step[n-1]`` per step.
+
+    Computed along the incremental path of the accountant (:func:`_per_step_hazards`, one pass over the
+    steps instead of N separate prefix Gram products); a step whose step-n means all tie (the incremental
+    path skips it) is computed by :func:`reverse_hazard_bounds`. Figure 4 of {cite}`schuchardt_kalinin`
+    plots this curve.
+    """
+    M = np.asarray(means, dtype=float)
+    b, N = M.shape
+    s = check_positive("sigma", sigma)
+    beta = np.broadcast_to(np.asarray(beta_step, dtype=float), (N,))
+    for v in np.unique(beta):
+        check_probability("beta_step", float(v), allow_one=False)
+    per = _per_step_hazards(M, s, beta, "remove", tuple(temperatures))
+    out = np.empty(N)
+    for n, (_, lam, _, low) in enumerate(per):
+        if low < b:
+            out[n] = lam[-1]
+        else:
+            out[n] = reverse_hazard_bounds(M, s, n + 1, float(beta[n]), "remove", temperatures, [b - 1])[0][-1]
+    return out
 
 
 def sample_ternary_loss(

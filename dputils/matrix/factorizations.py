@@ -17,6 +17,11 @@ sigma is the noise standard deviation relative to clip norm 1 with ``C`` used as
   objective, ``(1/N) ||A C^{-1}||_F^2 * max_i ||m_i||^2`` (Frobenius error of the prefix sums times the
   squared balls-in-bins sensitivity), subject to ``c >= 0`` and ``c_0 = 1``; L-BFGS-B from the BSR start.
   The paper uses jax_privacy's optimiser without stating its settings; this choice is ours.
+* ``bandinvmf``: a Toeplitz ``C`` whose inverse ``C^{-1}`` is lower-triangular banded with ``p`` bands
+  (Kalinin et al. 2025), ``C^{-1} = toeplitz(a_0 = 1, a_1, ..., a_{p-1})``, the ``a_j`` minimising the same
+  objective as ``bandmf`` subject to ``a_j <= 0`` (j >= 1), which makes ``C`` (the inverse series
+  ``sum_m (-sum_j a_j x^j)^m``) non-negative as Lemma 2.8 needs; L-BFGS-B from the BISR start. The paper uses
+  jax_privacy's optimiser without stating its settings (objective, steps): this choice is **our reading**.
 * ``blt``: buffered linear Toeplitz, ``c_t = sum_j w_j theta_j^{t-1}`` (t >= 1), with ``n_buffers``
   buffers optimised for the same objective (``w >= 0``, ``0 <= theta < 1``). Our choice of settings.
 
@@ -38,7 +43,7 @@ from scipy import optimize
 from ..errors import DPValueError, check_choice, check_positive_int
 from ..resources import available_memory_bytes, check_memory, check_work
 
-MATRICES = ("identity", "bsr", "bisr", "bandmf", "blt")
+MATRICES = ("identity", "bsr", "bisr", "bandmf", "blt", "bandinvmf")
 
 
 # --------------------------------------------------------------------------------------- series helpers
@@ -168,6 +173,32 @@ def bandmf_coefs(n: int, bands: int, epochs: int, batches: int) -> np.ndarray:
     return np.concatenate([[1.0], x])
 
 
+def bandinvmf_coefs(n: int, bands: int, epochs: int, batches: int) -> tuple[np.ndarray, np.ndarray]:
+    """BandInvMF: ``(c, a)`` with ``a`` the ``p`` optimised coefficients of the banded ``C^{-1}`` and ``c`` the
+    first ``n`` coefficients of ``C = 1 / a(x)``.
+
+    ``a_0 = 1`` and ``a_j in [-1, 0]`` for ``1 <= j < p``; the objective is that of ``bandmf``
+    (``log`` of the mean squared prefix-sum error factor ``(1/N)||A C^{-1}||_F^2`` plus ``log`` of the squared
+    balls-in-bins sensitivity ``max_i ||m_i||^2``), minimised by L-BFGS-B (at most 300 iterations,
+    finite-difference gradients) from BISR's ``a`` (the first ``p`` coefficients of ``(1 - x)^{1/2}``).
+    With every ``a_j <= 0`` (j >= 1), ``1/a(x) = sum_m (sum_j |a_j| x^j)^m`` has non-negative coefficients, so
+    ``C >= 0``. Settings: ours (the paper does not state them).
+    """
+    p = min(check_positive_int("bands", bands), n)
+    a0 = inv_sqrt_series(p)
+    if p == 1:
+        return np.ones(1), np.ones(1)
+
+    def fun(x):
+        a = np.concatenate([[1.0], x])
+        e, s = _objective_terms(series_inverse(a, n), n, epochs, batches)
+        return np.log(e) + np.log(s)
+
+    x = _optimise(fun, a0[1:], [(-1.0, 0.0)] * (p - 1))
+    a = np.concatenate([[1.0], x])
+    return series_inverse(a, n), a
+
+
 def blt_coefs(n: int, epochs: int, batches: int, n_buffers: int = 3) -> tuple[np.ndarray, dict[str, Any]]:
     """Optimised BLT coefficients ``c_0 = 1, c_t = sum_j w_j theta_j^{t-1}``; returns (c, params)."""
     nb = check_positive_int("n_buffers", n_buffers)
@@ -251,8 +282,8 @@ def check_strategy_cost(name: str, epochs: int, batches: int, bands: int = 1, n_
             f"the {n} x {n} strategy matrix (N = epochs x batches = {epochs} x {batches})",
             hint=f"the largest feasible N is about {largest}",
         )
-    if name in ("bandmf", "blt"):
-        params = (min(int(bands), n) - 1) if name == "bandmf" else 2 * int(n_buffers)
+    if name in ("bandmf", "blt", "bandinvmf"):
+        params = (min(int(bands), n) - 1) if name != "blt" else 2 * int(n_buffers)
         evals = _EVALS_PER_PARAMETER * (params + 2)
         what = "bands" if name == "bandmf" else "n_buffers"
         check_work(
@@ -267,7 +298,8 @@ def check_strategy_cost(name: str, epochs: int, batches: int, bands: int = 1, n_
 def build_strategy(name: str, epochs: int, batches: int, bands: int = 1, n_buffers: int = 3) -> Strategy:
     """Build one of :data:`MATRICES` for ``N = epochs * batches`` steps.
 
-    ``bands`` is the number of non-zero diagonals (``bsr``, ``bandmf``) or of ``C^{-1}`` (``bisr``);
+    ``bands`` is the number of non-zero diagonals (``bsr``, ``bandmf``) or of ``C^{-1}`` (``bisr``,
+    ``bandinvmf``);
     ignored for ``identity`` (1 band) and ``blt`` (dense).
     """
     check_choice("matrix", name, MATRICES)
@@ -287,6 +319,12 @@ def build_strategy(name: str, epochs: int, batches: int, bands: int = 1, n_buffe
     elif name == "bandmf":
         coefs, nb = bandmf_coefs(n, p, k, b), min(p, n)
         info["objective"] = "(1/N)||A C^-1||_F^2 * max_i ||m_i||^2, c >= 0, L-BFGS-B from BSR"
+    elif name == "bandinvmf":
+        coefs, inv = bandinvmf_coefs(n, p, k, b)
+        nb = None
+        info["inverse_bands"] = min(p, n)
+        info["inverse_coefs"] = inv.tolist()
+        info["objective"] = "(1/N)||A C^-1||_F^2 * max_i ||m_i||^2, C^-1 banded, a_j <= 0, L-BFGS-B from BISR (ours)"
     else:  # blt
         coefs, params = blt_coefs(n, k, b, n_buffers)
         nb = None
