@@ -2,7 +2,7 @@
 
 A non-editable install (``pip install .``) has no checkout beside it, so the notebooks, profiles, book pages and the
 committed data the chapters read are copied into the wheel as ``dputils/_book/``. ``dputils run`` and ``dputils book``
-then copy them into a book folder of the user's (see :mod:`dputils.booksources`). An editable install reads the
+then copy them into a book folder of the user's (see :mod:`dputils.book.booksources`). An editable install reads the
 checkout itself and copies nothing.
 """
 

@@ -24,7 +24,7 @@ point has *no reference* and the reasons are recorded -- no number is made up). 
 ``epsilon - l`` and ``epsilon - u``; the exact error lies between them. Every method's own certified
 interval is recorded where it has one. A method that refuses or fails at a point is recorded with its reason.
 
-The result (layout: ``dputils.benchmarks``) goes to ``benchmarks/results/accountants.json`` with the run's
+The result (layout: ``dputils.book.benchmarks``) goes to ``benchmarks/results/accountants.json`` with the run's
 metadata (date, cores, CPU, load average before and after, library versions, git commit).
 
     python benchmarks/bench_accountants.py                          # T 1e2..1e7, delta 1e-5, 1e-10, 1e-15
@@ -55,7 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere: the checkout's dputils
     sys.path.insert(0, str(ROOT))
 
-from dputils import benchmarks as bm  # noqa: E402
+from dputils.book import benchmarks as bm  # noqa: E402
 
 DEFAULT_OUT = ROOT / bm.RESULTS_DIR / "accountants.json"
 FULL = {"steps": [10**k for k in range(2, 8)], "deltas": [1e-5, 1e-10, 1e-15]}

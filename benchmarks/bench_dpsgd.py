@@ -29,7 +29,7 @@ in the timed loop); every method gets one warm-up step first.
     python benchmarks/bench_dpsgd.py --models cnn wrn16-4 --device cuda --threads 0
     python benchmarks/bench_dpsgd.py --json       # also write benchmarks/results/dpsgd.json (the book's page)
 
-With ``--json`` the summary is written with the run's metadata (``dputils.benchmarks.run_metadata``: date,
+With ``--json`` the summary is written with the run's metadata (``dputils.book.benchmarks.run_metadata``: date,
 cores, load average before and after, versions, git commit) and ``schema`` ``dpbook-bench-dpsgd/1``; the chapter
 "How fast, how accurate" draws it.
 """
@@ -103,15 +103,7 @@ def worker(args) -> dict:
     import torch
     from torch import nn
 
-    from dputils.training import (
-        DPSGDConfig,
-        FTRLConfig,
-        fastgrad,  # noqa: F401  (imported lazily by train: loaded before the baseline)
-        make_mlp,
-        resolve_device,
-        train,
-        train_ftrl,
-    )
+    from dputils.training import DPSGDConfig, FTRLConfig, make_mlp, resolve_device, train, train_ftrl
     from dputils.training.models import small_cnn, wide_resnet
 
     if args.threads:
@@ -267,7 +259,7 @@ def main() -> None:
 
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from dputils import benchmarks as bm
+    from dputils.book import benchmarks as bm
 
     meta = bm.run_metadata(ROOT, note=args.note)
     runs: dict[tuple[str, str], list[dict]] = {}

@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from dputils import benchmarks as bm  # noqa: E402
 from dputils import truth  # noqa: E402
 from dputils.accountants import PLDAccountant  # noqa: E402
+from dputils.book import benchmarks as bm  # noqa: E402
 from dputils.mechanisms import SubsampledGaussianMechanism  # noqa: E402
 
 

@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from dputils import benchmarks as bm  # noqa: E402
 from dputils.accountants.rdp import RDPAccountant, _log_a_int, subsampled_gaussian_rdp
+from dputils.book import benchmarks as bm  # noqa: E402
 from dputils.calibration import calibrate_noise
 from dputils.mechanisms import SubsampledGaussianMechanism
 

@@ -5,17 +5,17 @@ Public names are re-exported here; the modules are named by concept:
 * :mod:`dputils.mechanisms`: privacy-loss pairs of the Gaussian, Laplace and Poisson-subsampled Gaussian.
 * :mod:`dputils.curves`: closed-form privacy profiles, mu-GDP, trade-off curves, robust inversion.
 * :mod:`dputils.accountants`: PLD (reference, certified brackets), RDP, GDP and the book's accountants.
-* :mod:`dputils.results`: JSON artifacts of the notebooks; :mod:`dputils.plotting`: one figure style.
-* :mod:`dputils.run` and :mod:`dputils.cli`: the papermill runner and ``python -m dputils``.
+* :mod:`dputils.book.results`: JSON artifacts of the notebooks; :mod:`dputils.book.plotting`: one figure style.
+* :mod:`dputils.book.run` and :mod:`dputils.cli`: the papermill runner and ``python -m dputils``.
 
 ``import dputils`` needs numpy, scipy and mpmath alone (the light install): it imports neither matplotlib nor
-torch. :mod:`dputils.plotting` is loaded on first use (``dputils.plotting`` or ``from dputils import plotting``);
+torch. :mod:`dputils.book.plotting` is loaded on first use (``dputils.book.plotting`` or ``from dputils import plotting``);
 the modules that need an optional dependency say which ``pip install`` brings it (:mod:`dputils.optional`).
 """
 
 import importlib as _importlib
 
-from . import curves, mechanisms, results
+from . import curves, mechanisms
 from ._version import __version__
 from .accountants import Accountant, AccountingResult, GDPAccountant, PLDAccountant, RDPAccountant
 from .curves import (
@@ -37,11 +37,14 @@ from .mechanisms import (
     make_mechanism,
 )
 
+#: tooling modules that ``dputils.NAME`` still reaches (they live in :mod:`dputils.book`)
+_BOOK_MODULES = ("plotting", "results", "tables", "scorecard")
+
 
 def __getattr__(name: str):
-    """Load :mod:`dputils.plotting` (matplotlib) only when it is asked for."""
-    if name == "plotting":
-        return _importlib.import_module(".plotting", __name__)
+    """Load :mod:`dputils.book.plotting` (matplotlib) only when it is asked for."""
+    if name in _BOOK_MODULES:
+        return _importlib.import_module(f".book.{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

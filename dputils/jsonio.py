@@ -3,7 +3,7 @@
 * :func:`jsonable` makes numpy scalars and arrays, tuples, sets and paths plain and writes every non-finite float
   (an infinite, i.e. vacuous, bound or an undefined one) as ``null``; :func:`dumps` is ``json.dumps`` of it with
   ``allow_nan=False``. The command line, the accountant state files, the chapters' results files
-  (:mod:`dputils.results`), the run reports and the sweep's point files use it.
+  (:mod:`dputils.book.results`), the run reports and the sweep's point files use it.
 * :func:`write_text_atomic` and :func:`write_json_atomic`: a temporary file in the same folder, fsync, rename (a
   reader sees the old file or the new one, never half of one; the temporary file is removed on failure).
 

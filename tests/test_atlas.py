@@ -1,4 +1,4 @@
-"""dputils.atlas: one point against closed forms, signs of the errors, recorded refusals, parallel == serial."""
+"""dputils.book.atlas: one point against closed forms, signs of the errors, recorded refusals, parallel == serial."""
 
 import math
 from concurrent.futures import ProcessPoolExecutor
@@ -7,7 +7,7 @@ import pytest
 from scipy import optimize
 from scipy.stats import norm
 
-from dputils import atlas
+from dputils.book import atlas
 from dputils.errors import DPValueError
 
 CHEAP = ("pld", "rdp", "gdp")

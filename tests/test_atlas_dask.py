@@ -1,5 +1,5 @@
-"""dputils.atlas on dask.distributed (issue 16): a LocalCluster of 2 worker processes on loopback computes the
-table, through atlas_table(client=...) and through `python -m dputils.atlas --scheduler` / `--workers 2`, and
+"""dputils.book.atlas on dask.distributed (issue 16): a LocalCluster of 2 worker processes on loopback computes the
+table, through atlas_table(client=...) and through `python -m dputils.book.atlas --scheduler` / `--workers 2`, and
 every row equals the serial one (all columns but the wall-clock times), in the order of the points."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from dputils import atlas, sweep  # noqa: E402
+from dputils.book import atlas, sweep  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -58,7 +58,7 @@ def test_atlas_table_on_two_dask_workers_equals_serial(client):
 def _cli(args, tmp_path, name):
     out = tmp_path / name
     proc = subprocess.run(
-        [sys.executable, "-m", "dputils.atlas", *args, "--out", str(out)],
+        [sys.executable, "-m", "dputils.book.atlas", *args, "--out", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,

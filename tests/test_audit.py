@@ -365,7 +365,7 @@ def test_cli_prints_json_and_fails_cleanly(tmp_path):
     np.savetxt(tmp_path / "out.txt", o)
     import argparse
 
-    from dputils.audit import cli
+    from dputils.cli import audit as cli
 
     parser = argparse.ArgumentParser()
     cli.add_arguments(parser)

@@ -17,8 +17,8 @@ import torch
 from dputils.audit import repeated_audit
 from dputils.audit.repeated import run_seeds
 from dputils.audit.whitebox import audit_whitebox, run_whitebox_audit
+from dputils.book.sweep import local_cluster
 from dputils.errors import DPValueError
-from dputils.sweep import local_cluster
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -1,4 +1,4 @@
-"""dputils.benchmarks (loading, tables, checks of recorded benchmark files) and bench_accountants.py --quick.
+"""dputils.book.benchmarks (loading, tables, checks of recorded benchmark files) and bench_accountants.py --quick.
 
 The small input below is written by hand, and so is every expected table: none of them comes from the code
 under test.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dputils import benchmarks as bm
+from dputils.book import benchmarks as bm
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = "run-1"

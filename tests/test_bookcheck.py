@@ -1,4 +1,4 @@
-"""The browser checks of the built book (dputils.bookcheck), on small hand-written pages served from tmp_path.
+"""The browser checks of the built book (dputils.book.bookcheck), on small hand-written pages served from tmp_path.
 
 These need Debian's headless Chromium (`apt-get install chromium chromium-driver`). In CI (``CI`` set,
 as `.ci/run` runs) they fail without it, since .ci/run installs it and a check of the book that silently
@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from dputils import bookcheck as bc
+from dputils.book import bookcheck as bc
 
 MATHJAX = "/_static/mathjax/tex-chtml.js"
 
@@ -145,7 +145,7 @@ EXPECTED_KIND = {
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     if not bc.chromium_available():
-        msg = f"dputils.bookcheck cannot run: {bc.CHROMIUM} or {bc.CHROMEDRIVER} is missing; {bc.INSTALL_HINT}"
+        msg = f"dputils.book.bookcheck cannot run: {bc.CHROMIUM} or {bc.CHROMEDRIVER} is missing; {bc.INSTALL_HINT}"
         if os.environ.get("CI"):
             pytest.fail(msg)
         pytest.skip(msg)
@@ -471,10 +471,10 @@ def test_legend_overlap_in_a_draw_event(plt):
 
 
 def test_a_wide_table_may_scroll_in_its_own_box(site):
-    """A table too wide for the column scrolls sideways inside dputils.tables' box and is no finding; the same
+    """A table too wide for the column scrolls sideways inside dputils.book.tables' box and is no finding; the same
     table outside the box (DEFECTS' wide_table) sticks out and is one, and so is a code block that scrolls."""
     root, server, browser = site
-    from dputils.tables import Table
+    from dputils.book.tables import Table
 
     wide = Table([{f"column {i}": 0.123456789 * i for i in range(40)}])._repr_html_()
     assert "dpbook-scroll" in wide

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dputils.chapters.gauss_audit import SMOKE, record_not_run
-from dputils.scorecard import Targets
+from dputils.book.chapters.gauss_audit import SMOKE, record_not_run
+from dputils.book.scorecard import Targets
 
 SPEC = {
     "A": {
@@ -64,7 +64,7 @@ def test_draw_bounds_draws_one_line_per_auditor_and_labels_the_csv_once():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dputils.chapters.gauss_audit import draw_bounds, mark_target_epsilon
+    from dputils.book.chapters.gauss_audit import draw_bounds, mark_target_epsilon
 
     fig, ax = plt.subplots()
     draw_bounds(ax, [1, 2], {"a": [0.5, 1.0], "b": ([0.4, 0.9], "s-")}, csv=[([1], [0.6]), ([2], [1.1])])

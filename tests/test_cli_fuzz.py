@@ -539,7 +539,7 @@ def hostile(tmp_path_factory):
 
 
 _NB = "tests/data/sweep_tiny.md"
-_QUICK = "import dputils.sweep as s; s.SCHEDULER_TIMEOUT_S = 3"
+_QUICK = "import dputils.book.sweep as s; s.SCHEDULER_TIMEOUT_S = 3"
 
 # (argv with {d} for the hostile folder and {port} for the silent port, exit status, fragment, timeout s,
 #  extra environment, code run before main)

@@ -86,7 +86,7 @@ def test_torch_pin_resolves_to_the_cpu_wheel_range():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_code_lines_fit_the_book_column(path):
     """The rendered column holds 77 characters of code (75 inside a collapsed hide-input cell); longer lines
-    scroll sideways, which the browser check of the built book (dputils.bookcheck) reports as overflow."""
+    scroll sideways, which the browser check of the built book (dputils.book.bookcheck) reports as overflow."""
     nb = jupytext.read(path)
     for c in nb.cells:
         if c.cell_type != "code":

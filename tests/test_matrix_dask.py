@@ -9,8 +9,8 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
+from dputils.book.sweep import local_cluster  # noqa: E402
 from dputils.matrix import BallsInBinsMatrixMechanism, MatrixMonteCarloAccountant, build_strategy  # noqa: E402
-from dputils.sweep import local_cluster  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 

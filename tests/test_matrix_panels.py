@@ -13,7 +13,8 @@ from dputils.errors import DPValueError
 from dputils.matrix import build_strategy, reverse_hazard_bounds, sample_ternary_loss
 from dputils.matrix.condcomp import option2_hazard_bound, posterior_bound_curve
 from dputils.matrix.factorizations import bandinvmf_coefs, inv_sqrt_series, prefix_workload
-from dputils.matrix.panels import allocation_curves, family_bounds, hybrid_best_fraction
+from dputils.matrix.panels import family_bounds, hybrid_best_fraction
+from dputils.matrix.posterior_paths import allocation_paths
 
 
 # ------------------------------------------------------------------------------------------------ BandInvMF
@@ -107,15 +108,15 @@ def test_posterior_curve_matches_the_per_step_bound():
         assert curve[n - 1] == pytest.approx(ref, rel=1e-9)
 
 
-def test_allocation_curves_structure():
+def test_allocation_paths_of_bsr_structure():
     M = build_strategy("bsr", 2, 20, 3).means
-    cur = allocation_curves(M, [2.0], 1e-5, 2)[2.0]
+    cur = allocation_paths(M, 2.0, 1e-5, 2)
     np.testing.assert_array_equal(cur["hybrid (e ≥ 2)"][:20], cur["union"][:20])
     assert np.ptp(cur["global max"]) == 0.0
     assert cur["union"][0] == pytest.approx(1 / 20, rel=1e-9)  # step 1: the prior 1/b
     assert 0.0 <= hybrid_best_fraction(cur) <= 1.0
     with pytest.raises(DPValueError):
-        allocation_curves(M, [2.0], 1e-5, 3)
+        allocation_paths(M, 2.0, 1e-5, 3)
 
 
 def test_family_bounds_option1_and_ordering():

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dputils.run import execute_one, load_profile
+from dputils.book.run import execute_one, load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 FULL = load_profile("full", ROOT)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from dputils.run import execute_one, load_profile, notebook_paths
+from dputils.book.run import execute_one, load_profile, notebook_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = notebook_paths(ROOT)

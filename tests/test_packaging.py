@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 import dputils
-from dputils import booksources, optional
+from dputils import optional
+from dputils.book import booksources
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("torch", "matplotlib", "numba", "tqdm", "yaml", "dp_accounting", "opacus", "dask", "papermill")
@@ -67,11 +68,11 @@ def test_import_dputils_is_light():
 
 def test_plotting_still_reachable_as_attribute():
     r = _py(
-        "import dputils; p = dputils.plotting; print(p.__name__); from dputils import plotting; "
+        "import dputils; p = dputils.book.plotting; print(p.__name__); from dputils.book import plotting; "
         "print('plotting' in dputils.__all__)"
     )
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["dputils.plotting", "False"]
+    assert r.stdout.split() == ["dputils.book.plotting", "False"]
 
 
 def test_one_version_source():
@@ -113,7 +114,7 @@ def test_missing_extra_is_one_line(blocked, command, extra):
         lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
         assert len(lines) == 1 and f"dputils[{extra}]" in lines[0], r.stderr
     else:
-        mod = {"torch": "dputils.training", "matplotlib": "dputils.plotting"}[blocked]
+        mod = {"torch": "dputils.training", "matplotlib": "dputils.book.plotting"}[blocked]
         r = _py(_blocking(blocked) + f"import {mod}")
         assert r.returncode != 0
         assert "MissingDependencyError" in r.stderr and f"dputils[{extra}]" in r.stderr.splitlines()[-1]
@@ -161,7 +162,7 @@ def test_materialize_refuses_a_foreign_folder(tmp_path, monkeypatch):
 
 
 def test_repo_root_sees_a_book_folder(tmp_path, monkeypatch):
-    from dputils.results import repo_root
+    from dputils.book.results import repo_root
 
     _fake_packaged(tmp_path, monkeypatch)
     home = booksources.materialize(tmp_path / "home", quiet=True)

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from dputils import plotting  # noqa: E402
+from dputils.book import plotting  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -102,6 +102,6 @@ def test_legend_in_a_left_panel_is_not_pushed_onto_its_neighbour():
 
 
 def test_bookcheck_still_offers_the_legend_measure():
-    from dputils import bookcheck
+    from dputils.book import bookcheck
 
     assert bookcheck.legend_overlaps is plotting.legend_overlaps

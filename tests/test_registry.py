@@ -308,7 +308,7 @@ def test_opacus_names_are_derived_from_the_registry():
 
 
 def test_atlas_columns_are_the_qualifying_accountants_and_the_peers():
-    from dputils import atlas
+    from dputils.book import atlas
 
     assert atlas.ACCOUNTANTS == (*_qualifying(("subsampled-gaussian",)), *atlas.PEERS)
     assert atlas.ACCOUNTANTS[:5] == ("pld", "rdp", "gdp", "spa", "edgeworth")  # the committed CSV's order
@@ -330,7 +330,7 @@ def test_benchmark_script_measures_every_qualifying_accountant():
 
 def test_plot_colours_come_from_the_registry():
     pytest.importorskip("matplotlib")
-    from dputils import plotting
+    from dputils.book import plotting
 
     for r in _registered():
         if r.color is not None:
@@ -340,3 +340,12 @@ def test_plot_colours_come_from_the_registry():
     assert not stale, f"colours now in the registry: remove {stale} from plotting.METHOD_COLORS"
     assert plotting.ACCOUNTANT_COLORS["pld"] == registry.get("pld").color
     assert plotting.color("no-such-method") is None
+
+
+def test_the_matrix_argument_reader_has_its_own_name_and_the_old_one_warns():
+    import dputils.matrix as matrix
+    from dputils import cli
+
+    assert matrix.balls_in_bins_from_args is not cli.mechanism_from_args
+    with pytest.warns(DeprecationWarning, match="balls_in_bins_from_args"):
+        assert matrix.mechanism_from_args is matrix.balls_in_bins_from_args

@@ -11,9 +11,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from dputils import changed as chg
-from dputils import sweep
-from dputils.run import cli_main, quiet_shutdown_kernel_manager
+from dputils.book import changed as chg
+from dputils.book import sweep
+from dputils.book.run import cli_main, quiet_shutdown_kernel_manager
 
 
 def _write_md(path, cells):
@@ -45,7 +45,7 @@ def _make_root(root):
         [
             p,
             nbformat.v4.new_code_cell(
-                "import os\nfrom pathlib import Path\nfrom dputils import results\n"
+                "import os\nfrom pathlib import Path\nfrom dputils.book import results\n"
                 "root = Path(os.environ['DPBOOK_RESULTS_PUBLISHED']).parent\n"
                 "results.save('demo', value=scale * int((root / data_file).read_text()))"
             ),
@@ -56,7 +56,7 @@ def _make_root(root):
     q.metadata["tags"] = ["parameters"]
     _write_md(
         root / "notebooks" / "other.md",
-        [q, nbformat.v4.new_code_cell("from dputils import results\nresults.save('other', k=k)")],
+        [q, nbformat.v4.new_code_cell("from dputils.book import results\nresults.save('other', k=k)")],
     )
     return root
 
@@ -128,7 +128,7 @@ def test_changed_reuses_unchanged_chapters_and_says_why_the_others_ran(tmp_path,
     assert list(ch) == ["other"] and ch["other"]["action"] == "run"
     assert ch["other"]["reason"] == "notebooks/other.md changed"
 
-    # 6. a package file (the digests are those of dputils.changed.package_digests, checked below)
+    # 6. a package file (the digests are those of dputils.book.changed.package_digests, checked below)
     real = chg.package_digests
     monkeypatch.setattr(chg, "package_digests", lambda exclude=(): {**real(exclude), "audit/gauss.py": "0" * 64})
     rc, err, rep, ch = _run(root, capfd)
@@ -195,10 +195,10 @@ def test_results_of_other_chapters_are_inputs(tmp_path):
 
 def test_package_digests_are_the_files_sha256():
     d = chg.package_digests(exclude=chg.NOT_INPUTS)
-    pkg = Path(chg.__file__).resolve().parent
+    pkg = Path(chg.__file__).resolve().parents[1]
     assert sweep.package_digests is chg.package_digests  # the sweep's code hash reads the same digests
     assert d["errors.py"] == hashlib.sha256((pkg / "errors.py").read_bytes()).hexdigest()
-    assert "bookcheck.py" not in d and "run.py" in d and "sweep.py" in d
+    assert "book/bookcheck.py" not in d and "book/run.py" in d and "book/sweep.py" in d
     assert len(d) == len(list(pkg.rglob("*.py"))) - 1
 
 
@@ -264,7 +264,7 @@ def _kernel_children():
 def test_a_cell_that_times_out_still_ends_its_kernel(tmp_path):
     """Without the shutdown interrupt, a kernel busy in a cell that timed out is still ended (SIGTERM after half
     of jupyter_client's shutdown_wait_time), and the failure is reported, not hidden."""
-    from dputils.run import execute_one
+    from dputils.book.run import execute_one
 
     src = tmp_path / "slow.md"
     p = nbformat.v4.new_code_cell("n: int = 1  # unused")

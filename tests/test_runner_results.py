@@ -11,8 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from dputils import results
-from dputils.run import cli_main, execute_all, execute_one, failure_location, load_profile, merge_parameter_cells
+from dputils.book import results
+from dputils.book.run import cli_main, execute_all, execute_one, failure_location, load_profile, merge_parameter_cells
 
 
 def _write_md(path, cells):
@@ -152,7 +152,7 @@ def _make_root(root, fail_line="assert not fail, 'asked to fail'"):
     (root / "params" / "paper.yml").write_text("")
     cells = [
         _params_cell(),
-        nbformat.v4.new_code_cell("from dputils import results\nresults.save('demo', value=3 * scale)"),
+        nbformat.v4.new_code_cell("from dputils.book import results\nresults.save('demo', value=3 * scale)"),
         nbformat.v4.new_code_cell(f"x = 1\n{fail_line}\nprint(x)"),
     ]
     _write_md(root / "notebooks" / "demo.md", cells)
@@ -246,8 +246,8 @@ def test_failure_location_without_an_error_output(tmp_path):
 
 
 def test_run_and_sweep_describe_a_failure_alike():
-    from dputils import sweep
-    from dputils.run import describe_failure
+    from dputils.book import sweep
+    from dputils.book.run import describe_failure
 
     rep = {
         "name": "chap",
@@ -340,7 +340,7 @@ def test_repeated_or_abbreviated_options_refused(args, fragment, tmp_path, capsy
 def test_publish_failing_halfway_leaves_the_old_pair(tmp_path, monkeypatch):
     """The results and the notebook are published together: a failure at the notebook (the last rename) or in
     preparing leaves the old notebook beside its old results, and no temporary files behind."""
-    from dputils import run
+    from dputils.book import run
 
     m_dir, r_dir, stage = tmp_path / "methods", tmp_path / "results", tmp_path / "stage"
     for d in (m_dir, r_dir, stage):
@@ -416,7 +416,7 @@ def test_killed_run_leaves_no_worker_that_publishes(tmp_path):
     import signal
     import time
 
-    from dputils import run
+    from dputils.book import run
 
     root = tmp_path / "repo"
     (root / "notebooks").mkdir(parents=True)
@@ -431,7 +431,7 @@ def test_killed_run_leaves_no_worker_that_publishes(tmp_path):
         [
             params,
             nbformat.v4.new_code_cell("import time\ntime.sleep(wait)"),
-            nbformat.v4.new_code_cell("from dputils import results\nresults.save('slow', value=1)"),
+            nbformat.v4.new_code_cell("from dputils.book import results\nresults.save('slow', value=1)"),
         ],
     )
     env = {k: v for k, v in os.environ.items() if k not in ("DPBOOK_RESULTS_DIR", "MPLBACKEND")}
@@ -483,7 +483,7 @@ def test_killed_run_leaves_no_worker_that_publishes(tmp_path):
 
 
 def test_book_log_keeps_warnings_and_drops_the_banner_and_colours():
-    from dputils.run import book_log_line
+    from dputils.book.run import book_log_line
 
     banner = [
         "Running Jupyter-Book v1.0.4.post1",

@@ -1,4 +1,4 @@
-"""Reproduction targets (dputils.scorecard) and the book's tables (dputils.tables)."""
+"""Reproduction targets (dputils.book.scorecard) and the book's tables (dputils.book.tables)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import re
 import numpy as np
 import pytest
 
-from dputils import results
-from dputils.scorecard import Targets, load_targets, page_markdown, within, write_page
-from dputils.tables import Table, fmt_value, sci
+from dputils.book import results
+from dputils.book.scorecard import Targets, load_targets, page_markdown, within, write_page
+from dputils.book.tables import Table, fmt_value, sci
 
 
 def test_within_modes():
@@ -87,7 +87,7 @@ def test_table_html_escapes_and_formats():
     t = Table([{"name": "<b>", "value": 1.23456789e-12, "status": "fail", "n": 123456}], caption="c")
     h = t._repr_html_()
     assert "&lt;b&gt;" in h and "<caption>c</caption>" in h
-    assert "1.235\u00d710\u207b\u00b9\u00b2" in h  # a×10ⁿ, as dputils.tables.sci writes it for prose too
+    assert "1.235\u00d710\u207b\u00b9\u00b2" in h  # a×10ⁿ, as dputils.book.tables.sci writes it for prose too
     assert "123,456" in h and "color:#cf222e" in h
     assert "1.235\u00d710\u207b\u00b9\u00b2" in str(t)
     assert sci(4.6492e-5, 4) == "4.649\u00d710\u207b\u2075" and sci(-2.5e7) == "-2.5\u00d710\u2077"
@@ -147,7 +147,7 @@ def _recs(**statuses):
 
 
 def test_ledger_differences_name_every_change():
-    from dputils.scorecard import ledger_differences
+    from dputils.book.scorecard import ledger_differences
 
     ledger = {"a": {"T1": "pass", "T2": "not reproduced", "T3": "not run"}, "b": {"T1": "pass"}}
     same = {"a": _recs(T1="pass", T2="not reproduced", T3="not run"), "b": _recs(T1="pass")}
@@ -166,7 +166,7 @@ def test_ledger_differences_name_every_change():
 
 
 def test_ledger_round_trip_and_refusals(tmp_path):
-    from dputils.scorecard import read_ledger, write_ledger
+    from dputils.book.scorecard import read_ledger, write_ledger
 
     p = write_ledger(tmp_path / "l.yml", {"c": _recs(T10="pass", T2="not run", T1="not reproduced")})
     assert read_ledger(p) == {"c": {"T1": "not reproduced", "T2": "not run", "T10": "pass"}}
@@ -184,8 +184,8 @@ def test_ledger_round_trip_and_refusals(tmp_path):
 def test_check_ledger_fails_only_when_strict_and_updates(tmp_path):
     import json
 
-    from dputils.run import check_ledger
-    from dputils.scorecard import LEDGER_FILE, read_ledger
+    from dputils.book.run import check_ledger
+    from dputils.book.scorecard import LEDGER_FILE, read_ledger
 
     (tmp_path / "results").mkdir()
     (tmp_path / "params").mkdir()

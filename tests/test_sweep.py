@@ -20,7 +20,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from dputils import sweep  # noqa: E402
+from dputils.book import sweep  # noqa: E402
 from dputils.cli import main  # noqa: E402
 from dputils.errors import DPValueError  # noqa: E402
 from dputils.parallel import chunk_sizes, map_chunks  # noqa: E402
@@ -280,7 +280,7 @@ def test_kernel_start_race_is_retried_once(tmp_path, monkeypatch):
     import papermill as pm
     import zmq
 
-    from dputils.run import execute_one, kernel_start_race
+    from dputils.book.run import execute_one, kernel_start_race
 
     assert kernel_start_race(zmq.ZMQError(errno.EADDRINUSE))
     assert kernel_start_race(RuntimeError("Kernel died before replying to kernel_info"))
@@ -356,7 +356,7 @@ def test_read_table_takes_long_cells(tmp_path):
 def test_point_results_keep_saved_infinities(tmp_path, monkeypatch):
     # strict JSON writes inf as null; the table reads the results file's record of it back, so the csv cell says
     # inf (a vacuous bound), not the empty cell of a value that was never recorded
-    from dputils import results
+    from dputils.book import results
 
     monkeypatch.setenv("DPBOOK_RESULTS_DIR", str(tmp_path / "p1" / "results"))
     results.save("nb", upper=float("inf"), none=None, row=[1.0, -float("inf")], t={"x": float("nan")})

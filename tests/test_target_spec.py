@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dputils.scorecard import Targets, read_target_spec, target_spec_path
+from dputils.book.scorecard import Targets, read_target_spec, target_spec_path
 
 ROOT = Path(__file__).resolve().parents[1]
 

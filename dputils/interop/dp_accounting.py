@@ -74,7 +74,7 @@ NAMES = tuple(r.name for r in registry.select(events=EVENTS, variants=False))
 
 
 def __getattr__(name: str) -> Any:
-    if name == "ACCOUNTANTS":  # the former name of NAMES (it clashed with dputils.atlas.ACCOUNTANTS)
+    if name == "ACCOUNTANTS":  # the former name of NAMES (it clashed with dputils.book.atlas.ACCOUNTANTS)
         warnings.warn(
             "dputils.interop.dp_accounting.ACCOUNTANTS is deprecated; use NAMES", DeprecationWarning, stacklevel=2
         )

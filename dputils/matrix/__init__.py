@@ -9,8 +9,8 @@ from .allocation import (
     MatrixRenyiAccountant,
     MatrixRenyiTightAccountant,
     add_strategy_arguments,
+    balls_in_bins_from_args,
     calibrate_sigma,
-    mechanism_from_args,
     strategy_from_args,
 )
 from .condcomp import ConditionalCompositionAccountant, reverse_hazard_bounds, sample_ternary_loss, step_pairs
@@ -46,10 +46,23 @@ __all__ = [
     "MatrixMonteCarloAccountant",
     "calibrate_sigma",
     "add_strategy_arguments",
-    "mechanism_from_args",
+    "balls_in_bins_from_args",
     "strategy_from_args",
     "ConditionalCompositionAccountant",
     "reverse_hazard_bounds",
     "sample_ternary_loss",
     "step_pairs",
 ]
+
+
+def __getattr__(name: str):
+    if name == "mechanism_from_args":  # the former name; it clashed with dputils.cli.mechanism_from_args
+        import warnings
+
+        warnings.warn(
+            "dputils.matrix.mechanism_from_args is deprecated; use balls_in_bins_from_args",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return balls_in_bins_from_args
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -657,7 +657,7 @@ def calibrate_sigma(
 # Each accountant gets only the options it reads, so argparse refuses the others by name.
 def add_strategy_arguments(p: argparse.ArgumentParser) -> None:
     """The options that describe the strategy of a balls-in-bins matrix mechanism (shared by every
-    matrix accountant's command line, see :func:`mechanism_from_args`)."""
+    matrix accountant's command line, see :func:`balls_in_bins_from_args`)."""
     p.add_argument("--matrix", default="identity", choices=list(MATRICES), help="strategy matrix C")
     p.add_argument(
         "--bands",
@@ -718,7 +718,7 @@ def strategy_from_args(args: argparse.Namespace) -> Strategy:
     return _cached_strategy(args.matrix, k, b, bands)
 
 
-def mechanism_from_args(args: argparse.Namespace) -> BallsInBinsMatrixMechanism:
+def balls_in_bins_from_args(args: argparse.Namespace) -> BallsInBinsMatrixMechanism:
     """The :class:`BallsInBinsMatrixMechanism` of the command line: ``--mechanism`` (only
     ``balls-in-bins``), ``--sigma`` and the strategy options of :func:`add_strategy_arguments`."""
     mech = getattr(args, "mechanism", None)
@@ -744,7 +744,7 @@ def _effective_bands(args: argparse.Namespace) -> int | None:
 
 def _build_renyi(args: argparse.Namespace) -> MatrixRenyiAccountant:
     acc = MatrixRenyiAccountant(_max_order(args), effective_bands=_effective_bands(args))
-    return acc.compose(mechanism_from_args(args))
+    return acc.compose(balls_in_bins_from_args(args))
 
 
 def _build_renyi_tight(args: argparse.Namespace) -> MatrixRenyiTightAccountant:
@@ -759,14 +759,14 @@ def _build_renyi_tight(args: argparse.Namespace) -> MatrixRenyiTightAccountant:
         if not classes or any(c < 1 for c in classes):
             raise DPValueError(f"add-classes must be comma-separated integers >= 1, got {raw!r}")
     acc = MatrixRenyiTightAccountant(orders, effective_bands=_effective_bands(args), add_classes=classes)
-    return acc.compose(mechanism_from_args(args))
+    return acc.compose(balls_in_bins_from_args(args))
 
 
 def _build_mc(args: argparse.Namespace) -> MatrixMonteCarloAccountant:
     samples = check_positive_int("samples", args.samples)
     seed = check_nonnegative_int("seed", args.seed)
     acc = MatrixMonteCarloAccountant(samples=samples, seed=seed, direction=getattr(args, "direction", None) or "both")
-    return acc.compose(mechanism_from_args(args))
+    return acc.compose(balls_in_bins_from_args(args))
 
 
 def _register() -> None:

@@ -1166,7 +1166,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> ConditionalCompositionAccountant:
-    from .allocation import mechanism_from_args
+    from .allocation import balls_in_bins_from_args
 
     if args.delta_e is not None and args.delta_e_fraction is not None:
         raise DPValueError("delta-e-fraction is not used when --delta-e is given; give one of them")
@@ -1178,7 +1178,7 @@ def _build(args: argparse.Namespace) -> ConditionalCompositionAccountant:
         discretization=args.discretization,
         progress=False,
     )
-    return acc.compose(mechanism_from_args(args))
+    return acc.compose(balls_in_bins_from_args(args))
 
 
 def _register() -> None:

@@ -3,9 +3,8 @@
 Each function computes what one panel of the paper plots, from the package's accountants, so that the
 chapter only calls it and checks the claim:
 
-* :func:`allocation_curves` (Figure 4): the posterior bound ``lambda_bar_b`` of the participating slot at
-  every step under the four failure allocations of Appendix E (union bound, global maximum, per-epoch
-  maximum for every epoch, hybrid), for any strategy.
+* :func:`hybrid_best_fraction` (Figure 4): the share of the steps at which the hybrid allocation of
+  :func:`~.posterior_paths.allocation_paths` gives the lowest bound.
 * :func:`family_bounds` (Figure 6): ``lambda_bar_b`` at the last step of every epoch for the variational
   families of Appendix F: Option 1 (uniform psi), Options 1+3 (the temperature family, the book's default)
   and Options 1+2+3 (Option 2's psi per reference component added, :func:`~.condcomp.option2_hazard_bound`).
@@ -20,25 +19,17 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 
 from ..errors import DPValueError, check_delta, check_positive, check_positive_int, check_probability
 from .allocation import MatrixMonteCarloAccountant
-from .condcomp import TEMPERATURES, ConditionalCompositionAccountant, option2_hazard_bound, posterior_bound_curve
+from .condcomp import TEMPERATURES, ConditionalCompositionAccountant, option2_hazard_bound
 from .factorizations import Strategy
 from .mechanism import BallsInBinsMatrixMechanism
 
-__all__ = [
-    "ALLOCATION_CURVES",
-    "FAMILIES",
-    "allocation_curves",
-    "condcomp_at_sigmas",
-    "family_bounds",
-    "hybrid_best_fraction",
-    "mc_delta",
-]
+__all__ = ["ALLOCATION_CURVES", "FAMILIES", "condcomp_at_sigmas", "family_bounds", "hybrid_best_fraction", "mc_delta"]
 
 #: The allocations of Figure 4, in the paper's legend order.
 ALLOCATION_CURVES = ("union", "global max", "per-epoch max (e ≥ 1)", "hybrid (e ≥ 2)")
@@ -52,40 +43,6 @@ def _check_epochs(means: np.ndarray, epochs: int) -> tuple[int, int]:
     if N % k:
         raise DPValueError(f"epochs must divide the number of steps {N}, got {k}")
     return k, N // k
-
-
-def allocation_curves(
-    means: np.ndarray, sigmas: Sequence[float], delta_e: float, epochs: int
-) -> dict[float, dict[str, np.ndarray]]:
-    """Figure 4: ``lambda_bar_b`` against the step under the four allocations of Appendix E, per sigma.
-
-    With ``N`` steps in ``k`` epochs of ``b`` steps and total failure probability ``delta_E``:
-
-    * union bound (Theorem 4.6, proved): significance ``delta_E / N`` at every step;
-    * global max: the bound at significance ``delta_E``, maximised over all N steps, used at every step;
-    * per-epoch max (e >= 1): significance ``delta_E / k``, maximised within each epoch;
-    * hybrid (e >= 2, the paper's choice): the union bound in epoch 1, the per-epoch max afterwards.
-
-    The max allocations are stated without proof in the paper (see :mod:`dputils.matrix.condcomp`); this
-    function only computes the curves the paper compares. ``means`` is the b x N array of slot means.
-    """
-    M = np.asarray(means, dtype=float)
-    k, b = _check_epochs(M, epochs)
-    de = check_probability("delta_e", delta_e, allow_one=False)
-    N = M.shape[1]
-    steps = np.arange(N)
-    out = {}
-    for sig in sigmas:
-        s = check_positive("sigma", sig)
-        union = posterior_bound_curve(M, s, de / N)
-        per_epoch = np.repeat(posterior_bound_curve(M, s, de / k).reshape(k, b).max(axis=1), b)
-        out[float(s)] = {
-            "union": union,
-            "global max": np.full(N, posterior_bound_curve(M, s, de).max()),
-            "per-epoch max (e ≥ 1)": per_epoch,
-            "hybrid (e ≥ 2)": np.where(steps < b, union, per_epoch),
-        }
-    return out
 
 
 def hybrid_best_fraction(curves: Mapping[str, np.ndarray], rtol: float = 1e-9) -> float:

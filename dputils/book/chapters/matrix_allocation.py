@@ -98,7 +98,9 @@ def plot_dp_cost(timing: np.ndarray, bands: Sequence[int], slots: Sequence[int],
 _ALLOC_STYLES = {"union": "-", "global max": ":", "per-epoch max (e ≥ 1)": "--", "hybrid (e ≥ 2)": "-."}
 
 
-def plot_posterior_allocations(alloc: Mapping[float, Mapping[str, np.ndarray]], epochs: int) -> None:
+def plot_posterior_allocations(
+    alloc: Mapping[float, Mapping[str, np.ndarray]], epochs: int, label: str = "DP-SGD"
+) -> None:
     """Figure 4: the bound on the posterior of the participating slot against the step, one panel per σ, one
     line per allocation of the failure probability."""
     fig, axes = plt.subplots(1, len(alloc), figsize=(9.5, 4.0), sharey=True, constrained_layout=True)
@@ -106,7 +108,7 @@ def plot_posterior_allocations(alloc: Mapping[float, Mapping[str, np.ndarray]], 
         steps = np.arange(1, len(next(iter(a.values()))) + 1)
         for k, v in a.items():
             ax.plot(steps, v, _ALLOC_STYLES.get(k, "-"), label=k)
-        ax.set(yscale="log", xlabel="step n", title=f"DP-SGD, N={steps.size}, k={epochs}, σ={sig:g}")
+        ax.set(yscale="log", xlabel="step n", title=f"{label}, N={steps.size}, k={epochs}, σ={sig:g}")
     axes[0].set_ylabel("bound on the posterior λ̄_b")
     axes[-1].legend(loc="lower right", framealpha=1)
     plt.show()

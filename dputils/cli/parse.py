@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import DPValueError
+from ..errors import DPValueError
 
 __all__ = ["Parser", "NEGATIVE_NUMBER"]
 

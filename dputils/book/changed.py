@@ -8,7 +8,7 @@ are kept. The inputs of chapter ``NAME`` (:func:`chapter_inputs`):
 * its target table ``params/targets/NAME.yml`` when it has one (SHA-256, or ``absent``);
 * the profile's name and its values for the chapter (canonical JSON);
 * the package sources: a SHA-256 per file of ``dputils/**/*.py`` (:func:`package_digests`, the
-  files the sweep's code hash reads), except ``dputils/bookcheck.py``, which only reads the built HTML;
+  files the sweep's code hash reads), except ``dputils/book/bookcheck.py``, which only reads the built HTML;
 * the data files it reads, as far as they can be seen from outside the kernel:
 
   - every parameter (the notebook's default, or the profile's value) whose value is a string naming an
@@ -53,7 +53,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .jsonio import jsonable, write_text_atomic
+from ..jsonio import jsonable, write_text_atomic
 
 RECORD_VERSION = 1
 #: Distributions whose installed version is part of every chapter's inputs.
@@ -78,7 +78,7 @@ KEY_DEPENDENCIES = (
     "pyyaml",
 )
 #: Package files left out of the inputs (they never run while a chapter executes).
-NOT_INPUTS = ("bookcheck.py",)
+NOT_INPUTS = ("book/bookcheck.py",)
 HASH_LIMIT = 16 * 2**20  # files up to this size are hashed; larger ones go by size and mtime
 DIR_LIMIT = 2000
 _LOAD = re.compile(r"""results\.load\(\s*["']([A-Za-z0-9_.-]+)["']""")
@@ -196,7 +196,7 @@ def _looks_like_path(value: str) -> bool:
 
 def data_inputs(source: Path, parameters: dict[str, Any], root: Path) -> dict[str, Any]:
     """The data files the chapter reads (see the module docstring): label -> fingerprint."""
-    from . import data as dpdata
+    from .. import data as dpdata
 
     values = {**declared_defaults(source), **(parameters or {})}
     out: dict[str, Any] = {}
@@ -407,14 +407,14 @@ def decide(methods_dir: Path, results_dir: Path, name: str, inputs: dict[str, An
 
 def package_sources() -> list[Path]:
     """Every ``dputils/**/*.py`` source file, sorted (the package's code, as the code hashes read it)."""
-    pkg = Path(__file__).resolve().parent
+    pkg = Path(__file__).resolve().parents[1]
     return [f for f in sorted(pkg.rglob("*.py")) if "__pycache__" not in f.parts]
 
 
 def package_digests(exclude: Sequence[str] = ()) -> dict[str, str]:
     """SHA-256 of each package source (:func:`package_sources`), keyed by its path inside ``dputils/``, less the
     paths in ``exclude``; the runner's ``--changed`` names the files that changed from these."""
-    pkg = Path(__file__).resolve().parent
+    pkg = Path(__file__).resolve().parents[1]
     out = {}
     for f in package_sources():
         rel = f.relative_to(pkg).as_posix()

@@ -1,6 +1,6 @@
 """Results of notebooks as JSON artifacts, and glue for numbers shown in the book's prose.
 
-Every notebook ends with ``dputils.results.save(NAME, key=value, ...)``. The file lands in
+Every notebook ends with ``dputils.book.results.save(NAME, key=value, ...)``. The file lands in
 ``$DPBOOK_RESULTS_DIR/NAME.json`` (default: ``results/`` under the current working directory's
 repository root), written atomically and readable by all (mode 0644), in strict JSON (RFC 8259, the package's one
 rule, :mod:`dputils.jsonio`: a non-finite number is ``null``, and ``_meta.nonfinite`` says which nulls were
@@ -23,14 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from .jsonio import jsonable, restore_nonfinite, write_text_atomic
+from ..jsonio import jsonable, restore_nonfinite, write_text_atomic
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 def repo_root(start: Path | None = None) -> Path:
     """The nearest ancestor that is a checkout (``pyproject.toml`` beside ``dputils/``) or a book folder made from
-    the shipped sources (``.dpbook-sources.json``, :mod:`dputils.booksources`), else ``start``."""
+    the shipped sources (``.dpbook-sources.json``, :mod:`dputils.book.booksources`), else ``start``."""
     here = (start or Path.cwd()).resolve()
     for p in (here, *here.parents):
         if ((p / "pyproject.toml").is_file() and (p / "dputils").is_dir()) or (p / ".dpbook-sources.json").is_file():
@@ -114,7 +114,7 @@ def glue(name: str, value: Any, display: bool = False) -> None:
     """``myst_nb.glue`` when the book toolchain is installed, otherwise a no-op.
 
     Numbers shown in prose are glued (``{glue:text}`name:.3f```; small and large ones as the string
-    :func:`dputils.tables.sci` makes, so that prose and tables share one format); numpy scalars are glued as
+    :func:`dputils.book.tables.sci` makes, so that prose and tables share one format); numpy scalars are glued as
     plain Python numbers; figures can be glued too.
     """
     try:

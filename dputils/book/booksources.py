@@ -23,7 +23,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ._version import __version__
+from .._version import __version__
 
 __all__ = ["MARKER", "packaged_sources", "is_book_folder", "default_home", "materialize"]
 
@@ -33,7 +33,7 @@ MARKER = ".dpbook-sources.json"
 
 def packaged_sources() -> Path | None:
     """The ``_book`` folder shipped inside the installed package, or None (a checkout has none)."""
-    p = Path(__file__).resolve().parent / "_book"
+    p = Path(__file__).resolve().parents[1] / "_book"
     return p if (p / "notebooks").is_dir() and (p / "params").is_dir() else None
 
 

@@ -1,4 +1,4 @@
-"""Check the built book in a real browser: ``python -m dputils.bookcheck [_build/html] [--screenshots DIR]``.
+"""Check the built book in a real browser: ``python -m dputils.book.bookcheck [_build/html] [--screenshots DIR]``.
 
 The built HTML is served on a loopback ``http.server`` (in a thread) and every page is opened in headless
 Chromium (Debian's ``chromium`` and ``chromium-driver``, driven by selenium) with the network cut off: every
@@ -35,7 +35,7 @@ lists the findings per page; the exit status is 0 when there is no finding of a 
 Each check is a function ``check_*(driver) -> list[Finding]`` on a loaded page; the text classifiers
 (:func:`tex_leftovers`, :func:`repr_leftovers`, :func:`markup_leftovers`, :func:`is_meaningful_alt`,
 :func:`external_urls`) are plain functions. Legends over plotted data cannot be seen in a PNG: for those,
-:func:`dputils.plotting.legend_overlaps` measures a matplotlib figure (the fraction of its plotted data under each legend).
+:func:`dputils.book.plotting.legend_overlaps` measures a matplotlib figure (the fraction of its plotted data under each legend).
 """
 
 from __future__ import annotations
@@ -505,7 +505,7 @@ def check_reprs(driver) -> list[Finding]:
 
 def check_overflow(driver) -> list[Finding]:
     """Elements wider than the content column: horizontal scrollers (code, outputs, equations) and elements that
-    stick out of the column. A table's own scroll box (``dpbook-scroll`` of :mod:`dputils.tables`, or the theme's
+    stick out of the column. A table's own scroll box (``dpbook-scroll`` of :mod:`dputils.book.tables`, or the theme's
     ``pst-scrollable-table-container``) may scroll: a wide table scrolls rather than break a number inside a
     cell (the ``split`` check)."""
     res = _js(
@@ -881,11 +881,11 @@ def screenshot(driver, path: Path, width: int, tile: int = TILE_HEIGHT) -> tuple
 
 
 # --------------------------------------------------------------------------------------------------------
-# legends over the data: seen in matplotlib, not in the HTML image; measured by dputils.plotting
+# legends over the data: seen in matplotlib, not in the HTML image; measured by dputils.book.plotting
 
 
 def __getattr__(name: str):
-    """``legend_overlaps`` and ``LegendOverlap`` live in :mod:`dputils.plotting` (they need matplotlib)."""
+    """``legend_overlaps`` and ``LegendOverlap`` live in :mod:`dputils.book.plotting` (they need matplotlib)."""
     if name in ("legend_overlaps", "LegendOverlap"):
         from . import plotting
 
@@ -993,7 +993,7 @@ def report(results: list[PageResult], per_kind: int = 8, out=None, fail_kinds: I
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dputils.bookcheck", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m dputils.book.bookcheck", description=__doc__.split("\n\n")[0])
     ap.add_argument("root", nargs="?", default="_build/html", help="the built book (default _build/html)")
     ap.add_argument("--screenshots", default="_build/screenshots", help="folder for full-page PNGs ('' for none)")
     ap.add_argument("--only", nargs="*", default=(), help="check only pages whose path contains one of these")

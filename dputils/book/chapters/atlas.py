@@ -1,8 +1,8 @@
 """Tables, maps and checks of the accountant atlas chapter.
 
-They read the rows of :mod:`dputils.atlas` (one dict per point, columns :data:`dputils.atlas.COLUMNS`) and
-recompute points with :func:`dputils.atlas.atlas_point`. The summaries here (verdict counts, farthest
-points, failures, the recomputation check) would sit in :mod:`dputils.atlas` itself; they are kept here while
+They read the rows of :mod:`dputils.book.atlas` (one dict per point, columns :data:`dputils.book.atlas.COLUMNS`) and
+recompute points with :func:`dputils.book.atlas.atlas_point`. The summaries here (verdict counts, farthest
+points, failures, the recomputation check) would sit in :mod:`dputils.book.atlas` itself; they are kept here while
 that module is being reorganized.
 """
 
@@ -124,7 +124,7 @@ def plot_time(rows, accountants):
 def recompute(rows, accountants, n: int, max_seconds: float, seed: int):
     """Recompute ``n`` points drawn at random (``seed``) among those whose accountants took less than
     ``max_seconds`` in all. Returns the points checked, the largest relative change of each accountant's ε,
-    and the problems found: an ε outside :data:`dputils.atlas.TOLERANCES`, a changed verdict, or a stored
+    and the problems found: an ε outside :data:`dputils.book.atlas.TOLERANCES`, a changed verdict, or a stored
     failure that no longer fails with the same kind of error (empty when all agree)."""
     cheap = [r for r in rows if sum(r[f"{a}_seconds"] or 0.0 for a in accountants) < max_seconds]
     rng = np.random.default_rng(seed)

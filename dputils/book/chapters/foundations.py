@@ -1,4 +1,4 @@
-"""Figures of the foundations chapter, drawn with :mod:`dputils.plotting`'s conventions; the numbers come
+"""Figures of the foundations chapter, drawn with :mod:`dputils.book.plotting`'s conventions; the numbers come
 from :mod:`dputils.mechanisms`, :mod:`dputils.curves` and :mod:`dputils.accountants`."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import matplotlib.ticker
 import numpy as np
 
-from .. import curves as dpcurves
+from ... import curves as dpcurves
 from .. import plotting
 from ..tables import sci
 

@@ -26,9 +26,9 @@ import dataclasses
 import functools
 from typing import Any
 
-from .optional import require
+from ..optional import require
 
-require("matplotlib", "dputils.plotting")  # one line naming `pip install "dputils[book]"` when it is missing
+require("matplotlib", "dputils.book.plotting")  # one line naming `pip install "dputils[book]"` when it is missing
 
 import matplotlib as mpl  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
@@ -38,8 +38,8 @@ from matplotlib.font_manager import font_scalings  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
-from .accountants import registry  # noqa: E402
-from .errors import DPValueError  # noqa: E402
+from ..accountants import registry  # noqa: E402
+from ..errors import DPValueError  # noqa: E402
 
 #: One colour per method that is not a registered accountant (the registered ones carry theirs), shared by all
 #: chapters: the exact value, the classic RDP conversion of the foundations chapter, peers, audit methods; and
@@ -86,7 +86,7 @@ _STYLE: dict[str, Any] = {
     "legend.frameon": False,
     "lines.linewidth": 1.8,
     "font.family": "DejaVu Sans",
-    "figure.hooks": ["dputils.plotting:_on_new_figure"],
+    "figure.hooks": ["dputils.book.plotting:_on_new_figure"],
 }
 
 #: Width (CSS px) of the book's content column at the browser check's 1280 px window.
@@ -231,7 +231,7 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float | None = None, heigh
 
 
 # --------------------------------------------------------------------------------------------------------
-# legends over the data: seen in matplotlib, not in the HTML image (dputils.bookcheck re-exports these)
+# legends over the data: seen in matplotlib, not in the HTML image (dputils.book.bookcheck re-exports these)
 
 
 @dataclasses.dataclass(frozen=True)

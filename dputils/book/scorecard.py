@@ -2,7 +2,7 @@
 
 In a notebook::
 
-    from dputils.scorecard import Targets
+    from dputils.book.scorecard import Targets
     tg = Targets("gauss_audit")
     tg.check("T1", "Gaussian auditor, ellipsoid, eps at sigma=2.6245", ours=6.83, paper=6.75, tol=0.3,
              source="paper, Fig. 1(a)", section="reproduction")
@@ -336,7 +336,7 @@ class Targets:
         return out
 
     def table(self):
-        """The targets as a :class:`dputils.tables.Table` (displayed in a notebook)."""
+        """The targets as a :class:`dputils.book.tables.Table` (displayed in a notebook)."""
         from .tables import show_table
 
         return show_table(
@@ -408,7 +408,7 @@ def _by_id(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def load_targets(results_dir: Path) -> dict[str, list[dict[str, Any]]]:
     """``{chapter: [target records]}`` from every ``*.json`` in ``results_dir`` that has ``targets`` (read by
-    :func:`dputils.results.read`: a saved infinite bound comes back as ``inf`` and shows as ∞, not as a null's
+    :func:`dputils.book.results.read`: a saved infinite bound comes back as ``inf`` and shows as ∞, not as a null's
     "no value")."""
     out: dict[str, list[dict[str, Any]]] = {}
     for p in sorted(Path(results_dir).glob("*.json")):

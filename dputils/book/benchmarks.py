@@ -3,7 +3,7 @@ r"""Recorded benchmark results: run metadata, the JSON layout, loading, tables a
 The scripts in ``benchmarks/`` time the accountants and DP-SGD; the chapter "How fast, how accurate"
 (``notebooks/benchmarks.md``) only *reads* what they recorded, so the book never re-times anything. The
 recorded files live in ``benchmarks/results/`` (committed): ``results/`` belongs to the notebook runner
-(``results/NAME.json``, written by :func:`dputils.results.save`, gitignored) and is replaced by every run.
+(``results/NAME.json``, written by :func:`dputils.book.results.save`, gitignored) and is replaced by every run.
 
 **Accountants** (``benchmarks/bench_accountants.py`` -> ``benchmarks/results/accountants.json``,
 schema :data:`ACCOUNTANTS_SCHEMA`)::
@@ -53,7 +53,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .jsonio import write_text_atomic
+from ..jsonio import write_text_atomic
 from .tables import sci
 
 __all__ = [
@@ -546,7 +546,7 @@ def no_reference_points(data: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def number_text(x: float) -> str:
     """``10²``-style text for a power of ten, ``3×10⁻⁵`` for a single-digit multiple of one (the book's
-    a×10ⁿ format, :func:`dputils.tables.sci`), else ``repr``-like."""
+    a×10ⁿ format, :func:`dputils.book.tables.sci`), else ``repr``-like."""
     s = f"{x:.0e}"
     m, e = s.split("e")
     if float(f"{m}e{int(e)}") != x:

@@ -4,11 +4,11 @@ Commands:
 
 * ``run [--profile smoke|full|paper] [--only NAME ...] [--jobs N] [--changed] [--report PATH]``: execute notebooks
   with papermill (``--changed``: only those whose inputs changed since their last successful run, see
-  :mod:`dputils.changed`); a JSON report of the run goes to ``_build/<profile>/report.json``.
+  :mod:`dputils.book.changed`); a JSON report of the run goes to ``_build/<profile>/report.json``.
 * ``book [--profile ...] [--jobs N] [--changed] [--check]``: ``run``, then ``jupyter-book build . -W --all`` (and,
   with ``--check``, the headless-browser check of every page); its JSON report likewise.
 * ``sweep NOTEBOOK --grid GRID.yml [--scheduler ADDRESS] [--workers N] [--resume]``: one papermill run per
-  grid point on dask.distributed, collected in ``sweeps/NAME/results.csv`` (see :mod:`dputils.sweep`).
+  grid point on dask.distributed, collected in ``sweeps/NAME/results.csv`` (see :mod:`dputils.book.sweep`).
 * ``epsilon`` / ``delta``: one JSON object with the value, its bounds, the accountant and the seconds.
 * ``calibrate``: the smallest noise parameter meeting (``--epsilon``, ``--delta``), conservative.
 * ``audit``: one-run privacy auditing of canary scores (when the audit module is installed).
@@ -34,12 +34,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .accountants import registry
-from .accountants.registry import COMMON_FLAGS, Registration, UnknownAccountantError
-from .cliparse import NEGATIVE_NUMBER as _NEGATIVE_NUMBER  # noqa: F401  (read by tests)
-from .cliparse import Parser as _Parser
-from .errors import DPValueError, NumericalError, check_delta, check_epsilon, check_positive, check_positive_int
-from .jsonio import dumps, jsonable  # noqa: F401  (the command line's strict JSON; public here too)
+from ..accountants import registry
+from ..accountants.registry import COMMON_FLAGS, Registration, UnknownAccountantError
+from ..errors import DPValueError, NumericalError, check_delta, check_epsilon, check_positive, check_positive_int
+from ..jsonio import dumps, jsonable  # noqa: F401  (the command line's strict JSON; public here too)
+from .parse import NEGATIVE_NUMBER as _NEGATIVE_NUMBER  # noqa: F401  (read by tests)
+from .parse import Parser as _Parser
 
 
 def _float(s: str) -> float:
@@ -109,7 +109,7 @@ ACCOUNTANT_OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
 def mechanism_from_args(args: argparse.Namespace) -> Any:
     """The mechanism of the common options ``--mechanism --sigma --q --scale`` (:func:`dputils.mechanisms.make_mechanism`,
     sensitivity 1 unless the namespace says otherwise)."""
-    from .mechanisms import MECHANISM_NAMES, make_mechanism
+    from ..mechanisms import MECHANISM_NAMES, make_mechanism
 
     if getattr(args, "mechanism", None) is None:
         raise DPValueError(f"mechanism is required ({', '.join(MECHANISM_NAMES)})")
@@ -263,7 +263,7 @@ MAX_EVALUATIONS = 200
 
 def check_tolerance(tolerance: Any) -> float:
     """``tolerance`` in [TOLERANCE_MIN, TOLERANCE_MAX] (a smaller one never ends in floating point)."""
-    from .errors import check_finite
+    from ..errors import check_finite
 
     t = check_finite("tolerance", tolerance)
     if not TOLERANCE_MIN <= t <= TOLERANCE_MAX:
@@ -290,7 +290,7 @@ def calibrate(
     evaluations; :class:`NumericalError` when the search does not end within them or the target lies outside
     the range.
     """
-    from .calibration import calibrate as _search
+    from ..calibration import calibrate as _search
 
     tolerance = check_tolerance(tolerance)
     max_evaluations = check_positive_int("max_evaluations", max_evaluations)
@@ -339,7 +339,7 @@ def _check_grid_for_target(args: argparse.Namespace, epsilon: float) -> None:
     points to represent that. A target the grid cannot hold in this machine's memory is refused (exit 2)
     instead of being searched for hours.
     """
-    from .resources import check_memory
+    from ..resources import check_memory
 
     h = getattr(args, "discretization", None)
     if h is None:
@@ -376,7 +376,7 @@ def _calibrate(argv: Sequence[str]) -> dict[str, Any]:
 
 
 def _audit(argv: Sequence[str]) -> dict[str, Any]:
-    from .audit import cli as audit_cli  # a missing optional package is reported by main() in one line
+    from . import audit as audit_cli  # a missing optional package is reported by main() in one line
 
     p = _Parser(prog="python -m dputils audit")
     audit_cli.add_arguments(p)
@@ -442,7 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(__doc__.strip())
         return 0 if argv else 2
     if argv[0] in ("-V", "--version"):
-        from ._version import __version__
+        from .._version import __version__
 
         print(f"dputils {__version__}")
         return 0
@@ -454,10 +454,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if cmd in ("epsilon", "delta", "calibrate", "audit", "accountants"):
             return _accounting_command(cmd, rest)
         if cmd == "sweep":
-            from .sweep import cli_main as sweep_main
+            from ..book.sweep import cli_main as sweep_main
 
             return sweep_main(rest)
-        from .run import cli_main
+        from ..book.run import cli_main
 
         return cli_main(cmd, rest)
     except (DPValueError, ValueError) as exc:
@@ -470,7 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except ModuleNotFoundError as exc:
-        from .optional import message_for
+        from ..optional import message_for
 
         line = message_for(exc)
         if line is None:

@@ -30,7 +30,7 @@ killed runs (their process gone) are removed when the next run starts.
 Rebuild only what changed (``--changed``): every chapter that runs leaves a record of its inputs beside its
 executed copy (``.NAME.inputs.json``: hashes of the notebook, the profile's values, the ``dputils`` sources, the
 data files it reads, the results of chapters it reads, the key dependencies' versions; see
-:mod:`dputils.changed`), written after a successful publish; with ``--changed`` a chapter whose inputs match its
+:mod:`dputils.book.changed`), written after a successful publish; with ``--changed`` a chapter whose inputs match its
 record, and whose published copy and results are still the recorded ones, is reused, not run, and the output
 says why each other chapter ran. A chapter whose last run failed always reruns.
 
@@ -52,7 +52,7 @@ still runs, is tagged ``remove-cell``.
 
 The repository root (the book folder) is ``--root``, else the checkout or book folder holding the working
 directory, else the checkout above the imported ``dputils`` package, else a folder made from the sources shipped in
-the wheel (``$DPBOOK_HOME`` or ``~/dpbook``, see :mod:`dputils.booksources`); it holds ``notebooks/`` and ``params/``.
+the wheel (``$DPBOOK_HOME`` or ``~/dpbook``, see :mod:`dputils.book.booksources`); it holds ``notebooks/`` and ``params/``.
 """
 
 from __future__ import annotations
@@ -77,10 +77,10 @@ from typing import Any
 
 import yaml
 
+from ..cli.parse import Parser as _Parser  # one line on errors, no abbreviations, an option given twice refused
+from ..errors import DPValueError
+from ..jsonio import write_text_atomic
 from . import changed as chg
-from .cliparse import Parser as _Parser  # one line on errors, no abbreviations, an option given twice refused
-from .errors import DPValueError
-from .jsonio import write_text_atomic
 from .results import repo_root
 from .scorecard import write_page
 
@@ -101,7 +101,7 @@ def _is_root(p: Path) -> bool:
 
 
 def find_root(explicit: Path | str | None = None) -> Path:
-    """The book folder (see :mod:`dputils.booksources`): ``explicit``, else the checkout or book folder around the
+    """The book folder (see :mod:`dputils.book.booksources`): ``explicit``, else the checkout or book folder around the
     cwd, else the checkout holding the imported package, else one made from the sources shipped in the wheel."""
     from . import booksources
 
@@ -115,7 +115,7 @@ def find_root(explicit: Path | str | None = None) -> Path:
     here = repo_root()
     if _is_root(here):
         return here
-    pkg = Path(__file__).resolve().parent.parent
+    pkg = Path(__file__).resolve().parents[2]
     if _is_root(pkg):
         return pkg
     if booksources.packaged_sources() is not None:
@@ -800,9 +800,9 @@ def execute_all(
     reused ones).
 
     Each report has ``name``, ``ok``, ``seconds``, ``output``, ``profile``, ``action`` (``"run"`` or
-    ``"reused"``) and ``reason`` (why it ran, or since when its inputs are unchanged; :mod:`dputils.changed`),
+    ``"reused"``) and ``reason`` (why it ran, or since when its inputs are unchanged; :mod:`dputils.book.changed`),
     and on failure the keys of :func:`execute_one`. Every chapter that runs gets its record of inputs
-    (:func:`dputils.changed.write_success` after a successful publish, else ``write_failure``); with
+    (:func:`dputils.book.changed.write_success` after a successful publish, else ``write_failure``); with
     ``changed`` a chapter whose record matches its inputs is not run (its last good copy and results stay)."""
 
     root = find_root(root)
@@ -1194,7 +1194,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
         "the profile's values, the dputils sources, the data files it reads, the results of "
         "chapters it reads, the key dependencies' versions); otherwise keep its last good copy "
         "and results. Says which were reused and why the others ran; one that failed last time "
-        "always reruns (see dputils.changed)",
+        "always reruns (see dputils.book.changed)",
     )
     p.add_argument(
         "--report",
@@ -1209,7 +1209,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
             "--check",
             action="store_true",
             help="after the build, open every page in headless Chromium and fail on findings "
-            "(python -m dputils.bookcheck; screenshots in _build/screenshots), and fail when a "
+            "(python -m dputils.book.bookcheck; screenshots in _build/screenshots), and fail when a "
             "target's status differs from params/targets_ledger.yml",
         )
         p.add_argument(
@@ -1313,7 +1313,7 @@ def cli_main(command: str, argv: Sequence[str]) -> int:
 
 
 def check_ledger(root: Path, chapters: list[str], *, update: bool = False, strict: bool = False) -> int:
-    """Compare the chapters' recorded targets with ``params/targets_ledger.yml`` (:mod:`dputils.scorecard`).
+    """Compare the chapters' recorded targets with ``params/targets_ledger.yml`` (:mod:`dputils.book.scorecard`).
 
     Prints the totals and every difference; returns 1 when ``strict`` and they differ, else 0. With ``update``
     the ledger's entries for these chapters are rewritten from the run (others kept)."""
@@ -1350,7 +1350,7 @@ def check_ledger(root: Path, chapters: list[str], *, update: bool = False, stric
 
 
 # ------------------------------------------------------------------------------------- parameter checks
-# (shared with dputils.sweep, which imports them from here)
+# (shared with dputils.book.sweep, which imports them from here)
 
 
 def declared_parameters(source: Path) -> dict[str, dict[str, Any]]:

@@ -42,11 +42,11 @@ client (results in the order of the points whatever runs them), and :func:`write
 :func:`read_csv` store them. Grids: :data:`GRIDS` (``tiny`` for CI, ``small`` for the book's committed
 file, ``full`` for a cluster) and :func:`grid_points`.
 
-Command line (``python -m dputils.atlas``)::
+Command line (``python -m dputils.book.atlas``)::
 
-    python -m dputils.atlas --grid small --out data/atlas/atlas_small.csv            # serial
-    python -m dputils.atlas --grid full --out atlas_full.csv --workers 16          # LocalCluster
-    python -m dputils.atlas --grid full --out atlas_full.csv --scheduler tcp://host:8786
+    python -m dputils.book.atlas --grid small --out data/atlas/atlas_small.csv            # serial
+    python -m dputils.book.atlas --grid full --out atlas_full.csv --workers 16          # LocalCluster
+    python -m dputils.book.atlas --grid full --out atlas_full.csv --scheduler tcp://host:8786
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .accountants import registry
-from .errors import DPValueError, NumericalError, check_delta, check_positive, check_positive_int
+from ..accountants import registry
+from ..errors import DPValueError, NumericalError, check_delta, check_positive, check_positive_int
 
 __all__ = [
     "ACCOUNTANTS",
@@ -174,7 +174,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _mechanism(sigma: float, q: float):
-    from .mechanisms import SubsampledGaussianMechanism
+    from ..mechanisms import SubsampledGaussianMechanism
 
     return SubsampledGaussianMechanism(sigma, q)
 
@@ -193,7 +193,7 @@ def pld_reference(
     Returns ``{"eps", "lower", "upper", "h", "points", "rel_width"}`` of the last bracket computed; raises
     :class:`NumericalError` (or :class:`DPValueError`) when the PLD refuses at the first rung.
     """
-    from .accountants import PLDAccountant
+    from ..accountants import PLDAccountant
 
     mech = _mechanism(sigma, q)
     h = min(max(eps_guess / 256.0, 1e-4), 100.0)
@@ -388,7 +388,7 @@ def atlas_table(
     for i, p in enumerate(pts):
         if set(p) != set(_PARAMS):
             raise DPValueError(f"points[{i}] must have exactly the keys sigma, q, T, delta, got {sorted(p)}")
-    from .parallel import map_ordered
+    from ..parallel import map_ordered
 
     return map_ordered(
         functools.partial(_call, options=options), pts, client=client, executor=executor, desc="atlas points"
@@ -427,8 +427,8 @@ def read_csv(path: str | Path) -> list[dict[str, Any]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dputils.atlas", description=__doc__.split("\n")[0])
-    p.add_argument("--grid", default="small", choices=sorted(GRIDS), help="which grid of dputils.atlas.GRIDS")
+    p = argparse.ArgumentParser(prog="python -m dputils.book.atlas", description=__doc__.split("\n")[0])
+    p.add_argument("--grid", default="small", choices=sorted(GRIDS), help="which grid of dputils.book.atlas.GRIDS")
     p.add_argument("--sigmas", type=float, nargs="*", default=None, help="only these sigma values of the grid")
     p.add_argument("--deltas", type=float, nargs="*", default=None, help="only these delta values of the grid")
     p.add_argument("--out", required=True, help="the CSV file to write")

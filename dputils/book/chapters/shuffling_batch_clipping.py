@@ -1,7 +1,7 @@
 """Figures, tables and target bookkeeping of the shuffling and batch clipping chapter.
 
 The numbers come from :mod:`dputils.shuffling` (and :mod:`dputils.data` for the training data); this module
-draws them with :mod:`dputils.plotting`'s conventions and records the targets whose kind depends on the run
+draws them with :mod:`dputils.book.plotting`'s conventions and records the targets whose kind depends on the run
 (a check at the full profile, "not run" in the smoke profile).
 """
 
@@ -12,9 +12,9 @@ from typing import Any
 import matplotlib.ticker
 import numpy as np
 
-from .. import data as dpdata
+from ... import data as dpdata
+from ... import shuffling as sh
 from .. import plotting
-from .. import shuffling as sh
 from ..tables import show_table
 
 

@@ -20,9 +20,9 @@ point's own values override them. Limits, checked before anything is expanded or
 aliases would expand to more than :data:`MAX_GRID_ITEMS` values, and a sweep of more than :data:`MAX_POINTS`
 points, are refused (exit 2, naming the limit).
 
-Each point runs through :func:`dputils.run.run_staged` (staged, atomic, the failing cell and line reported)
+Each point runs through :func:`dputils.book.run.run_staged` (staged, atomic, the failing cell and line reported)
 into ``sweeps/NAME/<point-id>/``: the executed ``NOTEBOOK.ipynb``, ``results/*.json`` (what the notebook
-saved with :func:`dputils.results.save`) and ``point.json`` (parameters, code version, status, seconds, the
+saved with :func:`dputils.book.results.save`) and ``point.json`` (parameters, code version, status, seconds, the
 names of the result files). A rerun replaces a point's notebook and results only when it succeeds: a failed
 rerun keeps the last good ones (its ``point.json`` says failed and keeps the good run's record as ``last_ok``).
 The point id is a readable slug of the swept values plus a short hash of all parameters the run received.
@@ -61,10 +61,10 @@ from typing import Any
 
 import yaml
 
+from ..cli.parse import Parser as _Parser  # one line on errors, no abbreviations, an option given twice refused
+from ..errors import DPValueError
+from ..jsonio import write_bytes_atomic, write_json_atomic, write_text_atomic
 from .changed import package_digests, package_sources  # noqa: F401  (public here too)
-from .cliparse import Parser as _Parser  # one line on errors, no abbreviations, an option given twice refused
-from .errors import DPValueError
-from .jsonio import write_bytes_atomic, write_json_atomic, write_text_atomic
 from .results import read as read_results
 from .run import (  # noqa: F401  (check_parameters, declared_parameters: public here too)
     PROFILES,
@@ -242,7 +242,7 @@ def point_id(swept: dict[str, Any], parameters: dict[str, Any]) -> str:
 
 def code_version(source: Path) -> str:
     """A hash of every ``dputils/**/*.py`` source and of the notebook: resumed points must match it."""
-    pkg = Path(__file__).resolve().parent
+    pkg = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
     for f in package_sources():
         h.update(f.relative_to(pkg).as_posix().encode() + b"\0")
@@ -337,9 +337,9 @@ def run_point(
     version: str,
     profile: str | None = None,
 ) -> dict[str, Any]:
-    """Run one point into ``out_dir/pid/`` (staged: see :func:`dputils.run.run_staged`); never raises.
+    """Run one point into ``out_dir/pid/`` (staged: see :func:`dputils.book.run.run_staged`); never raises.
 
-    Returns the report of :func:`dputils.run.execute_one` plus ``point``; writes ``point.json`` last, so a point
+    Returns the report of :func:`dputils.book.run.execute_one` plus ``point``; writes ``point.json`` last, so a point
     with a ``point.json`` saying ``ok`` has all its files. Each attempt stages in its own folder, so a rerun of
     a point whose worker died never shares files with the dead attempt's kernel. The point's notebook and
     ``results/`` are replaced (as one set: stale result files removed) only when the run succeeds; a failed
@@ -504,7 +504,7 @@ def _flatten(prefix: str, obj: Any, out: dict[str, Any]) -> None:
 
 def point_results(pdir: Path) -> dict[str, Any]:
     """The recorded results of one point, flattened (``_meta`` dropped, ``targets`` counted per status), read by
-    :func:`dputils.results.read`: a saved infinite number is ``inf`` again (the csv says ``inf``), not the null of
+    :func:`dputils.book.results.read`: a saved infinite number is ``inf`` again (the csv says ``inf``), not the null of
     the strict file; a list is one cell of JSON as Python writes it (``Infinity``/``NaN`` for such numbers, which
     ``json.loads`` reads back)."""
     files = sorted((pdir / "results").glob("*.json"))
@@ -633,7 +633,7 @@ def _one_line(exc: BaseException | str) -> str:
 
 
 def describe(rep: dict[str, Any], source: Path) -> str:
-    """One line: the point, where the notebook failed (:func:`dputils.run.failure_where`, as ``run`` says it), the
+    """One line: the point, where the notebook failed (:func:`dputils.book.run.failure_where`, as ``run`` says it), the
     error."""
     return (
         f"point {rep.get('point')} FAILED at {failure_where(rep, source.name)} -> {rep.get('error', 'unknown error')}"

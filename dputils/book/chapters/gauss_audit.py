@@ -1,7 +1,7 @@
 """Book tooling of the gauss_audit chapter: its outcome-dependent targets, its smoke stand-ins, the source label
 of the authors' CSV values and its recurring figure.
 
-The chapter's targets live in ``params/targets/gauss_audit.yml``; :meth:`dputils.scorecard.Targets.record`
+The chapter's targets live in ``params/targets/gauss_audit.yml``; :meth:`dputils.book.scorecard.Targets.record`
 records most of them in one call. What recurs in this chapter gets one helper each:
 
 * a target that passes when it holds and is otherwise recorded as *not reproduced* with the table's reason

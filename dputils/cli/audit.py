@@ -28,6 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from ..audit.gauss import check_bootstrap_size
+from ..audit.methods import DEFAULT_METHODS as METHODS
+from ..audit.methods import run_method
 from ..errors import (
     DPValueError,
     check_delta,
@@ -36,15 +39,8 @@ from ..errors import (
     check_positive_int,
     check_probability,
 )
-from ..jsonio import (
-    jsonable,  # strict-JSON-ready: numpy made plain, non-finite numbers as None
-)
+from ..jsonio import jsonable
 from ..resources import check_memory
-from .gauss import check_bootstrap_size
-from .methods import (
-    DEFAULT_METHODS as METHODS,  # the methods offered here; the table: audit.methods.METHODS
-)
-from .methods import run_method
 
 #: Worst-case peak bytes of ``numpy.loadtxt`` per byte of a text score file (measured: short numbers on
 #: one line, ``"1 1 1 ..."``, take 16 bytes per byte; one number per line about 4; long numbers less).

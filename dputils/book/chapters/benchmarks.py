@@ -1,5 +1,5 @@
 """Glue, figures and checks of the benchmarks chapter: the page reads the recorded runs through
-:mod:`dputils.benchmarks` and states them; nothing is timed while the book is built."""
+:mod:`dputils.book.benchmarks` and states them; nothing is timed while the book is built."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def glue_dpsgd_run(sgd) -> None:
 
 
 def plot_time_panels(data, deltas):
-    """Median seconds of a cold call against T, one panel per δ (:func:`dputils.benchmarks.plot_times`)."""
+    """Median seconds of a cold call against T, one panel per δ (:func:`dputils.book.benchmarks.plot_times`)."""
     fig, axes = plt.subplots(1, len(deltas), figsize=(3.3 * len(deltas), 3.6), sharey=True, squeeze=False)
     for ax, d in zip(axes[0], deltas):
         bm.plot_times(data, d, ax=ax)
@@ -110,7 +110,7 @@ def plot_time_panels(data, deltas):
 
 def plot_error_panels(data, with_ref):
     """Signed relative errors against the reference, one column per δ with a reference, a row for the
-    dputils accountants and one for the peers (:func:`dputils.benchmarks.plot_errors`)."""
+    dputils accountants and one for the peers (:func:`dputils.book.benchmarks.plot_errors`)."""
     families = {"dputils": "dputils", "peer": "peers"}
     fig, axes = plt.subplots(
         2, max(len(with_ref), 1), squeeze=False, sharex=True, sharey="row", figsize=(max(3.6 * len(with_ref), 6.4), 7.6)
