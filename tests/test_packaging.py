@@ -68,7 +68,7 @@ def test_import_dputils_is_light():
 
 def test_plotting_still_reachable_as_attribute():
     r = _py(
-        "import dputils; p = dputils.book.plotting; print(p.__name__); from dputils.book import plotting; "
+        "import dputils; p = dputils.plotting; print(p.__name__); from dputils import plotting; "
         "print('plotting' in dputils.__all__)"
     )
     assert r.returncode == 0, r.stderr

@@ -370,7 +370,7 @@ def target_spec_path(chapter: str, root: Path | None = None) -> Path:
     if root is not None:
         return root / name
     here = repo_root() / name
-    package_checkout = Path(__file__).resolve().parents[1] / name
+    package_checkout = Path(__file__).resolve().parents[2] / name
     return here if here.is_file() or not package_checkout.is_file() else package_checkout
 
 
