@@ -13,10 +13,23 @@ import math
 import time
 from typing import Any
 
+from . import cumulants
+from .accountants import spa
 from .accountants.edgeworth import EdgeworthAccountant
+from .accountants.pld import PLDAccountant
 from .accountants.rdp import RDPAccountant
-from .errors import check_delta, check_positive, check_positive_int, check_probability
-from .mechanisms import GaussianMechanism, Mechanism, SubsampledGaussianMechanism
+from .accountants.spa import SaddlePointAccountant, saddle_point
+from .cumulants import composed_cgf_derivatives
+from .curves import gdp_epsilon
+from .errors import DPValueError, check_delta, check_positive, check_positive_int, check_probability
+from .mechanisms import (
+    GaussianMechanism,
+    LaplaceMechanism,
+    Mechanism,
+    SubsampledGaussianMechanism,
+    SubsampledLaplaceMechanism,
+)
+from .truth import composition_epsilon
 
 __all__ = [
     "clt_mu",
@@ -76,8 +89,6 @@ def comparison_row(
     ``truth`` uses :func:`dputils.truth.composition_epsilon` (contour integral through the saddle point, with
     its error estimate); GDP and RDP apply to the (subsampled) Gaussian only.
     """
-    from .curves import gdp_epsilon
-    from .truth import composition_epsilon
 
     t0 = time.perf_counter()
     acc = EdgeworthAccountant(order=2).compose(mechanism, m)
@@ -155,9 +166,6 @@ def dp_accounting_pld_epsilon(
     """
     from dp_accounting.pld import privacy_loss_distribution as pldlib
 
-    from .errors import DPValueError
-    from .mechanisms import LaplaceMechanism, SubsampledLaplaceMechanism
-
     gaussian = isinstance(mechanism, (GaussianMechanism, SubsampledGaussianMechanism))
     if not gaussian and not isinstance(mechanism, (LaplaceMechanism, SubsampledLaplaceMechanism)):
         raise DPValueError(f"dp_accounting_pld_epsilon: no dp_accounting PLD for {type(mechanism).__name__}")
@@ -183,7 +191,6 @@ def edgeworth_work(mechanism: Mechanism, m: int, delta: float, *, eeai: bool = F
     computes the certified interval (Def. 4.2), whose bracket search adds a few evaluations. The seconds are
     wall-clock time (machine-dependent); the count is deterministic.
     """
-    from . import cumulants
 
     cumulants.clear_cache()
     t0 = time.perf_counter()
@@ -204,8 +211,6 @@ def spa_against_rows(mechanism_of_m, rows: list[dict[str, Any]], delta: float) -
     silenced here (the rows report the errors instead).
     """
     import warnings
-
-    from .accountants.spa import SaddlePointAccountant
 
     out = []
     for r in rows:
@@ -238,7 +243,6 @@ def msd_order3(ledger, t: float) -> tuple[float, float]:
     :math:`k = 3` expansion of the ICML version ("The Saddle-Point Method in Differential Privacy").
     ``log delta`` is ``-inf`` where the factor is not positive (the expansion has broken down).
     """
-    from .cumulants import composed_cgf_derivatives
 
     d, _ = composed_cgf_derivatives(ledger, t, 6)
     eps = float(d[1]) - 1 / t - 1 / (1 + t)
@@ -280,8 +284,6 @@ def spa_work(pair, n: int, delta: float, repeats: int = 1) -> dict[str, Any]:
     :func:`~dputils.accountants.spa.spa_delta` at ``eps`` (the SP-CLT epsilon(delta)) and of
     :func:`~dputils.accountants.spa.spa_epsilon` at ``delta`` (best of ``max(1, repeats // 2)``).
     """
-    from . import cumulants
-    from .accountants import spa
 
     def best_time(fn, reps):
         out = []
@@ -347,8 +349,6 @@ def spa_gaussian_asymptotics(r: float, n: int) -> dict[str, float]:
     :math:`\hat t_n` times :math:`\sqrt n`, and its limit ``C_r`` :math:`= 1.12\,P\,v^{-3/2}e^{(1 - r\tau)/2}`
     with :math:`P = 2\sqrt{2/\pi}\,v^{3/2}`, the third absolute central moment of a Gaussian (Thm. 7).
     """
-    from .accountants.spa import saddle_point
-    from .cumulants import composed_cgf_derivatives
 
     mu1, v1 = 0.5, 1.0
     n = check_positive_int("n", n)
@@ -391,7 +391,6 @@ def pld_comparison_row(mechanism: Mechanism, m: int, delta: float, discretizatio
     lattice, e.g. a Poisson-subsampled Gaussian with p·m of order 1, whose characteristic function does not
     decay): :class:`dputils.accountants.pld.PLDAccountant` with the given ``discretization``.
     """
-    from .accountants.pld import PLDAccountant
 
     row = comparison_row(mechanism, m, delta, rdp=False, truth=False)
     pl = PLDAccountant(discretization=discretization).compose(mechanism, m).get_epsilon(delta)

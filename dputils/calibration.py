@@ -25,7 +25,15 @@ from typing import Any
 
 from scipy import optimize
 
-from .errors import DPValueError, NumericalError, check_choice, check_finite, check_positive, check_positive_int
+from .errors import (
+    DPValueError,
+    NumericalError,
+    check_choice,
+    check_delta,
+    check_finite,
+    check_positive,
+    check_positive_int,
+)
 from .numerics import bisect_monotone
 
 __all__ = ["Calibration", "calibrate", "calibrate_noise", "check_rel_tol", "REL_TOL_RANGE", "MAX_EVALUATIONS"]
@@ -269,7 +277,6 @@ def calibrate_noise(
     accountants). ``use="upper"`` compares the upper end of the accountant's answer (certified where the
     accountant certifies), ``"value"`` its reported value (e.g. a Monte Carlo point estimate).
     """
-    from .errors import check_delta
 
     epsilon = check_positive("epsilon", epsilon)
     delta = check_delta(delta)

@@ -60,6 +60,7 @@ import numpy as np
 from scipy.special import comb, logsumexp
 
 from .errors import DPValueError, NumericalError, check_finite, check_positive_int
+from .mechanisms import LaplacePair, SubsampledGaussianPair, SubsampledLaplacePair
 
 __all__ = [
     "standardized_cumulants",
@@ -95,7 +96,6 @@ def pair_key(pair: Any) -> tuple:
     ``LaplacePair(scale, sensitivity, direction)`` and ``SubsampledLaplacePair(scale, q, sensitivity,
     direction)`` from :mod:`dputils.mechanisms` (with ``q == 1`` the last is the Laplace pair).
     """
-    from .mechanisms import LaplacePair, SubsampledGaussianPair, SubsampledLaplacePair
 
     if isinstance(pair, SubsampledGaussianPair):
         return ("gm", float(pair.sigma), float(pair.q), float(pair.sensitivity), str(pair.direction))

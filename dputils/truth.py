@@ -52,7 +52,7 @@ from scipy.special import logsumexp
 from .accountants.spa import METHODS as SPA_METHODS
 from .accountants.spa import ess_sup, saddle_point, spa_epsilon, spa_epsilon_methods
 from .cumulants import composed_cgf_derivatives, pair_key, tilted_points
-from .errors import DPValueError, NumericalError, check_choice, check_delta, check_epsilon
+from .errors import DPValueError, NumericalError, check_choice, check_delta, check_epsilon, check_positive_int
 
 __all__ = [
     "subsampled_gaussian_loss_moments_mpmath",
@@ -359,7 +359,6 @@ def monte_carlo_tail(pair: Any, m: int, epsilon, n_samples: int, rng: np.random.
     (an unbiased estimate, standard error :math:`\sqrt{f(1-f)/n}`). Used to check rigorous tail bounds such as
     Prop. 4.5 of Wang et al. at a small m, where the tails can be measured.
     """
-    from .errors import check_positive_int
 
     m = check_positive_int("m", m)
     n = check_positive_int("n_samples", n_samples)

@@ -39,9 +39,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import data
-from ..errors import DPValueError
+from ..curves import gdp_epsilon
+from ..errors import DPValueError, check_choice
 from .andrew import andrew_epsilon
 from .canary import CanaryConfig, device_label, draw_canaries
+from .methods import run_method
 
 __all__ = ["FTRLAuditRun", "simulate_ftrl_audit", "run_ftrl_audit", "audit_ftrl"]
 
@@ -87,7 +89,6 @@ class FTRLAuditRun:
     def ceiling(self) -> float:
         """eps_theta*(delta) of the exact score pair (the most any auditor of these scores can certify).
         For a correct run with |A| = L this equals :attr:`epsilon_theory` (target 9 of the note)."""
-        from ..curves import gdp_epsilon
 
         return gdp_epsilon(self.delta, self.mu_actual)
 
@@ -320,7 +321,6 @@ def audit_ftrl(
     ``score`` scores (``"ours"`` or, for trained runs, ``"raw"``); ``andrew``: the Andrew et al. point estimate on
     the max-cosine statistic (an estimate, not a bound); with ``baselines=True`` also the Steinke et al. and
     f-DP threshold audits (``selection`` as in :func:`dputils.audit.threshold_audit`)."""
-    from ..errors import check_choice
 
     if not isinstance(run, FTRLAuditRun):
         raise DPValueError(f"run must be an FTRLAuditRun, got {type(run).__name__}")
@@ -331,7 +331,6 @@ def audit_ftrl(
         i, o = run.in_raw, run.out_raw
     else:
         i, o = run.in_scores, run.out_scores
-    from .methods import run_method
 
     out = {
         m: run_method(m, i, o, run.delta, alpha, n_bootstrap=n_bootstrap, seed=seed).epsilon_lower

@@ -37,7 +37,8 @@ import numpy as np
 from .. import data
 from ..errors import DPValueError, check_choice, check_positive, check_positive_int
 from .canary import CanaryConfig, ScoreSums, device_label, draw_canaries, progress_bar, train_dpsgd
-from .methods import audit_all
+from .methods import audit_all, run_method
+from .model1 import theoretical_epsilon
 
 __all__ = ["KINDS", "InputCanaryRun", "make_input_canaries", "run_input_canary_audit", "audit_input_canaries"]
 
@@ -136,7 +137,6 @@ def run_input_canary_audit(
 
     from ..training import clip_rows, make_mlp, per_sample_gradients, resolve_device
     from ..training.dpsgd import unflatten_params
-    from .model1 import theoretical_epsilon
 
     m, clip = cfg.m, cfg.clip
     Xall, yall = data.gaussian_blobs(cfg.n_train + m, dim=dim, n_classes=n_classes, seed=seed)
@@ -221,7 +221,6 @@ def audit_input_canaries(
     """Lower bounds at ``run.delta``: for ``score="gradient"`` the four auditors of
     :func:`dputils.audit.audit_all` on the Definition-2 scores; for ``score="loss"`` (scores = minus the final
     loss, not Gaussian) the Steinke et al. and f-DP threshold audits only."""
-    from .methods import run_method
 
     if not isinstance(run, InputCanaryRun):
         raise DPValueError(f"run must be an InputCanaryRun, got {type(run).__name__}")

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special, stats
 
+from ..calibration import calibrate
 from ..errors import (
     DPValueError,
     NumericalError,
@@ -298,7 +299,6 @@ def calibrate_sigma(
 ) -> float:
     """The smallest noise multiplier (to rel_tol, rounded up) whose PLD epsilon at delta is <= epsilon
     (:func:`dputils.calibration.calibrate`: Brent's method on log sigma, the end that meets the target)."""
-    from ..calibration import calibrate
 
     epsilon = check_positive("epsilon", epsilon)
     return calibrate(

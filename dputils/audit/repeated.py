@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import DPValueError, check_choice, check_positive_int, check_probability
 from ..parallel import map_chunks
+from .simulate import mc_upper
 
 __all__ = ["AUDITS", "repeated_audit", "run_seeds"]
 
@@ -153,7 +154,6 @@ def repeated_audit(
     bound exceeds that run's ``epsilon_theory``), ``exceed_upper95`` and ``train_seconds`` (per run; the only
     entry that depends on the machine).
     """
-    from .simulate import mc_upper
 
     n_repeats = check_positive_int("n_repeats", n_repeats)
     m = check_positive_int("m", m)

@@ -31,9 +31,11 @@ from pathlib import Path
 import numpy as np
 
 from .. import data
+from ..accountants.rdp import INTEGER_ORDERS, rdp_to_epsilon, subsampled_gaussian_rdp
 from ..errors import DPValueError, check_choice, check_nonnegative_int, check_positive, check_positive_int
 from .canary import CanaryConfig, ScoreSums, device_label, draw_canaries, progress_bar, train_dpsgd
 from .methods import audit_all
+from .model1 import theoretical_epsilon
 
 __all__ = [
     "WhiteboxRun",
@@ -264,7 +266,6 @@ def run_whitebox_audit(
 
     from ..training import resolve_device
     from ..training.models import make_model
-    from .model1 import theoretical_epsilon
 
     q, T = cfg.q, cfg.steps
     # the data and the model
@@ -287,8 +288,6 @@ def run_whitebox_audit(
 
     bar = progress_bar(cfg, T, f"white-box DP-SGD (final eps_PLD={eps['epsilon']:.2f})")
     if bar is not None:
-        from ..accountants.rdp import INTEGER_ORDERS, rdp_to_epsilon, subsampled_gaussian_rdp
-
         # the privacy spent so far, shown as the run goes: RDP composes by addition, so after t steps it is
         # t * rdp_1 (one cheap conversion per update); an upper bound, looser than the final PLD figure
         rdp_orders = np.array(INTEGER_ORDERS[:63], dtype=float)  # orders 2..64

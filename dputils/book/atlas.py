@@ -63,8 +63,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..accountants import registry
+from ..accountants import PLDAccountant, registry
 from ..errors import DPValueError, NumericalError, check_delta, check_positive, check_positive_int
+from ..mechanisms import SubsampledGaussianMechanism
+from ..parallel import map_ordered
 
 __all__ = [
     "ACCOUNTANTS",
@@ -174,7 +176,6 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _mechanism(sigma: float, q: float):
-    from ..mechanisms import SubsampledGaussianMechanism
 
     return SubsampledGaussianMechanism(sigma, q)
 
@@ -193,7 +194,6 @@ def pld_reference(
     Returns ``{"eps", "lower", "upper", "h", "points", "rel_width"}`` of the last bracket computed; raises
     :class:`NumericalError` (or :class:`DPValueError`) when the PLD refuses at the first rung.
     """
-    from ..accountants import PLDAccountant
 
     mech = _mechanism(sigma, q)
     h = min(max(eps_guess / 256.0, 1e-4), 100.0)
@@ -388,7 +388,6 @@ def atlas_table(
     for i, p in enumerate(pts):
         if set(p) != set(_PARAMS):
             raise DPValueError(f"points[{i}] must have exactly the keys sigma, q, T, delta, got {sorted(p)}")
-    from ..parallel import map_ordered
 
     return map_ordered(
         functools.partial(_call, options=options), pts, client=client, executor=executor, desc="atlas points"

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonio import write_text_atomic
+from .results import repo_root
 from .tables import sci
 
 __all__ = [
@@ -156,7 +157,6 @@ def run_metadata(root: Path | str | None = None, note: str = "") -> dict[str, An
     ``note`` is free text (e.g. "the machine was shared with a CI run"); :func:`finish_metadata` adds the
     load average and the time at the end.
     """
-    from .results import repo_root
 
     root = Path(root) if root is not None else repo_root(Path(__file__).resolve().parent)
     try:
@@ -294,8 +294,6 @@ def _read(path: Path | str) -> dict[str, Any]:
     """A relative path is tried from the cwd, the repository around it, then the repository holding dputils."""
     p = Path(path)
     if not p.is_absolute() and not p.is_file():
-        from .results import repo_root
-
         for base in (repo_root(), repo_root(Path(__file__).resolve().parent)):
             if (base / p).is_file():
                 p = base / p

@@ -53,6 +53,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import data as dpdata
 from ..jsonio import jsonable, write_text_atomic
 
 RECORD_VERSION = 1
@@ -196,7 +197,6 @@ def _looks_like_path(value: str) -> bool:
 
 def data_inputs(source: Path, parameters: dict[str, Any], root: Path) -> dict[str, Any]:
     """The data files the chapter reads (see the module docstring): label -> fingerprint."""
-    from .. import data as dpdata
 
     values = {**declared_defaults(source), **(parameters or {})}
     out: dict[str, Any] = {}

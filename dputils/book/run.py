@@ -80,6 +80,7 @@ import yaml
 from ..cli.parse import Parser as _Parser  # one line on errors, no abbreviations, an option given twice refused
 from ..errors import DPValueError
 from ..jsonio import write_text_atomic
+from . import bookcheck, booksources, scorecard
 from . import changed as chg
 from .results import repo_root
 from .scorecard import write_page
@@ -103,7 +104,6 @@ def _is_root(p: Path) -> bool:
 def find_root(explicit: Path | str | None = None) -> Path:
     """The book folder (see :mod:`dputils.book.booksources`): ``explicit``, else the checkout or book folder around the
     cwd, else the checkout holding the imported package, else one made from the sources shipped in the wheel."""
-    from . import booksources
 
     if explicit is not None:
         p = Path(explicit).expanduser().resolve()
@@ -1299,8 +1299,6 @@ def cli_main(command: str, argv: Sequence[str]) -> int:
     _say(timing_table(reports))
     _say(f"jupyter-book build: {book['build_seconds']:.1f} s (exit {rc})")
     if rc == 0 and args.check:
-        from . import bookcheck
-
         t0 = time.perf_counter()
         rc = bookcheck.main([str(root / "_build" / "html"), "--screenshots", str(root / "_build" / "screenshots")])
         book.update(check_exit_code=rc, check_seconds=round(time.perf_counter() - t0, 2))
@@ -1317,7 +1315,6 @@ def check_ledger(root: Path, chapters: list[str], *, update: bool = False, stric
 
     Prints the totals and every difference; returns 1 when ``strict`` and they differ, else 0. With ``update``
     the ledger's entries for these chapters are rewritten from the run (others kept)."""
-    from . import scorecard
 
     path = root / scorecard.LEDGER_FILE
     targets = scorecard.load_targets(root / "results")

@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from .results import read
+from .results import read, repo_root
+from .tables import fmt_value, show_table
 
 STATUSES = ("pass", "fail", "not reproduced", "not run")
 
@@ -337,7 +338,6 @@ class Targets:
 
     def table(self):
         """The targets as a :class:`dputils.book.tables.Table` (displayed in a notebook)."""
-        from .tables import show_table
 
         return show_table(
             _by_id(self.records),
@@ -364,7 +364,6 @@ def target_spec_path(chapter: str, root: Path | None = None) -> Path:
     """Where a chapter's target table lives: ``params/targets/<chapter>.yml`` under the book's root (``root``, else
     the checkout or book folder around the working directory, else the checkout this package was imported from:
     a notebook executed in a temporary folder, as the smoke tests do, still finds its table)."""
-    from .results import repo_root
 
     name = Path("params") / "targets" / f"{chapter}.yml"
     if root is not None:
@@ -423,7 +422,6 @@ def load_targets(results_dir: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def _md_cell(v: Any) -> str:
-    from .tables import fmt_value
 
     s = fmt_value(v)
     return s.replace("|", "\\|").replace("\n", " ")

@@ -34,10 +34,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._version import __version__
 from ..accountants import registry
 from ..accountants.registry import COMMON_FLAGS, Registration, UnknownAccountantError
-from ..errors import DPValueError, NumericalError, check_delta, check_epsilon, check_positive, check_positive_int
+from ..calibration import calibrate as _search
+from ..errors import (
+    DPValueError,
+    NumericalError,
+    check_delta,
+    check_epsilon,
+    check_finite,
+    check_positive,
+    check_positive_int,
+)
 from ..jsonio import dumps, jsonable  # noqa: F401  (the command line's strict JSON; public here too)
+from ..mechanisms import MECHANISM_NAMES, make_mechanism
+from ..optional import message_for
+from ..resources import check_memory
 from .parse import NEGATIVE_NUMBER as _NEGATIVE_NUMBER  # noqa: F401  (read by tests)
 from .parse import Parser as _Parser
 
@@ -109,7 +122,6 @@ ACCOUNTANT_OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
 def mechanism_from_args(args: argparse.Namespace) -> Any:
     """The mechanism of the common options ``--mechanism --sigma --q --scale`` (:func:`dputils.mechanisms.make_mechanism`,
     sensitivity 1 unless the namespace says otherwise)."""
-    from ..mechanisms import MECHANISM_NAMES, make_mechanism
 
     if getattr(args, "mechanism", None) is None:
         raise DPValueError(f"mechanism is required ({', '.join(MECHANISM_NAMES)})")
@@ -263,7 +275,6 @@ MAX_EVALUATIONS = 200
 
 def check_tolerance(tolerance: Any) -> float:
     """``tolerance`` in [TOLERANCE_MIN, TOLERANCE_MAX] (a smaller one never ends in floating point)."""
-    from ..errors import check_finite
 
     t = check_finite("tolerance", tolerance)
     if not TOLERANCE_MIN <= t <= TOLERANCE_MAX:
@@ -290,7 +301,6 @@ def calibrate(
     evaluations; :class:`NumericalError` when the search does not end within them or the target lies outside
     the range.
     """
-    from ..calibration import calibrate as _search
 
     tolerance = check_tolerance(tolerance)
     max_evaluations = check_positive_int("max_evaluations", max_evaluations)
@@ -339,7 +349,6 @@ def _check_grid_for_target(args: argparse.Namespace, epsilon: float) -> None:
     points to represent that. A target the grid cannot hold in this machine's memory is refused (exit 2)
     instead of being searched for hours.
     """
-    from ..resources import check_memory
 
     h = getattr(args, "discretization", None)
     if h is None:
@@ -442,8 +451,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(__doc__.strip())
         return 0 if argv else 2
     if argv[0] in ("-V", "--version"):
-        from .._version import __version__
-
         print(f"dputils {__version__}")
         return 0
     cmd, rest = argv[0], argv[1:]
@@ -470,8 +477,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except ModuleNotFoundError as exc:
-        from ..optional import message_for
-
         line = message_for(exc)
         if line is None:
             raise

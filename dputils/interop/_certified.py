@@ -31,6 +31,7 @@ import warnings
 
 from ..accountants import registry
 from ..accountants.base import Accountant, AccountingResult
+from ..accountants.pld import PLDAccountant
 from ..accountants.spa import SaddlePointWarning
 from ..errors import DPValueError, NumericalError
 
@@ -114,7 +115,6 @@ def certified_answer(acc: Accountant, quantity: str, target: float) -> Accountin
 def _fallback_pld(acc: Accountant) -> Accountant:
     """The PLD accountant on ``acc``'s ledger, built once per ledger and kept on ``acc`` (a calibration or a
     sweep of queries asks the same composition many times; the PLD caches its composed distribution)."""
-    from ..accountants.pld import PLDAccountant
 
     key = (acc.direction, tuple((id(m), c) for m, c in acc.ledger))
     cached = getattr(acc, "_dputils_pld_fallback", None)

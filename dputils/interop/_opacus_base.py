@@ -13,6 +13,7 @@ from opacus.accountants import IAccountant
 from ..accountants import registry
 from ..accountants.base import Accountant, AccountingResult
 from ..errors import DPValueError, check_choice, check_delta, check_nonnegative, check_positive_int, check_probability
+from ..mechanisms import GaussianMechanism, SubsampledGaussianMechanism
 from ._certified import _query, certified_answer
 
 
@@ -106,7 +107,6 @@ class DputilsOpacusAccountant(OpacusHistory):
     def _composed(self) -> tuple[Accountant, bool]:
         """The dputils accountant of the history, and whether a step without noise was taken (epsilon
         infinite: noise_multiplier 0 with a sample_rate above 0)."""
-        from ..mechanisms import GaussianMechanism, SubsampledGaussianMechanism
 
         acc = self._make()
         infinite = False

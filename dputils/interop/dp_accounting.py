@@ -60,7 +60,8 @@ from dp_accounting.privacy_accountant import NeighboringRelation, PrivacyAccount
 
 from ..accountants import registry
 from ..accountants.base import Accountant, AccountingResult
-from ..errors import DPValueError, check_choice, check_epsilon, check_finite, check_nonnegative_int
+from ..errors import DPValueError, check_choice, check_epsilon, check_finite, check_nonnegative_int, check_positive_int
+from ..mechanisms import GaussianMechanism, LaplaceMechanism, SubsampledGaussianMechanism, SubsampledLaplaceMechanism
 from ._certified import _query, certified_answer
 
 __all__ = ["NAMES", "DputilsPrivacyAccountant", "make_accountant"]
@@ -106,7 +107,6 @@ def _count(value: Any, name: str = "SelfComposedDpEvent.count", low: int = 0) ->
     """A composition count: an integer >= low (an integral float such as 3.0 is accepted)."""
     if low == 0:
         return check_nonnegative_int(name, value)
-    from ..errors import check_positive_int
 
     return check_positive_int(name, value)
 
@@ -155,12 +155,6 @@ class DputilsPrivacyAccountant(PrivacyAccountant):
         """The dputils mechanism of a leaf event, ``None`` for one that releases everything, or a string
         saying why the event is not supported. Invalid parameters raise ``DPValueError`` (invalid is not
         unsupported)."""
-        from ..mechanisms import (
-            GaussianMechanism,
-            LaplaceMechanism,
-            SubsampledGaussianMechanism,
-            SubsampledLaplaceMechanism,
-        )
 
         if isinstance(event, (dp_event.GaussianDpEvent, dp_event.LaplaceDpEvent)):
             s = _noise(event)

@@ -71,6 +71,8 @@ from opacus.accountants import register_accountant
 
 from ..accountants.base import Accountant, AccountingResult
 from ..errors import DPValueError, check_delta, check_positive_int
+from ..shuffling import GDPBoundAccountant, MixtureAccountant, ShuffledBatchClipping, ShuffledIndividualClipping
+from ..shuffling.laws import shuffle_sizes
 from ._opacus_base import OpacusHistory
 
 __all__ = ["SHUFFLE_MECHANISMS", "ShuffleBCOpacusAccountant", "ShuffleOpacusAccountant", "steps_per_epoch"]
@@ -115,8 +117,6 @@ class ShuffleOpacusAccountant(OpacusHistory):
         self.dataset_size = None if dataset_size is None else check_positive_int("dataset_size", dataset_size)
         self.batch_size = None if batch_size is None else check_positive_int("batch_size", batch_size)
         if self.exact:
-            from ..shuffling.laws import shuffle_sizes
-
             shuffle_sizes(self.dataset_size, self.batch_size, self.group_size)  # N a multiple of b, g <= N
         elif self.CLIPPING == "individual" and self.group_size != 1:
             raise DPValueError(
@@ -212,7 +212,6 @@ class ShuffleOpacusAccountant(OpacusHistory):
         return out
 
     def _run(self, noise_multiplier: float, epochs: int):
-        from ..shuffling import ShuffledBatchClipping, ShuffledIndividualClipping
 
         run = ShuffledBatchClipping if self.CLIPPING == "batch" else ShuffledIndividualClipping
         sizes = (self.dataset_size, self.batch_size) if self.exact else (None, None)
@@ -221,7 +220,6 @@ class ShuffleOpacusAccountant(OpacusHistory):
     def accountant(self) -> tuple[Accountant | None, bool]:
         """The :mod:`dputils.shuffling` accountant of the history (None without private steps), and whether a
         step without noise was taken (epsilon infinite)."""
-        from ..shuffling import GDPBoundAccountant, MixtureAccountant
 
         epochs = self._epochs()
         if any(s == 0 for s, _ in epochs):

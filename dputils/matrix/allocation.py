@@ -32,9 +32,13 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
+from ..accountants import registry
 from ..accountants.base import Accountant, AccountingResult
 from ..accountants.rdp import rdp_to_delta, rdp_to_epsilon
-from ..calibration import check_rel_tol  # the shared search's tolerance rule
+from ..calibration import (
+    calibrate,
+    check_rel_tol,  # the shared search's tolerance rule
+)
 from ..errors import (
     DPValueError,
     NumericalError,
@@ -46,6 +50,7 @@ from ..errors import (
     check_positive_int,
     check_probability,
 )
+from ..parallel import map_chunks
 from ..resources import available_memory_bytes, check_memory, check_work
 from .factorizations import MATRICES, Strategy, build_strategy, truncate_gram
 from .mechanism import BallsInBinsMatrixMechanism, check_matrix_mechanism, check_one_run
@@ -507,8 +512,6 @@ class MatrixMonteCarloAccountant(Accountant):
             return self._losses
         from functools import partial
 
-        from ..parallel import map_chunks
-
         m = self.mechanism
         G = m.gram
         w, U = np.linalg.eigh(G)
@@ -630,7 +633,6 @@ def calibrate_sigma(
     if not s_min <= start <= s_max:
         raise DPValueError(f"sigma_start must be in [{s_min:g}, {s_max:g}], got {start!r}")
     max_evaluations = check_positive_int("max_evaluations", max_evaluations)
-    from ..calibration import calibrate
 
     def value(s: float) -> float:
         r = make_accountant(s).get_delta(eps)
@@ -770,7 +772,6 @@ def _build_mc(args: argparse.Namespace) -> MatrixMonteCarloAccountant:
 
 
 def _register() -> None:
-    from ..accountants import registry
 
     # common options read: --mechanism (only 'balls-in-bins' is accepted), --sigma; the Renyi accountants
     # always report the worse of the two directions (no --direction), matrix-mc honours --direction;

@@ -64,7 +64,9 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, logsumexp, ndtr, ndtri
 
+from ..accountants import registry
 from ..accountants.base import Accountant, AccountingResult
+from ..accountants.pld import PLDAccountant
 from ..errors import (
     DPValueError,
     NumericalError,
@@ -75,6 +77,7 @@ from ..errors import (
     check_positive_int,
     check_probability,
 )
+from ..mechanisms import GaussianMixtureMechanism
 from ..progress import progress_bar
 from ..resources import check_memory, check_work
 from .factorizations import Strategy
@@ -994,8 +997,6 @@ class ConditionalCompositionAccountant(Accountant):
         """The two composed PLD accountants (remove chain, add chain) for one delta_E."""
         if delta_e not in self._chains:
             _check_pld_plan(self.means, self.sigma, self.h)
-            from ..accountants.pld import PLDAccountant
-            from ..mechanisms import GaussianMixtureMechanism
 
             out = {}
             for d in self.directions:
@@ -1182,7 +1183,6 @@ def _build(args: argparse.Namespace) -> ConditionalCompositionAccountant:
 
 
 def _register() -> None:
-    from ..accountants import registry
 
     registry.register(
         "matrix-condcomp",

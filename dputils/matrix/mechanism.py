@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DPValueError, check_positive
+from ..errors import DPValueError, check_positive, check_positive_int
 from .factorizations import Strategy
 
 
@@ -128,7 +128,6 @@ def check_one_run(accountant: str, ledger: list, count: Any) -> None:
     once; repeating the run is not a composition they can do (their answers are not additive in any
     divergence). Several epochs belong in the strategy (``build_strategy(name, epochs, batches, ...)``).
     """
-    from ..errors import check_positive_int
 
     count = check_positive_int("count", count)
     if count != 1:

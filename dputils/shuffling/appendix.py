@@ -13,7 +13,8 @@ import math
 import numpy as np
 
 from ..errors import DPValueError, check_positive, check_positive_int, check_probability
-from .laws import C2Law, _check_divisible
+from .laws import C2Law, _check_divisible, bc_shuffle_law, bc_shuffle_law_as_printed, ic_shuffle_law
+from .tradeoff import bc_shuffle_mu, gdp_epsilon, generic_group_mu, mixture_epsilon
 
 
 def lemma_e2_as_printed(epochs: float) -> dict[str, float]:
@@ -152,8 +153,6 @@ def group_privacy_epsilons(
     of individual clipping with shuffling (partition law); and the generic group transform
     ``G_{g sqrt(E)/sigma}``. The per-epoch laws are composed over ``E`` epochs; ``printed=False`` or
     ``individual=False`` leaves that entry ``None``."""
-    from .laws import bc_shuffle_law, bc_shuffle_law_as_printed, ic_shuffle_law
-    from .tradeoff import bc_shuffle_mu, gdp_epsilon, generic_group_mu, mixture_epsilon
 
     g = check_positive_int("group_size", group_size)
 

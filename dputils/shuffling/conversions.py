@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 from scipy import special
 
+from ..accountants import PLDAccountant, RDPAccountant
 from ..accountants import rdp as _rdp
 from ..errors import (
     DPValueError,
@@ -26,6 +27,9 @@ from ..errors import (
     check_positive_int,
     check_probability,
 )
+from ..mechanisms import SubsampledGaussianMechanism
+from .laws import subsample_ic_g1_law
+from .tradeoff import gdp_epsilon, mixture_epsilon, shuffle_g1_mu
 
 
 def gdp_to_rdp(mu: float, order: float) -> float:
@@ -134,10 +138,6 @@ def strong_vs_standard_epsilons(
     (:func:`clt_mu_uniform`, :func:`clt_mu_poisson`), the foundation's PLD (upper end of its bracket) and RDP
     accountants, and the integer-order RDP of :func:`rdp_poisson_gaussian` with the classic and modern
     conversions. Returns the ε by name and the PLD bracket ``(lower, upper)``."""
-    from ..accountants import PLDAccountant, RDPAccountant
-    from ..mechanisms import SubsampledGaussianMechanism
-    from .laws import subsample_ic_g1_law
-    from .tradeoff import gdp_epsilon, mixture_epsilon, shuffle_g1_mu
 
     p_rate = batch_size / dataset_size
     T = epochs * dataset_size // batch_size

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import DPValueError, check_positive, check_positive_int
 from .laws import C2Law, bc_shuffle_law, bc_shuffle_law_as_printed, ic_shuffle_law, shuffle_sizes, subsample_bc_law
+from .tradeoff import gdp_epsilon, shuffle_g1_mu
 
 
 @dataclass(frozen=True)
@@ -220,7 +221,6 @@ def clipping_sweep(
     σ: the accuracies and noise-to-signal ratios of :func:`clipping_accuracy` for IC and BC with the faithful
     noise ``2 C sigma``, and BC with the noise divided by the batch size (``acc_bc_as_implemented``, not
     private as analysed). Returns the non-private accuracy (IC, σ = 0) and one row per σ."""
-    from .tradeoff import gdp_epsilon, shuffle_g1_mu
 
     kw = dict(epochs=epochs, batch=batch, repeats=repeats, seed=seed, clip=clip, lr=lr)
     acc_np, _ = clipping_accuracy(X, y, X_test, y_test, "IC", 0.0, **kw)
