@@ -374,3 +374,40 @@ def record_training(tg, ids, train_rows, dat) -> None:
         not_run_reason="σ = 2 is not in train_sigmas (smoke profile)",
         fmt={"data": data_name},
     )
+
+
+def eq7_points(mus, epsilons, alphas=None) -> list[tuple[float, float, float]]:
+    """For each μ and ε where the δ of eq. (7), Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2), is at least 10⁻⁸ (below,
+    1 − G_μ(α) − e^ε α cancels): ``(δ, grid_sup, at_star)`` with grid_sup the largest 1 − G_μ(α) − e^ε α over
+    ``alphas`` (default 4000 log-spaced points on [10⁻¹², 10⁻²] and 4000 linear on [10⁻², 1]) and at_star its
+    value at α* = Φ(−ε/μ − μ/2), where G_μ'(α) = −e^ε."""
+    from scipy import special
+
+    if alphas is None:
+        alphas = np.concatenate([np.geomspace(1e-12, 1e-2, 4000), np.linspace(1e-2, 1, 4000)])
+    out = []
+    for mu in mus:
+        for e in epsilons:
+            d7 = sh.gdp_delta(e, mu)
+            if d7 < 1e-8:
+                continue
+            grid_sup = np.max(1 - sh.gaussian_tradeoff(alphas, mu) - math.exp(e) * alphas)
+            a_star = special.ndtr(-e / mu - mu / 2)
+            at_star = 1 - sh.gaussian_tradeoff(a_star, mu) - math.exp(e) * a_star
+            out.append((d7, grid_sup, at_star))
+    return out
+
+
+def show_training_data(dat) -> None:
+    """Say which training data the run uses (a warning when it fell back), its features and classes, and glue
+    the training and test sizes (``sh_train_n``, ``sh_train_test``)."""
+    from IPython.display import Markdown, display
+
+    from ..results import glue
+
+    if dat["warning"]:
+        display(Markdown(f"**Warning:** {dat['warning']}."))
+    n_classes = int(max(dat["y"].max(), dat["y_test"].max())) + 1
+    print(f"data: {dat['label']}\n{dat['X'].shape[1]} features, {n_classes} classes")
+    glue("sh_train_n", dat["n_train"], display=False)
+    glue("sh_train_test", dat["n_test"], display=False)
