@@ -396,3 +396,20 @@ def pld_comparison_row(mechanism: Mechanism, m: int, delta: float, discretizatio
     pl = PLDAccountant(discretization=discretization).compose(mechanism, m).get_epsilon(delta)
     row.update(truth=pl.value, truth_lower=pl.lower, truth_upper=pl.upper)
     return row
+
+
+def dp_accounting_event_epsilons(mechanism: Mechanism, m: int, delta: float, rdp_orders) -> tuple[float, float]:
+    """epsilon(delta) of ``m`` compositions of ``mechanism`` from dp_accounting's PLD accountant (its defaults)
+    and its RDP accountant on ``rdp_orders``, both fed the mechanism's ``to_dp_event()``: an independent
+    implementation to compare with (Doroshenko et al.'s connect-the-dots PLD; Mironov's RDP of the sampled
+    Gaussian with dp_accounting's own conversion). Returns ``(pld_epsilon, rdp_epsilon)``. Needs the optional
+    ``dp-accounting`` package."""
+    import dp_accounting
+
+    m = check_positive_int("m", m)
+    delta = check_delta(delta)
+    pld = dp_accounting.pld.PLDAccountant()
+    rdp = dp_accounting.rdp.RdpAccountant(list(rdp_orders))
+    for acc in (pld, rdp):
+        acc.compose(mechanism.to_dp_event(), m)
+    return pld.get_epsilon(delta), rdp.get_epsilon(delta)

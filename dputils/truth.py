@@ -446,3 +446,37 @@ def subsampled_gaussian_logs_mpmath(sigma: float, q: float):
         return mp.log((1 - qq) * mp.npdf(x, 0, s) + qq * mp.npdf(x, 1, s))
 
     return mix, base
+
+
+def subsampled_gaussian_profile_mpmath(sigma: float, q: float, direction: str, epsilon: float, dps: int = 40) -> float:
+    r"""The privacy profile :math:`\delta(\varepsilon) = \int (p - e^\varepsilon q)_+` of one step of the
+    Poisson-subsampled Gaussian (sensitivity 1) by mpmath quadrature at ``dps`` digits, from the densities alone.
+
+    ``direction="remove"``: :math:`p = (1-q)N(0,\sigma^2) + qN(1,\sigma^2)`, :math:`q = N(0,\sigma^2)`; ``"add"``:
+    the pair reversed (:func:`subsampled_gaussian_logs_mpmath`). The crossings of the integrand are searched in
+    the window :math:`[-12\sigma, 12\sigma + 1]` (:func:`hockey_stick_mpmath`). An independent reference for the
+    closed-form profiles of :mod:`dputils.mechanisms` (which go through :math:`\log\Phi`)."""
+    check_choice("direction", direction, ("remove", "add"))
+    mix, base = subsampled_gaussian_logs_mpmath(sigma, q)
+    lp, lq = (mix, base) if direction == "remove" else (base, mix)
+    return float(hockey_stick_mpmath(lp, lq, epsilon, (-12 * sigma, 12 * sigma + 1), dps=dps))
+
+
+def monte_carlo_profile(pair: Any, steps: int, epsilons, n_samples: int, rng: np.random.Generator):
+    r"""Monte Carlo estimate of the profile of ``steps`` compositions of ``pair``,
+    :math:`\delta(\varepsilon) = \mathbb{E}_P[(1 - e^{\varepsilon - L})_+]` with :math:`L` the sum of ``steps``
+    independent one-step losses drawn under P (``pair.sample_loss``, ``n_samples`` sums, drawn step by step from
+    ``rng``). Returns ``(estimates, standard_errors)``, arrays over ``epsilons``: the sample mean of the weights
+    :math:`(1 - e^{\varepsilon - L})_+ \in [0, 1]` and its standard error (sample standard deviation over
+    :math:`\sqrt n`)."""
+
+    n = check_positive_int("n_samples", n_samples)
+    total = np.zeros(n)
+    for _ in range(check_positive_int("steps", steps)):
+        total += pair.sample_loss(n, rng)
+    est, se = [], []
+    for e in np.atleast_1d(np.asarray(epsilons, dtype=float)):
+        w = -np.expm1(np.minimum(e - total, 0.0))
+        est.append(w.mean())
+        se.append(w.std(ddof=1) / math.sqrt(n))
+    return np.array(est), np.array(se)

@@ -168,3 +168,22 @@ def test_pld_comparison_row_brackets_the_contour_integral_truth():
     truth, _ = composition_epsilon([(mech, 200)], 1e-5)
     assert row["truth_lower"] <= truth <= row["truth_upper"]
     assert "rdp" not in row and row["ew_low"] <= row["truth_upper"] and row["m"] == 200
+
+
+def test_dp_accounting_event_epsilons_against_our_rdp_and_the_gdp_closed_form():
+    # RDP on the same integer orders: dp_accounting's and ours agree to rounding (two implementations of the
+    # same formula); the Gaussian mechanism composed 9 times at sigma 3 is exactly 1-GDP, so the PLD answer
+    # (a pessimistic discretization) lies at or above the closed form and close to it
+    from dputils.accountants import RDPAccountant
+    from dputils.baselines import dp_accounting_event_epsilons
+    from dputils.curves import gdp_epsilon
+
+    m = SubsampledGaussianMechanism(1.0, 0.02)
+    _, rdp = dp_accounting_event_epsilons(m, 200, 1e-5, range(2, 65))
+    ours = RDPAccountant(orders=range(2, 65), refine=False).compose(m, 200).get_epsilon(1e-5).value
+    assert rdp == pytest.approx(ours, rel=1e-9)
+    pld, _ = dp_accounting_event_epsilons(GaussianMechanism(3.0), 9, 1e-5, range(2, 65))
+    exact = gdp_epsilon(1e-5, 1.0)
+    assert exact - 1e-9 <= pld <= exact * 1.01
+    with pytest.raises(DPValueError):
+        dp_accounting_event_epsilons(m, 0, 1e-5, range(2, 65))

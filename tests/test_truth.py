@@ -133,3 +133,20 @@ def test_mpmath_loss_moments_against_the_gaussian_closed_form():
     assert got["mean"] == pytest.approx(1 / (2 * sigma**2), rel=1e-12)
     assert got["var"] == pytest.approx(sd**2, rel=1e-12)
     assert got["abs3"] == pytest.approx(2 * math.sqrt(2 / math.pi) * sd**3, rel=1e-12)
+
+
+def test_monte_carlo_profile_of_composed_gaussians_against_gdp():
+    # m Gaussian steps with sigma 2 are exactly mu-GDP with mu = sqrt(m)/2: the estimates must lie within
+    # 5 standard errors of the closed-form profile, the errors must be positive and shrink like 1/sqrt(n)
+    from dputils.curves import gdp_delta
+
+    m, eps = 4, np.array([0.0, 0.5, 1.0])
+    pair = GaussianMechanism(2.0).pair("remove")
+    est, se = T.monte_carlo_profile(pair, m, eps, 100_000, np.random.default_rng(3))
+    exact = np.array([float(gdp_delta(e, math.sqrt(m) / 2)) for e in eps])
+    assert est.shape == se.shape == (3,) and np.all(se > 0)
+    assert np.all(np.abs(est - exact) <= 5 * se)
+    _, se4 = T.monte_carlo_profile(pair, m, eps, 400_000, np.random.default_rng(4))
+    assert np.all(se4 < 0.6 * se)
+    with pytest.raises(DPValueError):
+        T.monte_carlo_profile(pair, 0, eps, 10, np.random.default_rng(0))

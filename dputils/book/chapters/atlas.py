@@ -9,12 +9,14 @@ that module is being reorganized.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import ListedColormap
 
-from .. import atlas, plotting
+from ...curves import gdp_epsilon
+from .. import atlas, plotting, results
 
 NAMES = dict(pld="PLD", rdp="RDP", gdp="GDP (CLT)", spa="SPA", edgeworth="Edgeworth", prv="PRV")
 MAPPED = ["rdp", "gdp", "spa", "edgeworth", "prv"]
@@ -193,4 +195,41 @@ def failures(rows, accountants) -> list[dict]:
         failed = [r for r in rows if r[f"{a}_verdict"] == "failed"]
         kinds = sorted({r[f"{a}_error"].split(":")[0] for r in failed})
         out.append({"accountant": NAMES[a], "failures": len(failed), "kinds": ", ".join(kinds) or "none"})
+    return out
+
+
+def load_rows(source: str, data_file: str, grid: str, sigmas, deltas) -> list[dict]:
+    """The atlas table: the committed CSV ``data_file`` (relative to the checkout) restricted to ``sigmas`` and
+    ``deltas`` (empty: all) for ``source == "file"``, or the grid ``grid`` computed here for ``"compute"``."""
+    if source == "file":
+        path = Path(data_file) if Path(data_file).is_absolute() else results.repo_root() / data_file
+        keep_s, keep_d = [float(s) for s in sigmas], [float(d) for d in deltas]
+        return [
+            r
+            for r in atlas.read_csv(path)
+            if (not keep_s or r["sigma"] in keep_s) and (not keep_d or r["delta"] in keep_d)
+        ]
+    if source == "compute":
+        return atlas.atlas_table(atlas.grid_points(grid, sigmas, deltas))
+    raise ValueError(f"source must be 'file' or 'compute', got {source!r}")
+
+
+def gaussian_rows(sigmas, steps, delta: float) -> list[dict]:
+    """At q = 1, T steps of the Gaussian mechanism are exactly μ-GDP with μ = √T/σ: one row per (σ, T) with
+    the closed-form ε(δ) (:func:`dputils.curves.gdp_epsilon`) and the PLD bracket and grid width that
+    :func:`dputils.atlas.atlas_point` finds by the atlas's ladder."""
+    out = []
+    for s in sigmas:
+        for t in steps:
+            r = atlas.atlas_point(s, 1.0, int(t), delta, accountants=("pld",))
+            out.append(
+                {
+                    "σ": s,
+                    "T": int(t),
+                    "exact ε": gdp_epsilon(delta, math.sqrt(t) / s),
+                    "PLD lower": r["ref_lower"],
+                    "PLD upper": r["ref_upper"],
+                    "h": r["ref_h"],
+                }
+            )
     return out

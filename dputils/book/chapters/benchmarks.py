@@ -9,9 +9,11 @@ import matplotlib.pyplot as plt
 from scipy import optimize
 from scipy.special import log_ndtr
 
+from ... import truth
+from ...mechanisms import SubsampledGaussianMechanism
 from .. import benchmarks as bm
 from ..results import glue
-from ..tables import sci
+from ..tables import sci, show_table
 
 
 def _date(meta) -> str:
@@ -158,3 +160,173 @@ def dpsgd_problems(sgd) -> list[tuple[str, str]]:
             if not ok:
                 bad.append((model, m))
     return bad
+
+
+def show_methods(data) -> None:
+    """The table of the run's methods: label, library and version, and what each answers."""
+    rows = [
+        {"method": m["label"], "library": f"{m['library']} {m['version']}", "answer": m["answer"]}
+        for m in data["methods"]
+    ]
+    show_table(
+        rows,
+        caption="The methods of the recorded run: dputils accountants (as the "
+        "command line builds them) and the peers installed with it.",
+    )
+
+
+def show_time_tables(data, deltas) -> None:
+    """One table per δ of the median seconds per cold call (:func:`dputils.benchmarks.time_rows`)."""
+    for d in deltas:
+        show_table(
+            bm.time_rows(data, d),
+            digits=3,
+            caption=f"Median seconds per cold call at δ = {sci(d, 1)} (blank: no answer).",
+        )
+
+
+def glue_ratios(data) -> list[dict]:
+    """The peer/ours time ratios of the run (:func:`dputils.benchmarks.ratio_rows`); glue the median ratio of
+    dp_accounting's PLD to ours (``bench_pld_ratio``) and of Opacus' RDP to ours (``bench_rdp_ratio``), NaN where
+    there is none, and show the pivoted table."""
+    ratios = bm.ratio_rows(data)
+    for name, ours, peer in (("bench_pld_ratio", "pld", "dp_accounting-pld"), ("bench_rdp_ratio", "rdp", "opacus-rdp")):
+        xs = [r["ratio"] for r in ratios if r["ours"] == ours and r["peer"] == peer]
+        glue(name, bm.median(xs) if xs else float("nan"), display=False)
+    show_table(
+        bm.ratio_table(data),
+        digits=3,
+        caption="Peer time / our time, per T and δ (blank: one of the two gave no answer).",
+    )
+    return ratios
+
+
+def deltas_with_reference(data, deltas) -> list[float]:
+    """The δ of ``deltas`` at which at least one point has a certified reference."""
+    return [d for d in deltas if any(r["status"] == "ok" for r in data["references"] if r["delta"] == d)]
+
+
+def show_error_tables(data, deltas) -> None:
+    """One table per δ: each answer, its error against both ends of the reference bracket
+    (:func:`dputils.benchmarks.error_rows`) and its own certified interval."""
+    for d in deltas:
+        rows = [
+            {
+                "method": bm.method_info(data, r["method"])["label"],
+                "T": r["T"],
+                "ε": r["epsilon"],
+                "ε − ℓ": r["err_vs_ref_lower"],
+                "ε − u": r["err_vs_ref_upper"],
+                "own lower": r["lower"],
+                "own upper": r["upper"],
+            }
+            for r in bm.error_rows(data, d)
+        ]
+        show_table(
+            rows,
+            digits=4,
+            caption=f"δ = {sci(d, 1)}: each answer, its error against both ends of the reference "
+            "(the error lies between the two) and its own certified interval.",
+        )
+
+
+def glue_no_reference(data) -> list[dict]:
+    """The points without a certified reference (:func:`dputils.benchmarks.no_reference_points`): glue their
+    number (``bench_n_noref``) and list (``bench_noref_text``), show them with the PLD's reason."""
+    noref = bm.no_reference_points(data)
+    glue("bench_n_noref", len(noref), display=False)
+    glue("bench_noref_text", bm.points_text((r["T"], r["delta"]) for r in noref), display=False)
+    show_table(
+        [{**r, "reason": bm.readable(r["reason"])} for r in noref],
+        caption="Points where the PLD refused at every grid of the ladder, with its reason.",
+    )
+    return noref
+
+
+def glue_refusals(data) -> list[dict]:
+    """The records without an answer (:func:`dputils.benchmarks.refusals`): glue how many (method, point) pairs
+    gave none (``bench_n_refused``) of how many (``bench_n_records``) and the count per method
+    (``bench_refused_text``), and show them with their reasons."""
+    refused = bm.refusals(data)
+    by_method: dict[str, int] = {}
+    for r in refused:
+        label = bm.method_info(data, r["method"])["label"]
+        by_method[label] = by_method.get(label, 0) + r["points"]
+    glue("bench_n_refused", sum(r["points"] for r in refused), display=False)
+    glue("bench_n_records", len(data["records"]), display=False)
+    text = "; ".join(f"{k} at {v} point{'s' * (v > 1)}" for k, v in by_method.items()) or "none"
+    glue("bench_refused_text", text, display=False)
+    show_table(
+        [
+            {**r, "method": bm.method_info(data, r["method"])["label"], "reason": bm.readable(r["reason"])}
+            for r in refused
+        ],
+        caption="Records without an answer: status (refused, failed, vacuous, timeout, skipped) and reason.",
+    )
+    return refused
+
+
+def show_pld_tables(prow) -> None:
+    """The PLD head-to-head tables: times, their ratio and peak memory; then the ε of both and the exact ε."""
+    show_table(
+        prow,
+        columns=["T", "ours s", "dp_accounting s", "dp_accounting / ours", "ours MiB", "dp_accounting MiB"],
+        digits=3,
+        caption="Median seconds of both PLD accountants, their ratio, and their peak memory (MiB).",
+    )
+    show_table(
+        prow,
+        columns=["T", "eps ours lower", "eps ours upper", "eps dp_accounting", "eps exact"],
+        digits=10,
+        caption="Our certified bracket on ε, dp_accounting's ε and the exact ε (saddle contour).",
+    )
+
+
+def plot_pld(pld_run):
+    """Time and peak memory of both PLD accountants against T, two panels (:func:`dputils.benchmarks.plot_pld`)."""
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4))
+    bm.plot_pld(pld_run, axes=axes)
+    fig.tight_layout()
+    return fig
+
+
+def plot_dpsgd(sgd):
+    """DP-SGD steps per second per method, one panel per model (:func:`dputils.benchmarks.plot_dpsgd`)."""
+    n = len(sgd["models"])
+    fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
+    bm.plot_dpsgd(sgd, axes=axes[0])
+    fig.tight_layout()
+    return fig
+
+
+def contour_contradictions(below, sigma: float, q: float) -> list[dict]:
+    """Confirm each peer answer below the reference with the saddle-contour truth
+    (:func:`dputils.truth.composition_epsilon`: the MGF inverted, no discretization, no FFT): add its exact ε as
+    ``"exact (contour)"`` to each row of ``below`` and return the rows where the answer is not below
+    ``exact - err``, or the reference bracket does not meet ``[exact - err, exact + err]``."""
+    sg = SubsampledGaussianMechanism(sigma, q)
+    bad = []
+    for row in below:
+        exact, err = truth.composition_epsilon([(sg, int(row["T"]))], row["delta"])
+        row["exact (contour)"] = exact
+        ok = (
+            row["epsilon"] < exact - err
+            and row["reference lower"] <= exact + err
+            and exact - err <= row["reference upper"]
+        )
+        if not ok:
+            bad.append(row)
+    return bad
+
+
+def clt_worst(data, sigma: float, q: float) -> dict[str, float]:
+    """Largest relative difference, per CLT method (``gdp``, ``opacus-gdp``), between its recorded answers and
+    :func:`clt_epsilon` at the same (T, δ) (0 where it has none, NaN where one difference is NaN)."""
+    worst = {}
+    for name in ("gdp", "opacus-gdp"):
+        rels = [
+            abs(r["epsilon"] - (e := clt_epsilon(sigma, q, r["T"], r["delta"]))) / e
+            for r in bm.records(data, method=name, status="ok")
+        ]
+        worst[name] = math.nan if any(math.isnan(x) for x in rels) else max(rels, default=0.0)
+    return worst

@@ -7,6 +7,7 @@ draws them with :mod:`dputils.book.plotting`'s conventions and records the targe
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import matplotlib.ticker
@@ -15,6 +16,7 @@ import numpy as np
 from ... import data as dpdata
 from ... import shuffling as sh
 from .. import plotting
+from ..results import glue
 from ..tables import show_table
 
 
@@ -206,3 +208,204 @@ def training_record(dat: dict[str, Any], rows, acc_np: float, seconds: float) ->
         data_warning=dat["warning"],
         paper_data="MNIST and CIFAR-10 (the paper); ours: " + dat["label"],
     )
+
+
+def headline_rows(tg, cases: dict, delta: float = 1e-5) -> list[dict[str, Any]]:
+    """Record and tabulate ε(δ) of the headline bound: for each id → (σ, E, g), μ = √(gE)/σ
+    (:func:`dputils.shuffling.bc_shuffle_mu`), or for g < 0 the generic group transform μ = |g|√E/σ
+    (:func:`dputils.shuffling.generic_group_mu`), with the id's reference value from the target table."""
+    rows = []
+    for tid, (s_, E_, g_) in cases.items():
+        mu = sh.bc_shuffle_mu(s_, E_, g_) if g_ > 0 else sh.generic_group_mu(s_, E_, -g_)
+        eps_ = sh.gdp_epsilon(delta, mu)
+        tg.record(tid, eps_)
+        rows.append(
+            {"σ": s_, "E": E_, "g": abs(g_), "μ = √(gE)/σ": mu, "ε": eps_, "anchor": tg.spec[tid]["paper"]}
+            | ({} if g_ > 0 else {"note": "generic transform g√E/σ"})
+        )
+    show_table(rows, caption="ε at δ = 10⁻⁵ of the headline bound", digits=5)
+    return rows
+
+
+def def53_rows(cases, x_env) -> list[dict[str, Any]]:
+    """For each (c, σ, u) of ``cases``: the break points β0, β1 of Def. 5.3
+    (:func:`dputils.shuffling.upper_bound_betas`) and the largest difference on ``x_env`` between the closed
+    form and the numerical lower convex envelope."""
+    rows = []
+    for c_, sg_, u_ in cases:
+        got = sh.upper_bound_betas(c_, u_, sg_)
+        env = sh.upper_bound_tradeoff_numerical(x_env, c_, u_, sg_)
+        gap = float(np.max(np.abs(env - sh.upper_bound_tradeoff(x_env, c_, u_, sg_))))
+        rows.append({"c": c_, "σ": sg_, "u": u_, "β0": got[0], "β1": got[1], "max |closed form − envelope|": gap})
+    return rows
+
+
+def hoeffding_tail_rows(settings) -> tuple[list[tuple], list[dict[str, Any]]]:
+    """For each (N, m, E): the exact tails of the Binomial law of c² (subsampling, g = 1) at the paper's
+    thresholds (:func:`dputils.shuffling.subsampling_tail_probabilities`), as tuples
+    ``(N, m, E, P(c² > (c^L)²), P(c² < (c^U)²), printed)`` and as the table's rows (with the rounds and the
+    correct Hoeffding bound)."""
+    tail_rows, table_rows = [], []
+    for N_, m_, E_ in settings:
+        law_ = sh.subsample_ic_g1_law(N_, m_, E_)
+        t = sh.subsampling_tail_probabilities(law_, E_)
+        tail_rows.append((N_, m_, E_, t["P_above_cL2"], t["P_below_cU2"], t["printed"]))
+        table_rows.append(
+            {
+                "N": N_,
+                "m": m_,
+                "E": E_,
+                "rounds n": law_.pmf.size - 1,
+                "P(c² > (c^L)²)": t["P_above_cL2"],
+                "P(c² < (c^U)²)": t["P_below_cU2"],
+                "paper's e^−E": t["printed"],
+                "correct Hoeffding": t["hoeffding_correct"],
+            }
+        )
+    return tail_rows, table_rows
+
+
+def lemma_e2_rows(cases) -> list[dict[str, Any]]:
+    """For each (σ, E, ε) at N = 60000, m = 256 (subsampling, g = 1): the exact mixture δ (Def. 5.2), the δ of
+    the lower bound claimed by Lemma E.2 and of the corrected bound (the tail from the exact Binomial law at
+    level e^{-E}), and the corrected (c^L)²."""
+    out = []
+    for sg, E_, e_ in cases:
+        law_ = sh.subsample_ic_g1_law(60000, 256, E_)
+        pr_ = sh.lemma_e2_as_printed(E_)
+        fix = sh.subsampling_bounds_corrected(law_, math.exp(-E_))
+        out.append(
+            dict(
+                sigma=sg,
+                E=E_,
+                eps=e_,
+                exact=sh.mixture_delta(e_, law_, sg),
+                claimed=sh.lower_bound_delta(e_, math.sqrt(pr_["cL2"]), pr_["l"], sg),
+                corrected=sh.lower_bound_delta(e_, math.sqrt(fix["cL2"]), fix["l"], sg),
+                cL2_corrected=fix["cL2"],
+            )
+        )
+    return out
+
+
+def lemma_e4_rows(group_sizes, sigma: float = 2.0, delta: float = 1e-5) -> list[dict[str, Any]]:
+    """Lemma E.4 (individual clipping, subsampling, N = 60000, m = 256, E = 10, γ = 1) against the exact law of
+    c² (:func:`dputils.shuffling.subsample_ic_law`) for each g: E[c²], (c^L)², the tail l = e^{-γgE}, the
+    exact P(c² > (c^L)²), the lemma's ε (∞ where l ≥ δ) and the exact mixture ε."""
+    rows = []
+    for g_ in group_sizes:
+        law_e4 = sh.subsample_ic_law(60000, 256, g_, 10)
+        e4 = sh.lemma_e4_as_printed(60000, 256, g_, 10, gamma=1.0)
+        c_l = math.sqrt(e4["cL2"])
+        eps_e4 = sh.lower_bound_epsilon(delta, c_l, e4["l"], sigma) if e4["l"] < delta else math.inf
+        rows.append(
+            {
+                "g": g_,
+                "E[c²]": law_e4.mean,
+                "(cᴸ)²": e4["cL2"],
+                "l = exp(−γgE)": e4["l"],
+                "exact P(c² > (cᴸ)²)": law_e4.sf(e4["cL2"]),
+                "ε of Lemma E.4, σ = 2": eps_e4,
+                "exact ε, σ = 2": sh.mixture_epsilon(delta, law_e4, sigma)[1],
+            }
+        )
+    return rows
+
+
+def gaussian_renyi_quadrature(mu: float, alpha: float) -> float:
+    """D_α(N(μ, 1) ‖ N(0, 1)) = log(∫ p^α q^{1−α}) / (α − 1) by adaptive quadrature (relative tolerance 10⁻¹²)
+    on [αμ − 12, αμ + 12], where the tilted mass sits: a numerical check of the closed form αμ²/2."""
+    from scipy import integrate, stats
+
+    def integrand(x):
+        return math.exp(alpha * stats.norm.logpdf(x, mu) + (1 - alpha) * stats.norm.logpdf(x))
+
+    lo_, hi_ = alpha * mu - 12, alpha * mu + 12
+    return math.log(integrate.quad(integrand, lo_, hi_, epsabs=0, epsrel=1e-12)[0]) / (alpha - 1)
+
+
+def tradeoff_curves_e10(alphas) -> dict[str, np.ndarray]:
+    """f(α) at σ = 2, E = 10, N = 60000, s = m = 250 (the paper's Table 1 rows): G_μ with μ = √10/2
+    (shuffling, g = 1), the exact strong-adversary mixture of subsampling with g = 1, the exact BC+SH mixture
+    with g = 4, and G_μ with μ = √40/2 (its bound)."""
+    law_ss10 = sh.subsample_ic_g1_law(60000, 250, 10)
+    law_bc10 = sh.bc_shuffle_law(60000, 250, 4).compose(10)
+    return {
+        "G with μ = √10/2 (shuffling, g = 1)": sh.gaussian_tradeoff(alphas, math.sqrt(10) / 2),
+        "subsampling g = 1, strong adversary": sh.mixture_tradeoff(alphas, law_ss10, 2.0),
+        "BC+SH g = 4 exact": sh.mixture_tradeoff(alphas, law_bc10, 2.0),
+        "G with μ = √40/2": sh.gaussian_tradeoff(alphas, math.sqrt(40) / 2),
+    }
+
+
+def show_curves_table(alphas, curves: dict) -> None:
+    """The table of :func:`tradeoff_curves_e10`: one row per curve, one column per α."""
+    show_table(
+        [{"curve": k} | {f"α = {a:g}": v for a, v in zip(alphas, got)} for k, got in curves.items()],
+        caption="Trade-off curves f(α), σ = 2, E = 10, N = 60000",
+        digits=5,
+    )
+
+
+def show_occupancy_table(mc, ex, pr, n: int, s: int, g: int, draws: int) -> None:
+    """Rounds hit per epoch (BC+SH): the simulated frequencies, the exact occupancy law and Theorem F.1's q_j."""
+    show_table(
+        [{"j": j, "Monte Carlo": mc[j], "exact occupancy": ex[j], "Theorem F.1 q_j": pr[j]} for j in range(1, g + 1)],
+        caption=f"Rounds hit per epoch, BC+SH, N = {n}, s = {s}, g = {g} ({draws:,} simulated permutations)",
+        digits=6,
+    )
+
+
+def record_training(tg, ids, train_rows, dat) -> None:
+    """Record ``ids`` = (the paper's claim, with the data named, or "synthetic data"; the accuracy gap in points
+    between batch and individual clipping at σ = 2, not run when σ = 2 is not swept) and glue the gap
+    (``sh_gap_sigma2``)."""
+    t_paper, t_parity = ids
+
+    data_name = dat["name"]
+    tg.record(t_paper, fmt={"data": data_name if dat["real"] else "synthetic data"})
+    by_sigma = {r_["sigma"]: r_ for r_ in train_rows}
+    gap9 = 100 * (by_sigma[2.0]["acc_bc"] - by_sigma[2.0]["acc_ic"]) if 2.0 in by_sigma else float("nan")
+    glue("sh_gap_sigma2", gap9, display=False)
+    tg.record(
+        t_parity,
+        gap9,
+        ran=2.0 in by_sigma,
+        not_run_reason="σ = 2 is not in train_sigmas (smoke profile)",
+        fmt={"data": data_name},
+    )
+
+
+def eq7_points(mus, epsilons, alphas=None) -> list[tuple[float, float, float]]:
+    """For each μ and ε where the δ of eq. (7), Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2), is at least 10⁻⁸ (below,
+    1 − G_μ(α) − e^ε α cancels): ``(δ, grid_sup, at_star)`` with grid_sup the largest 1 − G_μ(α) − e^ε α over
+    ``alphas`` (default 4000 log-spaced points on [10⁻¹², 10⁻²] and 4000 linear on [10⁻², 1]) and at_star its
+    value at α* = Φ(−ε/μ − μ/2), where G_μ'(α) = −e^ε."""
+    from scipy import special
+
+    if alphas is None:
+        alphas = np.concatenate([np.geomspace(1e-12, 1e-2, 4000), np.linspace(1e-2, 1, 4000)])
+    out = []
+    for mu in mus:
+        for e in epsilons:
+            d7 = sh.gdp_delta(e, mu)
+            if d7 < 1e-8:
+                continue
+            grid_sup = np.max(1 - sh.gaussian_tradeoff(alphas, mu) - math.exp(e) * alphas)
+            a_star = special.ndtr(-e / mu - mu / 2)
+            at_star = 1 - sh.gaussian_tradeoff(a_star, mu) - math.exp(e) * a_star
+            out.append((d7, grid_sup, at_star))
+    return out
+
+
+def show_training_data(dat) -> None:
+    """Say which training data the run uses (a warning when it fell back), its features and classes, and glue
+    the training and test sizes (``sh_train_n``, ``sh_train_test``)."""
+    from IPython.display import Markdown, display
+
+    if dat["warning"]:
+        display(Markdown(f"**Warning:** {dat['warning']}."))
+    n_classes = int(max(dat["y"].max(), dat["y_test"].max())) + 1
+    print(f"data: {dat['label']}\n{dat['X'].shape[1]} features, {n_classes} classes")
+    glue("sh_train_n", dat["n_train"], display=False)
+    glue("sh_train_test", dat["n_test"], display=False)
