@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import plotting
 from ..results import glue
-from ..tables import sci
+from ..tables import sci, show_table
 
 
 def glue_all(prefix: str, values: Mapping[str, Any]) -> None:
@@ -130,3 +130,28 @@ def plot_ternary_histograms(samples: Mapping[int, np.ndarray], b: int, epochs: i
 def delta_title(prefix: str, delta: float) -> str:
     """``prefix, δ=1×10⁻⁵`` (the δ of a figure's title in the book's number format)."""
     return f"{prefix}, δ={sci(delta, 1)}"
+
+
+def remaining_panels_table(rest: Mapping[str, Mapping[str, Any]], n: int, eps: float, delta: float):
+    """The table of the remaining Figure 3 panels: per strategy, the Rényi σ, the ε conditional composition
+    certifies there, and (where computed) the Monte Carlo estimate of δ(ε) with its 99% bracket."""
+
+    def mc(r: Mapping[str, Any], key: str) -> str:
+        return sci(r["mc"][key], 2) if "mc" in r else "–"
+
+    rows = [
+        {
+            "strategy": k,
+            "Rényi σ": r["sigma"],
+            "CondComp ε at it": r["condcomp_epsilon"],
+            "MC δ at it": mc(r, "estimate"),
+            "MC 99% bracket": f"[{mc(r, 'lower')}, {mc(r, 'upper')}]" if "mc" in r else "–",
+            "seconds (CondComp)": r["seconds"],
+        }
+        for k, r in rest.items()
+    ]
+    caption = (
+        f"N = {n}, k = 1, ε = {eps:g}, δ = {sci(delta, 1)}: ε certified by conditional composition at the "
+        "Rényi σ, and a Monte Carlo estimate of δ(ε) there"
+    )
+    return show_table(rows, caption=caption)
