@@ -65,6 +65,7 @@ __all__ = [
     "spa_accuracy_scan",
     "hockey_stick_mpmath",
     "subsampled_gaussian_logs_mpmath",
+    "gaussian_pair_hockey_stick_mpmath",
 ]
 
 
@@ -480,3 +481,34 @@ def monte_carlo_profile(pair: Any, steps: int, epsilons, n_samples: int, rng: np
         est.append(w.mean())
         se.append(w.std(ddof=1) / math.sqrt(n))
     return np.array(est), np.array(se)
+
+
+def gaussian_pair_hockey_stick_mpmath(
+    epsilon: float, mu_p: float, sigma_p: float, mu_q: float, sigma_q: float, dps: int = 30
+) -> float:
+    r"""The hockey-stick divergence :math:`H_{e^\varepsilon}(P\|Q) = \int (p - e^\varepsilon q)_+` of two
+    Gaussians :math:`P = N(\mu_p, \sigma_p^2)`, :math:`Q = N(\mu_q, \sigma_q^2)` by mpmath quadrature at
+    ``dps`` digits: the independent reference of the Gaussian-pair delta (Lemma 1 and Eq. (1) of
+    {cite}`gauss_audit`, :func:`dputils.audit.log_delta_directed`).
+
+    The log-ratio :math:`\log p(x) - \log q(x) - \varepsilon = A x^2 + B x + c` is quadratic with
+    :math:`A = (1/\sigma_q^2 - 1/\sigma_p^2)/2`, :math:`B = \mu_p/\sigma_p^2 - \mu_q/\sigma_q^2`,
+    :math:`c = (\mu_q^2/\sigma_q^2 - \mu_p^2/\sigma_p^2)/2 + \log(\sigma_q/\sigma_p) - \varepsilon`, so the
+    integrand changes sign only at its real roots; the real line is split there and
+    :math:`\max(p - e^\varepsilon q, 0)` is integrated piecewise by ``mp.quad``. Returns a float."""
+    import mpmath as mp
+
+    for name, s in (("sigma_p", sigma_p), ("sigma_q", sigma_q)):
+        if not (math.isfinite(s) and s > 0):
+            raise DPValueError(f"{name} must be a finite positive number, got {s!r}")
+    eps = float(epsilon)
+    A = (1 / sigma_q**2 - 1 / sigma_p**2) / 2
+    B = mu_p / sigma_p**2 - mu_q / sigma_q**2
+    c = (mu_q**2 / sigma_q**2 - mu_p**2 / sigma_p**2) / 2 + math.log(sigma_q / sigma_p) - eps
+    roots = sorted(np.roots([A, B, c]).real) if B * B - 4 * A * c > 0 else []
+    with mp.workdps(dps):
+
+        def f(x):
+            return max(mp.npdf(x, mu_p, sigma_p) - mp.e**eps * mp.npdf(x, mu_q, sigma_q), 0)
+
+        return float(mp.quad(f, [-mp.inf, *roots, mp.inf]))

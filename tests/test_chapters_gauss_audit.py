@@ -82,3 +82,30 @@ def test_the_chapter_finds_its_table_outside_the_checkout(tmp_path, monkeypatch)
     tg = Targets("gauss_audit")
     assert tg.spec["T4b"]["kind"] == "not_reproduced" and tg.spec["T1a"]["paper"] == 7.5154
     assert Targets("no_such_chapter").spec == {}
+
+
+def test_score_figures_draw_what_their_captions_say():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from dputils.chapters.gauss_audit import draw_ftrl_bounds, draw_score_histograms, draw_scores_against_model
+
+    rng = np.random.default_rng(0)
+    i, o = rng.normal(1, 1, 50), rng.normal(0, 1, 70)
+    fig, ax = plt.subplots()
+    draw_score_histograms(ax, i, o, 1.0, "t")
+    labels = ax.get_legend_handles_labels()[1]
+    assert labels[:2] == ["OUT (m = 70)", "IN (m = 50)"] and len(ax.lines) == 2
+    assert ax.lines[1].get_xdata()[0] == pytest.approx(o.mean() + 1.0)
+    fig, axs = plt.subplots(1, 3)
+    draw_scores_against_model(axs, i, o, (1.0, 1.0), (0.0, 1.0), rng.normal(size=120))
+    assert [len(a.lines) for a in axs] == [1, 1, 0] and len(axs[2].collections) == 1
+    fig, ax = plt.subplots()
+    ideal = {k: rng.uniform(0, 1, (2, 3)) for k in ("gauss", "gauss-bonferroni", "andrew", "fdp")}
+    draw_ftrl_bounds(ax, [1.0, 2.0], ideal, {"ours": [0.5, 1.0], "raw": [0.2, 0.4]}, 100, 50, "t")
+    labels = ax.get_legend_handles_labels()[1]
+    assert len(labels) == 7 and "ours, ellipsoid (simulated, m = 100)" in labels
+    plt.close("all")

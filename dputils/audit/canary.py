@@ -36,7 +36,7 @@ from ..errors import (
     check_probability,
 )
 
-__all__ = ["CanaryConfig", "Canaries", "ScoreSums", "draw_canaries", "train_dpsgd", "device_label"]
+__all__ = ["CanaryConfig", "Canaries", "ScoreSums", "draw_canaries", "train_dpsgd", "device_label", "mean_shift"]
 
 MECHANISMS = ("dpsgd", "ftrl", "ftrl-ideal")
 _DATASETS = ("blobs", "fashion-mnist")
@@ -279,3 +279,19 @@ def train_dpsgd(cfg: CanaryConfig, model, X, y, T: int, dev, *, bar=None, extra_
     if res.rounds != T:  # pragma: no cover - guards the T formula against changes in train()
         raise DPValueError(f"internal: expected {T} rounds, train() ran {res.rounds}")
     return res, seconds
+
+
+def mean_shift(in_values: Any, out_values: Any) -> tuple[float, float]:
+    r"""The IN-minus-OUT mean shift of canary scores (or raw sums) and its standard error:
+    :math:`d = \bar x_{IN} - \bar x_{OUT}`,
+    :math:`\mathrm{SE} = \sqrt{s^2_{IN}/n_{IN} + s^2_{OUT}/n_{OUT}}` (sample variances, ``ddof=1``).
+
+    Model 1 of {cite}`gauss_audit` (Proposition 1) predicts :math:`d = qCT` for the raw sums of Dirac canaries
+    (:math:`\sqrt T qC` for the scores); the chapter checks the trained runs' shifts against it in units of SE.
+    Needs at least two values in each group."""
+    i, o = np.asarray(in_values), np.asarray(out_values)
+    if i.ndim != 1 or o.ndim != 1 or i.size < 2 or o.size < 2:
+        raise DPValueError("mean_shift needs two 1-d arrays of at least 2 values each")
+    d = float(i.mean() - o.mean())
+    se = math.sqrt(i.var(ddof=1) / len(i) + o.var(ddof=1) / len(o))
+    return d, se

@@ -34,18 +34,20 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import stats
 
 from .. import data
 from ..curves import gdp_epsilon
-from ..errors import DPValueError, check_choice
+from ..errors import DPValueError, check_choice, check_positive_int
 from .andrew import andrew_epsilon
 from .canary import CanaryConfig, device_label, draw_canaries
 from .methods import run_method
 
-__all__ = ["FTRLAuditRun", "simulate_ftrl_audit", "run_ftrl_audit", "audit_ftrl"]
+__all__ = ["FTRLAuditRun", "simulate_ftrl_audit", "run_ftrl_audit", "audit_ftrl", "ideal_ftrl_bounds", "ftrl_score_law"]
 
 
 @dataclass
@@ -341,3 +343,70 @@ def audit_ftrl(
         for method in ("steinke", "fdp"):
             out[method] = run_method(method, i, o, run.delta, alpha, selection=selection, seed=seed).epsilon_lower
     return out
+
+
+IDEAL_FTRL_METHODS = ("gauss", "gauss-bonferroni", "andrew", "steinke", "fdp")
+
+
+def ideal_ftrl_bounds(
+    m: int,
+    epsilons: Sequence[float],
+    reps: int,
+    *,
+    T: int = 128,
+    delta: float = 1e-5,
+    alpha: float = 0.05,
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+    methods: Sequence[str] = IDEAL_FTRL_METHODS,
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """Lower bounds of ``reps`` idealised DP-FTRL audits at each target epsilon (the simulated curves of Fig. 2
+    of {cite}`gauss_audit`, Sec. 5.2).
+
+    Run ``r`` at ``epsilons[i]`` is :func:`simulate_ftrl_audit` with ``m`` canaries, ``T`` leaves and seed
+    ``seed + 100 r + i``, audited by :func:`audit_ftrl` (baselines on) with seed ``seed + r``. Its scores are
+    exactly the Gaussian pair ``N(0, sigma_node^2)`` / ``N(sqrt(L) C, sigma_node^2)``, so the information ceiling
+    equals the target epsilon. Returns ``(bounds, ceilings, n_ancestors)``: ``bounds[method]`` of shape
+    ``(len(epsilons), reps)``, and each run's ceiling and number of released ancestors in the same shape (for
+    the caller's check that the ceiling is the target and the ancestors are ``L``)."""
+    check_positive_int("reps", reps)
+    eps = [float(e) for e in epsilons]
+    shape = (len(eps), reps)
+    bounds = {k: np.zeros(shape) for k in methods}
+    ceilings, n_anc = np.zeros(shape), np.zeros(shape, dtype=int)
+    for i, e in enumerate(eps):
+        for r in range(reps):
+            run = simulate_ftrl_audit(m, epsilon=e, T=T, delta=delta, seed=seed + 100 * r + i)
+            ceilings[i, r], n_anc[i, r] = run.ceiling, run.n_ancestors
+            b = audit_ftrl(run, alpha, n_bootstrap=n_bootstrap, seed=seed + r, baselines=True)
+            for k in methods:
+                bounds[k][i, r] = b[k]
+    return bounds, ceilings, n_anc
+
+
+def ftrl_score_law(run: FTRLAuditRun, level: float = 1e-4, n_se: float = 4.0) -> dict[str, float | bool]:
+    """Check a DP-FTRL run's background-removed scores against their exact law (module docstring):
+    OUT ``N(0, sigma_node^2)``, IN ``N(sqrt(L) C, sigma_node^2)``.
+
+    ``shift_ok``: the IN-minus-OUT mean is within ``n_se`` standard errors
+    ``sigma_node sqrt(1/n_IN + 1/n_OUT)`` of ``run.expected_shift``; ``sd_ok``: the OUT sample sd over
+    ``sigma_node`` lies in the two-sided chi-square interval at ``level``,
+    ``sqrt(chi2_{n-1}(p) / (n - 1))`` for ``p = level/2, 1 - level/2``. Returns these with the shift, the sd
+    ratio and the interval's ends."""
+    if not isinstance(run, FTRLAuditRun):
+        raise DPValueError(f"run must be an FTRLAuditRun, got {type(run).__name__}")
+    if not 0 < level < 1:
+        raise DPValueError(f"level must be in (0, 1), got {level!r}")
+    n_i, n_o = len(run.in_scores), len(run.out_scores)
+    shift = float(run.in_scores.mean() - run.out_scores.mean())
+    se = run.sigma_node * math.sqrt(1 / n_i + 1 / n_o)
+    sd_lo, sd_hi = (math.sqrt(stats.chi2.ppf(p, n_o - 1) / (n_o - 1)) for p in (level / 2, 1 - level / 2))
+    ratio = float(run.out_scores.std(ddof=1) / run.sigma_node)
+    return {
+        "shift": shift,
+        "shift_ok": bool(abs(shift - run.expected_shift) < n_se * se),
+        "sd_ratio": ratio,
+        "sd_lo": sd_lo,
+        "sd_hi": sd_hi,
+        "sd_ok": bool(sd_lo < ratio < sd_hi),
+    }
