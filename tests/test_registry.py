@@ -342,10 +342,55 @@ def test_plot_colours_come_from_the_registry():
     assert plotting.color("no-such-method") is None
 
 
-def test_the_matrix_argument_reader_has_its_own_name_and_the_old_one_warns():
+def test_the_matrix_argument_reader_has_its_own_name_and_the_old_ones_warn():
     import dputils.matrix as matrix
     from dputils import cli
+    from dputils.cli import runs
 
-    assert matrix.balls_in_bins_from_args is not cli.mechanism_from_args
-    with pytest.warns(DeprecationWarning, match="balls_in_bins_from_args"):
-        assert matrix.mechanism_from_args is matrix.balls_in_bins_from_args
+    assert runs.balls_in_bins_from_args is not cli.mechanism_from_args
+    # the argument readers moved to the command line; dputils.matrix still gives them, with a warning naming
+    # the new place
+    for old, new in (
+        ("balls_in_bins_from_args", "balls_in_bins_from_args"),
+        ("mechanism_from_args", "balls_in_bins_from_args"),
+        ("strategy_from_args", "strategy_from_args"),
+        ("add_strategy_arguments", "add_strategy_arguments"),
+    ):
+        with pytest.warns(DeprecationWarning, match=f"dputils.cli.runs.{new}"):
+            assert getattr(matrix, old) is getattr(runs, new)
+    with pytest.raises(AttributeError):
+        matrix.no_such_name  # noqa: B018
+
+
+def test_argument_parsing_lives_in_the_cli():
+    """No library module imports argparse (issue 26): the options of the matrix and shuffling accountants are
+    added and read by :mod:`dputils.cli.runs`, which registers them when the command line is imported."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "dputils"
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).parts
+        if rel[0] in ("cli", "book") or rel[-1] == "__main__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            mods = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if any(m == "argparse" or m.startswith("argparse.") for m in mods):
+                offenders.append(str(path.relative_to(root)))
+    assert not offenders, f"library modules importing argparse: {offenders}"
+    code = (
+        "import sys, dputils.matrix, dputils.shuffling\n"
+        "from dputils.accountants import registry\n"
+        "registry.names()\n"
+        "assert 'dputils.cli' not in sys.modules and 'dputils.cli.runs' not in sys.modules\n"
+        "from dputils import cli\n"
+        "for n in ('matrix-renyi', 'matrix-condcomp', 'shuffle-batch-clip', 'subsample-batch-clip-exact'):\n"
+        "    assert registry.get(n).build is not None and registry.get(n).add_arguments is not None, n\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -491,6 +491,7 @@ def _ns(**kw):
 
 
 def test_registered_accountants():
+    from dputils import cli  # noqa: F401  (registers the command-line hooks)
     from dputils.accountants import registry
 
     names = registry.names()
@@ -776,6 +777,7 @@ def test_training_runs_are_frozen():
 
 
 def test_registered_shuffling_accountants_are_one_family():
+    from dputils import cli  # noqa: F401  (registers the command-line hooks)
     from dputils.accountants import registry
     from dputils.accountants.base import Accountant
 

@@ -36,7 +36,10 @@ What a registration says (the metadata its consumers need):
 **Command-line hooks.** Accountants whose run is not one of :data:`COMMON_EVENTS` (the matrix and shuffling
 accountants) also give the command line how to build their run from its options:
 ``register(name, help=..., build=..., add_arguments=..., uses_mechanism=False, noise_parameter=...,
-common_flags=...)`` called (not used as a decorator) at the bottom of their module. The command line builds
+common_flags=...)`` called (not used as a decorator) by the command line when it is imported
+(:func:`dputils.cli.runs.register`: argument parsing lives in the command-line package, and the library never
+imports it, so a name registered by hooks alone, such as ``matrix-renyi``, is known once :mod:`dputils.cli` is
+imported). The command line builds
 every accountant of the common mechanisms itself, from the class (:func:`dputils.cli.mechanism_from_args`). The hooks' fields:
 
 * ``build(args) -> Accountant``: the composed accountant of the parsed ``argparse.Namespace``;

@@ -53,6 +53,9 @@ from ..optional import message_for
 from ..resources import check_memory
 from .parse import NEGATIVE_NUMBER as _NEGATIVE_NUMBER  # noqa: F401  (read by tests)
 from .parse import Parser as _Parser
+from .runs import register as _register_runs
+
+_register_runs()  # the matrix and shuffling accountants' options and builds
 
 
 def _float(s: str) -> float:

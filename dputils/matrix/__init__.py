@@ -4,15 +4,7 @@
 gives an accountant of the same family as :class:`dputils.accountants.PLDAccountant`.
 """
 
-from .allocation import (
-    MatrixMonteCarloAccountant,
-    MatrixRenyiAccountant,
-    MatrixRenyiTightAccountant,
-    add_strategy_arguments,
-    balls_in_bins_from_args,
-    calibrate_sigma,
-    strategy_from_args,
-)
+from .allocation import MatrixMonteCarloAccountant, MatrixRenyiAccountant, MatrixRenyiTightAccountant, calibrate_sigma
 from .condcomp import ConditionalCompositionAccountant, reverse_hazard_bounds, sample_ternary_loss, step_pairs
 from .factorizations import MATRICES, Strategy, build_strategy, gram, slot_means, truncate_gram
 from .mechanism import BallsInBinsMatrixMechanism
@@ -45,9 +37,6 @@ __all__ = [
     "MatrixRenyiTightAccountant",
     "MatrixMonteCarloAccountant",
     "calibrate_sigma",
-    "add_strategy_arguments",
-    "balls_in_bins_from_args",
-    "strategy_from_args",
     "ConditionalCompositionAccountant",
     "reverse_hazard_bounds",
     "sample_ternary_loss",
@@ -55,14 +44,28 @@ __all__ = [
 ]
 
 
+#: Names that moved to the command line (:mod:`dputils.cli.runs`): still readable here, with a warning.
+_MOVED_TO_CLI = {
+    "add_strategy_arguments": "add_strategy_arguments",
+    "balls_in_bins_from_args": "balls_in_bins_from_args",
+    "strategy_from_args": "strategy_from_args",
+    "mechanism_from_args": "balls_in_bins_from_args",  # the older name: it clashed with cli.mechanism_from_args
+}
+
+
 def __getattr__(name: str):
-    if name == "mechanism_from_args":  # the former name; it clashed with dputils.cli.mechanism_from_args
+    if name in _MOVED_TO_CLI:
+        # deprecated access only: the library itself never uses the command line (the module is imported by
+        # name here, on demand, so that importing dputils.matrix never imports dputils.cli)
+        import importlib
         import warnings
 
+        new = _MOVED_TO_CLI[name]
         warnings.warn(
-            "dputils.matrix.mechanism_from_args is deprecated; use balls_in_bins_from_args",
+            f"dputils.matrix.{name} is deprecated; argument parsing lives in the command line: "
+            f"use dputils.cli.runs.{new}",
             DeprecationWarning,
             stacklevel=2,
         )
-        return balls_in_bins_from_args
+        return getattr(importlib.import_module("dputils.cli.runs"), new)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

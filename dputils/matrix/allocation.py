@@ -23,16 +23,13 @@ e.g. ``MatrixRenyiAccountant().compose(BallsInBinsMatrixMechanism(strategy, sigm
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Callable, Iterable
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from scipy.special import logsumexp
 
-from ..accountants import registry
 from ..accountants.base import Accountant, AccountingResult
 from ..accountants.rdp import rdp_to_delta, rdp_to_epsilon
 from ..calibration import (
@@ -52,7 +49,7 @@ from ..errors import (
 )
 from ..parallel import map_chunks
 from ..resources import available_memory_bytes, check_memory, check_work
-from .factorizations import MATRICES, Strategy, build_strategy, truncate_gram
+from .factorizations import truncate_gram
 from .mechanism import BallsInBinsMatrixMechanism, check_matrix_mechanism, check_one_run
 from .renyi import DEFAULT_ADD_CLASSES, dp_memory, dp_work, needs_wrap, rho_add_lemma34, rho_add_tight, rho_remove
 
@@ -653,157 +650,3 @@ def calibrate_sigma(
         name="sigma",
         failures="raise",
     ).value
-
-
-# ---------------------------------------------------------------------------------------------- command line
-# Each accountant gets only the options it reads, so argparse refuses the others by name.
-def add_strategy_arguments(p: argparse.ArgumentParser) -> None:
-    """The options that describe the strategy of a balls-in-bins matrix mechanism (shared by every
-    matrix accountant's command line, see :func:`balls_in_bins_from_args`)."""
-    p.add_argument("--matrix", default="identity", choices=list(MATRICES), help="strategy matrix C")
-    p.add_argument(
-        "--bands",
-        type=int,
-        default=None,
-        help="bands of C (bsr, bandmf) or of C^-1 (bisr), an integer >= 1 (default 1); not used by identity and blt",
-    )
-    p.add_argument("--epochs", type=int, default=1, help="epochs k, an integer >= 1")
-    p.add_argument("--batches", type=int, default=100, help="batches per epoch b, an integer >= 1 (N = k b steps)")
-
-
-def _add_renyi_arguments(p: argparse.ArgumentParser) -> None:
-    add_strategy_arguments(p)
-    p.add_argument(
-        "--effective-bands",
-        type=int,
-        default=None,
-        help="largest effective bandwidth of the DP, an integer >= 1 (default: the strategy's bands, 4 if dense)",
-    )
-    p.add_argument("--max-order", type=int, default=128, help="largest integer Renyi order (from 2), >= 2")
-
-
-def _add_renyi_tight_arguments(p: argparse.ArgumentParser) -> None:
-    _add_renyi_arguments(p)
-    p.add_argument(
-        "--add-classes", default=None, help="comma-separated slot-class counts (integers >= 1) of the tight add bound"
-    )
-
-
-def _add_mc_arguments(p: argparse.ArgumentParser) -> None:
-    add_strategy_arguments(p)
-    p.add_argument("--samples", type=int, default=1_000_000, help="Monte Carlo samples, an integer >= 2")
-    p.add_argument("--seed", type=int, default=0, help="Monte Carlo seed, an integer >= 0")
-
-
-@lru_cache(maxsize=4)
-def _cached_strategy(matrix: str, epochs: int, batches: int, bands: int) -> Strategy:
-    # calibrate builds the accountant once per evaluated sigma: build (and optimise) the strategy once
-    return build_strategy(matrix, epochs, batches, bands)
-
-
-def strategy_from_args(args: argparse.Namespace) -> Strategy:
-    """The strategy named by the options of :func:`add_strategy_arguments` (cached: a calibration builds
-    it once)."""
-    check_choice("matrix", args.matrix, MATRICES)
-    k = check_positive_int("epochs", args.epochs)
-    b = check_positive_int("batches", args.batches)
-    bands = getattr(args, "bands", None)
-    if bands is None:
-        bands = 1
-    else:
-        bands = check_positive_int("bands", bands)
-        if args.matrix in ("identity", "blt"):
-            raise DPValueError(
-                f"bands is not used by matrix {args.matrix!r} (it has "
-                f"{'one band' if args.matrix == 'identity' else 'a dense C'}); leave --bands out"
-            )
-    return _cached_strategy(args.matrix, k, b, bands)
-
-
-def balls_in_bins_from_args(args: argparse.Namespace) -> BallsInBinsMatrixMechanism:
-    """The :class:`BallsInBinsMatrixMechanism` of the command line: ``--mechanism`` (only
-    ``balls-in-bins``), ``--sigma`` and the strategy options of :func:`add_strategy_arguments`."""
-    mech = getattr(args, "mechanism", None)
-    if mech not in (None, "balls-in-bins"):
-        raise DPValueError(f"mechanism must be 'balls-in-bins' for matrix accountants, got {mech!r}")
-    if args.sigma is None:
-        raise DPValueError("sigma is required (noise standard deviation, > 0)")
-    sigma = check_positive("sigma", args.sigma)
-    return BallsInBinsMatrixMechanism(strategy_from_args(args), sigma)
-
-
-def _max_order(args: argparse.Namespace) -> range:
-    mo = check_positive_int("max-order", args.max_order)
-    if mo < 2:
-        raise DPValueError(f"max-order must be an integer >= 2, got {mo}")
-    return range(2, mo + 1)
-
-
-def _effective_bands(args: argparse.Namespace) -> int | None:
-    eb = getattr(args, "effective_bands", None)
-    return None if eb is None else check_positive_int("effective-bands", eb)
-
-
-def _build_renyi(args: argparse.Namespace) -> MatrixRenyiAccountant:
-    acc = MatrixRenyiAccountant(_max_order(args), effective_bands=_effective_bands(args))
-    return acc.compose(balls_in_bins_from_args(args))
-
-
-def _build_renyi_tight(args: argparse.Namespace) -> MatrixRenyiTightAccountant:
-    orders = _max_order(args)
-    classes = DEFAULT_ADD_CLASSES
-    raw = getattr(args, "add_classes", None)
-    if raw is not None:
-        try:
-            classes = tuple(int(x) for x in str(raw).split(",") if x.strip())
-        except ValueError:
-            raise DPValueError(f"add-classes must be comma-separated integers >= 1, got {raw!r}") from None
-        if not classes or any(c < 1 for c in classes):
-            raise DPValueError(f"add-classes must be comma-separated integers >= 1, got {raw!r}")
-    acc = MatrixRenyiTightAccountant(orders, effective_bands=_effective_bands(args), add_classes=classes)
-    return acc.compose(balls_in_bins_from_args(args))
-
-
-def _build_mc(args: argparse.Namespace) -> MatrixMonteCarloAccountant:
-    samples = check_positive_int("samples", args.samples)
-    seed = check_nonnegative_int("seed", args.seed)
-    acc = MatrixMonteCarloAccountant(samples=samples, seed=seed, direction=getattr(args, "direction", None) or "both")
-    return acc.compose(balls_in_bins_from_args(args))
-
-
-def _register() -> None:
-
-    # common options read: --mechanism (only 'balls-in-bins' is accepted), --sigma; the Renyi accountants
-    # always report the worse of the two directions (no --direction), matrix-mc honours --direction;
-    # none composes a number of steps (N = epochs x batches comes from the strategy: no --steps)
-    renyi_flags = frozenset({"mechanism", "sigma"})
-    registry.register(
-        "matrix-renyi",
-        help="Schuchardt-Kalinin Algorithm 3 (Renyi DP + Lemma 3.4), upper bound",
-        build=_build_renyi,
-        add_arguments=_add_renyi_arguments,
-        uses_mechanism=False,
-        noise_parameter="sigma",
-        common_flags=renyi_flags,
-    )
-    registry.register(
-        "matrix-renyi-tight",
-        help="Renyi accountant with a tighter add direction (lognormal moments), upper bound",
-        build=_build_renyi_tight,
-        add_arguments=_add_renyi_tight_arguments,
-        uses_mechanism=False,
-        noise_parameter="sigma",
-        common_flags=renyi_flags,
-    )
-    registry.register(
-        "matrix-mc",
-        help="Monte Carlo estimate for balls-in-bins matrix mechanisms (with CI)",
-        build=_build_mc,
-        add_arguments=_add_mc_arguments,
-        uses_mechanism=False,
-        noise_parameter="sigma",
-        common_flags=frozenset({"mechanism", "sigma", "direction"}),
-    )
-
-
-_register()

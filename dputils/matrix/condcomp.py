@@ -54,7 +54,6 @@ The N per-step pairs are then composed by the PLD accountant, whose cost is line
 
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
 import math
@@ -64,7 +63,6 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, logsumexp, ndtr, ndtri
 
-from ..accountants import registry
 from ..accountants.base import Accountant, AccountingResult
 from ..accountants.pld import PLDAccountant
 from ..errors import (
@@ -1138,63 +1136,3 @@ def calibrate(
         return acc.compose(BallsInBinsMatrixMechanism(strategy, s))
 
     return calibrate_sigma(make, epsilon, dl, rel_tol=rel_tol, sigma_start=sigma_start)
-
-
-# ---------------------------------------------------------------------------------------------- command line
-def _add_arguments(p: argparse.ArgumentParser) -> None:
-    from .allocation import add_strategy_arguments
-
-    add_strategy_arguments(p)  # --matrix --bands --epochs --batches (no Renyi or Monte Carlo options)
-    p.add_argument(
-        "--delta-e",
-        type=float,
-        default=None,
-        help="failure probability of the posterior bounds (default: fraction x delta)",
-    )
-    p.add_argument(
-        "--delta-e-fraction",
-        type=float,
-        default=None,
-        help="delta_E as a fraction of delta, in (0, 1) (default 0.5); not with --delta-e",
-    )
-    p.add_argument(
-        "--allocation",
-        default="union",
-        choices=list(ALLOCATIONS),
-        help="failure allocation: union (proved) or hybrid (paper, unproven)",
-    )
-    p.add_argument("--discretization", type=float, default=2e-3, help="PLD grid width (default 2e-3)")
-
-
-def _build(args: argparse.Namespace) -> ConditionalCompositionAccountant:
-    from .allocation import balls_in_bins_from_args
-
-    if args.delta_e is not None and args.delta_e_fraction is not None:
-        raise DPValueError("delta-e-fraction is not used when --delta-e is given; give one of them")
-    fraction = 0.5 if args.delta_e_fraction is None else args.delta_e_fraction
-    acc = ConditionalCompositionAccountant(
-        delta_e=args.delta_e,
-        delta_e_fraction=fraction,
-        allocation=args.allocation,
-        discretization=args.discretization,
-        progress=False,
-    )
-    return acc.compose(balls_in_bins_from_args(args))
-
-
-def _register() -> None:
-
-    registry.register(
-        "matrix-condcomp",
-        help="Schuchardt-Kalinin conditional composition (per-step mixtures + PLD), upper bound",
-        build=_build,
-        add_arguments=_add_arguments,
-        uses_mechanism=False,
-        noise_parameter="sigma",
-        # --mechanism (only 'balls-in-bins') and --sigma; both directions are always composed
-        # and the worse is reported (no --direction); N comes from the strategy (no --steps)
-        common_flags=frozenset({"mechanism", "sigma"}),
-    )
-
-
-_register()

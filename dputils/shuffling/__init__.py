@@ -36,8 +36,8 @@ What is here:
 
 The package's modules: :mod:`.laws` (the laws of c^2), :mod:`.tradeoff` (Gaussian trade-offs, mu-GDP, the
 mixture of Def 5.2, Defs 5.3/5.4), :mod:`.appendix` (Appendix E and Thm F.1's tails), :mod:`.conversions`
-(Section 2 and the standard-model comparisons), :mod:`.mechanisms`, :mod:`.accountants` and
-:mod:`.registration` (the command line).
+(Section 2 and the standard-model comparisons), :mod:`.mechanisms` and :mod:`.accountants`
+(their command-line options are in :mod:`dputils.cli.runs`).
 
 mu-GDP delta/epsilon, the Gaussian hockey-stick divergence, the inversion of a privacy profile and the
 subsampled-Gaussian RDP come from the foundation (:mod:`dputils.curves`, :mod:`dputils.accountants.rdp`).
@@ -45,7 +45,6 @@ subsampled-Gaussian RDP come from the foundation (:mod:`dputils.curves`, :mod:`d
 
 from __future__ import annotations
 
-from . import registration  # noqa: E402,F401  (registers the command-line accountants)
 from .accountants import GDPBoundAccountant, MixtureAccountant
 from .appendix import (
     group_privacy_epsilons,
