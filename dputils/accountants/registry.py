@@ -87,8 +87,6 @@ PLUGIN_MODULES = (
     "dputils.accountants.gdp",
     "dputils.accountants.spa",
     "dputils.accountants.edgeworth",
-    "dputils.matrix.allocation",
-    "dputils.matrix.condcomp",
     "dputils.shuffling",
 )
 
