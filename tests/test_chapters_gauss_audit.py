@@ -91,7 +91,7 @@ def test_score_figures_draw_what_their_captions_say():
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from dputils.chapters.gauss_audit import draw_ftrl_bounds, draw_score_histograms, draw_scores_against_model
+    from dputils.book.chapters.gauss_audit import draw_ftrl_bounds, draw_score_histograms, draw_scores_against_model
 
     rng = np.random.default_rng(0)
     i, o = rng.normal(1, 1, 50), rng.normal(0, 1, 70)
