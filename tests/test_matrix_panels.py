@@ -11,7 +11,7 @@ from scipy.special import expit, logit, ndtr
 
 from dputils.errors import DPValueError
 from dputils.matrix import build_strategy, reverse_hazard_bounds, sample_ternary_loss
-from dputils.matrix.condcomp import option2_hazard_bound, posterior_bound_curve
+from dputils.matrix.condcomp import option2_hazard_bound
 from dputils.matrix.factorizations import bandinvmf_coefs, inv_sqrt_series, prefix_workload
 from dputils.matrix.panels import family_bounds, hybrid_best_fraction
 from dputils.matrix.posterior_paths import allocation_paths
@@ -100,14 +100,6 @@ def test_option2_errors():
 
 
 # ------------------------------------------------------------------------------------------------ panels
-def test_posterior_curve_matches_the_per_step_bound():
-    M = build_strategy("bsr", 2, 20, 3).means
-    curve = posterior_bound_curve(M, 1.5, 1e-6)
-    for n in (1, 7, 20, 21, 40):
-        ref = reverse_hazard_bounds(M, 1.5, n, 1e-6, "remove", components=[19])[0][-1]
-        assert curve[n - 1] == pytest.approx(ref, rel=1e-9)
-
-
 def test_allocation_paths_of_bsr_structure():
     M = build_strategy("bsr", 2, 20, 3).means
     cur = allocation_paths(M, 2.0, 1e-5, 2)

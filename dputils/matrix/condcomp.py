@@ -381,33 +381,6 @@ def option2_hazard_bound(
     return float(expit(-math.log(i) - lo))
 
 
-def posterior_bound_curve(
-    means: np.ndarray, sigma: float, beta_step: Sequence[float] | float, temperatures=TEMPERATURES
-) -> np.ndarray:
-    """``lambda_bar_b`` (remove) at every step 1..N: the bound of :func:`reverse_hazard_bounds` for the slot
-    with the largest step-n mean (sorted index b - 1) at significance ``beta_step[n-1]`` per step.
-
-    Computed along the incremental path of the accountant (:func:`_per_step_hazards`, one pass over the
-    steps instead of N separate prefix Gram products); a step whose step-n means all tie (the incremental
-    path skips it) is computed by :func:`reverse_hazard_bounds`. Figure 4 of {cite}`schuchardt_kalinin`
-    plots this curve.
-    """
-    M = np.asarray(means, dtype=float)
-    b, N = M.shape
-    s = check_positive("sigma", sigma)
-    beta = np.broadcast_to(np.asarray(beta_step, dtype=float), (N,))
-    for v in np.unique(beta):
-        check_probability("beta_step", float(v), allow_one=False)
-    per = _per_step_hazards(M, s, beta, "remove", tuple(temperatures))
-    out = np.empty(N)
-    for n, (_, lam, _, low) in enumerate(per):
-        if low < b:
-            out[n] = lam[-1]
-        else:
-            out[n] = reverse_hazard_bounds(M, s, n + 1, float(beta[n]), "remove", temperatures, [b - 1])[0][-1]
-    return out
-
-
 def sample_ternary_loss(
     means: np.ndarray,
     sigma: float,
