@@ -324,6 +324,30 @@ def test_tall_page_screenshots_in_tiles(site, tmp_path):
     assert sorted(p.name for p in tmp_path.glob("tall*.png")) == ["tall.png"]
 
 
+SCROLLED = """<!doctype html><html><head><meta charset="utf-8"><style>body { margin: 0 }</style></head><body>
+<div id="side" style="position:fixed;top:0;left:0;width:200px;height:300px;overflow:auto">
+<div style="height:100px;width:600px;background:#f00"></div><div style="height:3000px;background:#fff"></div></div>
+<main style="margin-left:220px;height:2000px"><article class="bd-article"><p>text</p></article></main></body></html>"""
+
+
+def test_screenshot_shows_the_page_from_its_top_left_corner(site, tmp_path):
+    """A sidebar left scrolled (the theme restores the previous page's scroll) is put back before the shot:
+    the red band at the top-left of the scrolled box is in the picture."""
+    Image = pytest.importorskip("PIL.Image")
+    root, server, browser = site
+    (root / "scrolled.html").write_text(SCROLLED)
+    bc.load(browser.driver, server.url("scrolled.html"))
+    browser.driver.execute_script(
+        "const s = document.getElementById('side'); s.scrollTop = 500; s.scrollLeft = 300; window.scrollTo(0, 400);"
+    )
+    assert browser.driver.execute_script("return document.getElementById('side').scrollTop") == 500
+    files, found = bc.screenshot(browser.driver, tmp_path / "scrolled.png", browser.width)
+    assert found == []
+    im = Image.open(files[0]).convert("RGB")
+    assert all(abs(a - b) < 30 for a, b in zip(im.getpixel((20, 50)), (255, 0, 0))), im.getpixel((20, 50))
+    assert browser.driver.execute_script("return document.getElementById('side').scrollTop") == 0
+
+
 class _ShortShots:
     """A driver whose screenshots stop at 5,000 px, as Chromium's did for a too-tall window."""
 

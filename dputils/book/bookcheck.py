@@ -832,13 +832,33 @@ def _page_height(driver) -> int:
     )
 
 
+_RESET_SCROLL = """
+window.scrollTo(0, 0);
+let n = 0;
+for (const el of document.querySelectorAll('*')) {
+  if (el.scrollTop > 0 || el.scrollLeft > 0) { el.scrollTop = 0; el.scrollLeft = 0; n += 1; }
+}
+return n;
+"""
+
+
+def reset_scroll(driver) -> int:
+    """Scroll the window and every scrolled element back to the top-left corner; the number of elements reset."""
+    return int(driver.execute_script(_RESET_SCROLL) or 0)
+
+
 def screenshot(driver, path: Path, width: int, tile: int = TILE_HEIGHT) -> tuple[list[Path], list[Finding]]:
     """Screenshots of the whole page, top to bottom, without resizing the window: Chrome DevTools'
     ``Page.captureScreenshot`` with a clip beyond the viewport, one PNG per ``tile`` CSS pixels (``NAME.png``
     for a page that fits one tile, else ``NAME.01.png``, ``NAME.02.png``, ...). Afterwards each PNG's size is
-    read back and the tiles must cover the page's height: a ``screenshot`` finding says what was cut."""
+    read back and the tiles must cover the page's height: a ``screenshot`` finding says what was cut.
+
+    The page is shown from its top-left corner: the window and every scrolled element are put back there first
+    (:func:`reset_scroll`). The theme scrolls its sidebar on load (to the previous page's position, kept in
+    ``sessionStorage``, or to the active link), so the shots of a walk through the book started mid-sidebar."""
     import base64
 
+    reset_scroll(driver)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     for old in [path, *path.parent.glob(f"{path.stem}.[0-9][0-9].png")]:  # tiles of an earlier, longer page
