@@ -36,6 +36,7 @@ device and no trainer (the stream of T leaves is zero but for the canary leaf), 
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import math
 import time
@@ -385,18 +386,19 @@ class CanaryRun:
         return device_label(self.device)
 
 
-class CanaryStrategy:
+class CanaryStrategy(abc.ABC):
     """One canary type: the parts of a trained canary audit that differ between types; :func:`run_canary_audit`
     calls them in the order of the module docstring. A subclass sets ``mechanism`` (``"dpsgd"`` or ``"ftrl"``:
     the trainer and the accountant) and implements :meth:`data`, :meth:`canaries`, :meth:`observe` and
-    :meth:`record`; the other steps have defaults. Every method gets the :class:`CanaryRun` filled so far; state
+    :meth:`record` (a subclass missing one cannot be instantiated: TypeError naming it); the other steps have
+    defaults. Every method gets the :class:`CanaryRun` filled so far; state
     that the hooks accumulate (score sums) lives on the strategy, so an instance serves one run."""
 
     mechanism: str = "dpsgd"
 
+    @abc.abstractmethod
     def data(self, run: CanaryRun) -> TrainingData:
         """Step 2: the background training set."""
-        raise NotImplementedError
 
     def model(self, run: CanaryRun):
         """Step 3, called right after ``torch.manual_seed(cfg.seed)``: by default
@@ -406,9 +408,9 @@ class CanaryStrategy:
 
         return make_model(run.cfg.model, in_dim=run.data.dim, n_classes=run.data.n_classes, hidden=run.cfg.hidden)
 
+    @abc.abstractmethod
     def canaries(self, run: CanaryRun) -> Canaries:
         """Step 4: which canaries are IN (and the Dirac coordinates), usually :func:`draw_canaries`."""
-        raise NotImplementedError
 
     def training_set(self, run: CanaryRun) -> tuple[Any, Any]:
         """The ``(X, y)`` the model is trained on: the data by default; input-space canaries add the IN ones
@@ -416,7 +418,9 @@ class CanaryStrategy:
         return run.data.X, run.data.y
 
     def start(self, run: CanaryRun) -> None:
-        """Before the first step, with ``run.device`` set and the model on it: allocate the accumulators."""
+        """Before the first step, with ``run.device`` set and the model on it: allocate the accumulators (nothing
+        by default)."""
+        return None
 
     def extra_gradients(self, run: CanaryRun, step) -> Any:
         """The canaries' per-example gradients ``(k, D)`` to add at this step (clipped at C by the trainer), or
@@ -424,9 +428,9 @@ class CanaryStrategy:
         :class:`dputils.training.ftrl.FTRLStep` (DP-FTRL). None by default (input-space canaries are records)."""
         return None
 
+    @abc.abstractmethod
     def observe(self, run: CanaryRun, step) -> None:
         """After each step: record the canaries' observations ``X_t`` from the released quantities of ``step``."""
-        raise NotImplementedError
 
     def describe(self, run: CanaryRun) -> str:
         """The DP-SGD progress bar's label (DP-FTRL's trainer draws its own bar)."""
@@ -436,9 +440,9 @@ class CanaryStrategy:
         """What the DP-SGD progress bar shows next to the count after step ``t`` (1-based), or None."""
         return None
 
+    @abc.abstractmethod
     def record(self, run: CanaryRun):
         """Step 7: the run record (the runner's result type) from ``run`` and the accumulated observations."""
-        raise NotImplementedError
 
 
 def run_canary_audit(cfg: CanaryConfig, strategy: CanaryStrategy):
