@@ -98,6 +98,8 @@ class ZeroFeatureCanaries(CanaryStrategy):
         else:
             self.steps = getattr(self, "steps", []) + [step.t]
             self.clean.append(step.leaf[coords].double().numpy())
+            a, b = step.span  # the released node covers leaves a..b: its noise is the node minus their sum
+            self.noisy.append(step.node[coords].double().numpy() - np.sum(self.clean[a - 1 : b], axis=0))
 
     def record(self, run):
         self.calls.append("record")
@@ -159,7 +161,7 @@ def test_toy_dpsgd_observations_see_the_actual_noise_scale():
 @pytest.mark.parametrize("given", ["epsilon", "sigma_node"])
 def test_toy_ftrl_strategy_injects_one_leaf_and_reports_the_tree_bound(given):
     toy = ZeroFeatureCanaries("ftrl", inject_leaf=3)
-    cfg = ftrl_cfg() if given == "epsilon" else ftrl_cfg(epsilon=None, sigma_node=2.5)
+    cfg = ftrl_cfg() if given == "epsilon" else ftrl_cfg(epsilon=None, sigma_node=2.5, noise_scale=0.5)
     run = run_canary_audit(cfg, toy)
     assert run.q is None and run.T == 8 and toy.steps == list(range(1, 9))
     assert toy.calls[:5] == ["data", "model", "canaries", "training_set", "start"]
@@ -173,6 +175,11 @@ def test_toy_ftrl_strategy_injects_one_leaf_and_reports_the_tree_bound(given):
     e = run.epsilon
     delta = stats.norm.cdf(-e / mu + mu / 2) - math.exp(e) * stats.norm.cdf(-e / mu - mu / 2)
     assert delta == pytest.approx(cfg.delta, rel=1e-6)
+    # every released node's noise is N(0, (noise_scale sigma_node)^2) (the accountant was told sigma_node):
+    # the sample variance of its 8 * 18 draws lies in the chi-square interval at level 1e-6
+    z = np.concatenate(toy.noisy) / (cfg.noise_scale * run.sigma_node)
+    lo, hi = stats.chi2.ppf([5e-7, 1 - 5e-7], z.size) / z.size
+    assert lo < float(np.mean(z**2)) < hi
     if given == "epsilon":  # sigma_node calibrated to the requested epsilon
         assert e == pytest.approx(3.0, rel=1e-6)
     else:
