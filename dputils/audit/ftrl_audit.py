@@ -141,11 +141,14 @@ class _Recorder:
         return ((self.ours / k).cpu().numpy(), (self.raw / k).cpu().numpy(), self.andrew.cpu().numpy())
 
 
-def _ftrl_record(cfg: CanaryConfig, sigma_node: float, can: Canaries, dim: int, scores, **fields) -> FTRLAuditRun:
+def _ftrl_record(
+    cfg: CanaryConfig, sigma_node: float, epsilon: float, can: Canaries, dim: int, scores, **fields
+) -> FTRLAuditRun:
     """The run record of a DP-FTRL audit (idealised or trained): ``scores = (ours, raw, andrew)`` per canary
-    (``raw`` None for the idealised release) cut into IN and OUT, with the claim's tree-aggregation epsilon
-    :func:`dputils.training.ftrl.tree_epsilon` (eq. T4) and ``|A|``; ``fields`` are the remaining ones."""
-    from ..training.ftrl import released_ancestors, tree_epsilon
+    (``raw`` None for the idealised release) cut into IN and OUT, with the claimed ``sigma_node``, its
+    tree-aggregation ``epsilon`` (:func:`dputils.training.ftrl.tree_epsilon`, eq. T4) and ``|A|``; ``fields``
+    are the remaining ones."""
+    from ..training.ftrl import released_ancestors
 
     ours, raw, andrew = scores
     is_in = can.is_in
@@ -161,7 +164,7 @@ def _ftrl_record(cfg: CanaryConfig, sigma_node: float, can: Canaries, dim: int, 
         sigma_node=sigma_node,
         clip=cfg.clip,
         delta=cfg.delta,
-        epsilon_theory=tree_epsilon(sigma_node, cfg.T, cfg.delta, cfg.clip),
+        epsilon_theory=epsilon,
         noise_scale=cfg.noise_scale,
         dim=dim,
         in_coords=can.coords[is_in],
@@ -197,7 +200,7 @@ def simulate_ftrl_audit(
 
     import torch
 
-    from ..training.ftrl import TreeAggregator
+    from ..training.ftrl import TreeAggregator, tree_epsilon
 
     sigma_node = ftrl_sigma_node(cfg)
     d = 4 * cfg.m if cfg.dim is None else cfg.dim
@@ -224,6 +227,7 @@ def simulate_ftrl_audit(
     return _ftrl_record(
         cfg,
         sigma_node,
+        tree_epsilon(sigma_node, cfg.T, cfg.delta, cfg.clip),
         can,
         d,
         (ours, None, andrew),
@@ -303,6 +307,7 @@ class _DiracFTRL(CanaryStrategy):
         return _ftrl_record(
             run.cfg,
             run.sigma_node,
+            run.epsilon,
             run.canaries,
             run.n_params,
             self.rec.results(),
