@@ -1,23 +1,42 @@
 """The shared plumbing of the one-run canary audits ({cite}`gauss_audit`, Sec. 5): one validated configuration
 and one run skeleton for :func:`dputils.audit.whitebox.run_whitebox_audit` (DP-SGD, Dirac gradient canaries),
 :func:`dputils.audit.input_canary.run_input_canary_audit` (DP-SGD, input-space canaries) and
-:func:`dputils.audit.ftrl_audit.run_ftrl_audit` / :func:`~dputils.audit.ftrl_audit.simulate_ftrl_audit` (DP-FTRL).
+:func:`dputils.audit.ftrl_audit.run_ftrl_audit` (DP-FTRL, Dirac canaries in one leaf).
 
-Every run has the same four steps:
+Every trained run takes the same steps, in this order (:func:`run_canary_audit`):
 
 1. *Validate* the arguments once (:class:`CanaryConfig`, :class:`dputils.errors.DPValueError` naming the parameter).
-2. *Draw the canaries* (:func:`draw_canaries`): canary j is IN with probability ``p_in`` independently (paper:
-   1/2), from a numpy stream ``default_rng([seed, stream])`` of its own, so a runner's data, model and noise
-   never shift the draw; when every canary falls on one side (probability ``p_in^m + (1 - p_in)^m``) canary 0
-   is made IN and canary 1 OUT, because the auditors need both groups. Dirac canaries also get ``m`` distinct
-   coordinates out of the ``D`` parameters (exactly orthogonal canaries, the paper's Fig. 4(a)).
-3. *Train* with the canaries injected, recording per-canary observations (:func:`train_dpsgd` for DP-SGD).
-4. *Score* (Definition 2, ``S_T = T^{-1/2} sum_t X_t``, in :class:`ScoreSums`) and *audit* with the package's
-   auditors (the runners' ``audit_*`` functions).
+2. *Data*: the background training set (:meth:`CanaryStrategy.data`).
+3. *Model*: built after ``torch.manual_seed(seed)`` (:meth:`CanaryStrategy.model`; an MLP by default), with
+   ``D`` parameters.
+4. *Canaries* (:meth:`CanaryStrategy.canaries`, usually :func:`draw_canaries`): canary j is IN with probability
+   ``p_in`` independently (paper: 1/2), from a numpy stream ``default_rng([seed, stream])`` of its own, so a
+   runner's data, model and noise never shift the draw; when every canary falls on one side (probability
+   ``p_in^m + (1 - p_in)^m``) canary 0 is made IN and canary 1 OUT, because the auditors need both groups. Dirac
+   canaries also get ``m`` distinct coordinates out of the ``D`` parameters (exactly orthogonal canaries, the
+   paper's Fig. 4(a)). Input-space canaries then join the training set (:meth:`CanaryStrategy.training_set`).
+5. *Theoretical epsilon*, an upper bound from the mechanism's accountant: DP-SGD with Poisson rate
+   ``q = B / n`` and ``T = epochs * max(1, round(n / B))`` steps, n the training set's size, is accounted by the
+   PLD upper bound of the subsampled Gaussian composed T times
+   (:func:`dputils.audit.model1.theoretical_epsilon`); DP-FTRL by the tree-aggregation bound
+   :func:`dputils.training.ftrl.tree_epsilon` (eq. T4) at the claimed node noise ``sigma_node``, given or
+   calibrated to ``epsilon``.
+6. *Train* with the canaries injected (:meth:`CanaryStrategy.extra_gradients`) and observed after every step
+   (:meth:`CanaryStrategy.observe`): :func:`train_dpsgd` or :func:`dputils.training.train_ftrl`.
+7. *Assemble the run record* (:meth:`CanaryStrategy.record`); its scores (Definition 2,
+   ``S_T = T^{-1/2} sum_t X_t``, :class:`ScoreSums`) are audited with the package's auditors (the runners'
+   ``audit_*`` functions).
+
+A canary type is one :class:`CanaryStrategy` (the kind-specific parts); the skeleton owns the order of the
+steps, the seeding, the accountant, the device and the trainer. The idealised DP-FTRL release
+(:func:`dputils.audit.ftrl_audit.simulate_ftrl_audit`) is not a trained run: it has no data, no model, no
+device and no trainer (the stream of T leaves is zero but for the canary leaf), so it shares steps 1, 4, 5 and
+7 (:func:`ftrl_sigma_node`, :func:`draw_canaries`) but not the skeleton.
 """
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import math
 import time
@@ -35,8 +54,22 @@ from ..errors import (
     check_positive_int,
     check_probability,
 )
+from .model1 import theoretical_epsilon
 
-__all__ = ["CanaryConfig", "Canaries", "ScoreSums", "draw_canaries", "train_dpsgd", "device_label", "mean_shift"]
+__all__ = [
+    "CanaryConfig",
+    "Canaries",
+    "ScoreSums",
+    "TrainingData",
+    "CanaryRun",
+    "CanaryStrategy",
+    "run_canary_audit",
+    "draw_canaries",
+    "ftrl_sigma_node",
+    "train_dpsgd",
+    "device_label",
+    "mean_shift",
+]
 
 MECHANISMS = ("dpsgd", "ftrl", "ftrl-ideal")
 _DATASETS = ("blobs", "fashion-mnist")
@@ -279,6 +312,278 @@ def train_dpsgd(cfg: CanaryConfig, model, X, y, T: int, dev, *, bar=None, extra_
     if res.rounds != T:  # pragma: no cover - guards the T formula against changes in train()
         raise DPValueError(f"internal: expected {T} rounds, train() ran {res.rounds}")
     return res, seconds
+
+
+def ftrl_sigma_node(cfg: CanaryConfig) -> float:
+    """DP-FTRL's claimed per-node noise std: ``cfg.sigma_node``, or the one calibrated to ``cfg.epsilon`` at
+    ``(cfg.delta, cfg.T, cfg.clip)`` (:func:`dputils.training.ftrl.calibrate_sigma_node`, inverting eq. T4)."""
+    if cfg.mechanism not in ("ftrl", "ftrl-ideal"):
+        raise DPValueError(f"ftrl_sigma_node needs a DP-FTRL configuration, got mechanism {cfg.mechanism!r}")
+    if cfg.sigma_node is not None:
+        return cfg.sigma_node
+    from ..training.ftrl import calibrate_sigma_node
+
+    return calibrate_sigma_node(cfg.epsilon, cfg.delta, cfg.T, cfg.clip)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The run skeleton: the steps every trained canary audit takes, with the kind-specific parts in a strategy.
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TrainingData:
+    """Step 2 of a run: the background training set ``(X, y)``, the input dimension and number of classes the
+    model is built for, and what the data are (``source``, recorded by the runs)."""
+
+    X: Any
+    y: Any
+    dim: int
+    n_classes: int
+    source: str = "gaussian-blobs"
+
+
+@dataclass
+class CanaryRun:
+    """The state of one run, filled in step by step by :func:`run_canary_audit` (module docstring) and read by
+    the strategy: ``data`` (step 2), ``model`` and its ``n_params`` (3), ``canaries`` (4) and the training set
+    ``X_train``/``y_train`` (the data plus any IN input-space canaries), ``T``, ``q`` (DP-SGD's Poisson rate,
+    None for DP-FTRL), ``sigma_node`` (DP-FTRL's claimed node noise, None for DP-SGD), ``epsilon`` and
+    ``accountant`` (5), ``device`` (a ``torch.device``), then ``result`` (the trainer's result) and ``seconds``
+    (its wall time) after step 6."""
+
+    cfg: CanaryConfig
+    data: TrainingData | None = None
+    model: Any = None
+    n_params: int = 0
+    canaries: Canaries | None = None
+    X_train: Any = None
+    y_train: Any = None
+    T: int = 0
+    q: float | None = None
+    sigma_node: float | None = None
+    epsilon: float = math.nan
+    accountant: str = ""
+    device: Any = None
+    result: Any = None
+    seconds: float = math.nan
+
+    @property
+    def is_in(self) -> np.ndarray:
+        """The canaries' membership (bool, ``(m,)``)."""
+        return self.canaries.is_in
+
+    def split(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(values[is_in], values[~is_in])``: per-canary values (length m) cut into the IN and OUT groups."""
+        values = np.asarray(values)
+        if values.shape[:1] != self.is_in.shape:
+            raise DPValueError(f"split needs one value per canary ({self.cfg.m}), got shape {values.shape}")
+        return values[self.is_in], values[~self.is_in]
+
+    @property
+    def device_name(self) -> str:
+        """The device as the run records say it (:func:`device_label`)."""
+        return device_label(self.device)
+
+
+class CanaryStrategy(abc.ABC):
+    """One canary type: the parts of a trained canary audit that differ between types; :func:`run_canary_audit`
+    calls them in the order of the module docstring. A subclass sets ``mechanism`` (``"dpsgd"`` or ``"ftrl"``:
+    the trainer and the accountant) and implements :meth:`data`, :meth:`canaries`, :meth:`observe` and
+    :meth:`record` (a subclass missing one cannot be instantiated: TypeError naming it); the other steps have
+    defaults. Every method gets the :class:`CanaryRun` filled so far; state
+    that the hooks accumulate (score sums) lives on the strategy, so an instance serves one run."""
+
+    mechanism: str = "dpsgd"
+
+    @abc.abstractmethod
+    def data(self, run: CanaryRun) -> TrainingData:
+        """Step 2: the background training set."""
+
+    def model(self, run: CanaryRun):
+        """Step 3, called right after ``torch.manual_seed(cfg.seed)``: by default
+        :func:`dputils.training.models.make_model` of ``cfg.model`` (an MLP with ``cfg.hidden`` units) for the
+        data's ``dim`` and ``n_classes``."""
+        from ..training.models import make_model
+
+        return make_model(run.cfg.model, in_dim=run.data.dim, n_classes=run.data.n_classes, hidden=run.cfg.hidden)
+
+    @abc.abstractmethod
+    def canaries(self, run: CanaryRun) -> Canaries:
+        """Step 4: which canaries are IN (and the Dirac coordinates), usually :func:`draw_canaries`."""
+
+    def training_set(self, run: CanaryRun) -> tuple[Any, Any]:
+        """The ``(X, y)`` the model is trained on: the data by default; input-space canaries add the IN ones
+        (they then count in DP-SGD's ``n``, hence in q and T)."""
+        return run.data.X, run.data.y
+
+    def start(self, run: CanaryRun) -> None:
+        """Before the first step, with ``run.device`` set and the model on it: allocate the accumulators (nothing
+        by default)."""
+        return None
+
+    def extra_gradients(self, run: CanaryRun, step) -> Any:
+        """The canaries' per-example gradients ``(k, D)`` to add at this step (clipped at C by the trainer), or
+        None. ``step`` is the trainer's :class:`dputils.training.RoundInfo` (DP-SGD) or
+        :class:`dputils.training.ftrl.FTRLStep` (DP-FTRL). None by default (input-space canaries are records)."""
+        return None
+
+    @abc.abstractmethod
+    def observe(self, run: CanaryRun, step) -> None:
+        """After each step: record the canaries' observations ``X_t`` from the released quantities of ``step``."""
+
+    def describe(self, run: CanaryRun) -> str:
+        """The DP-SGD progress bar's label (DP-FTRL's trainer draws its own bar)."""
+        return f"{type(self).__name__} (eps={run.epsilon:.2f})"
+
+    def postfix(self, run: CanaryRun, t: int) -> dict[str, str] | None:
+        """What the DP-SGD progress bar shows next to the count after step ``t`` (1-based), or None."""
+        return None
+
+    @abc.abstractmethod
+    def record(self, run: CanaryRun):
+        """Step 7: the run record (the runner's result type) from ``run`` and the accumulated observations."""
+
+
+def run_canary_audit(cfg: CanaryConfig, strategy: CanaryStrategy):
+    """Run one trained canary audit: the steps of the module docstring, with ``strategy``'s kind-specific parts.
+    Returns ``strategy.record(run)``.
+
+    ``cfg`` must be a :class:`CanaryConfig` of a trained mechanism (``"dpsgd"`` or ``"ftrl"``; the idealised
+    ``"ftrl-ideal"`` release trains nothing) equal to ``strategy.mechanism``. DP-SGD: q and T are those of the
+    training set's size n (``q = B / n``, ``T = epochs * max(1, round(n / B))``; :attr:`CanaryConfig.q` and
+    :attr:`CanaryConfig.steps` when ``n = n_train``) and the epsilon is the PLD upper bound
+    :func:`dputils.audit.model1.theoretical_epsilon`. DP-FTRL: ``T = cfg.T``, the node noise is
+    :func:`ftrl_sigma_node` (times ``cfg.noise_scale`` in training: the accountant is told the claim) and the
+    epsilon is :func:`dputils.training.ftrl.tree_epsilon` (eq. T4)."""
+    if not isinstance(cfg, CanaryConfig):
+        raise DPValueError(f"cfg must be a CanaryConfig, got {type(cfg).__name__}")
+    if not isinstance(strategy, CanaryStrategy):
+        raise DPValueError(f"strategy must be a CanaryStrategy, got {type(strategy).__name__}")
+    if cfg.mechanism not in _MECHANISMS:
+        raise DPValueError(
+            f"run_canary_audit trains a model: mechanism must be one of {', '.join(_MECHANISMS)}, got "
+            f"{cfg.mechanism!r} (the idealised DP-FTRL release is simulate_ftrl_audit)"
+        )
+    if strategy.mechanism != cfg.mechanism:
+        raise DPValueError(
+            f"{type(strategy).__name__} is a {strategy.mechanism!r} strategy, the configuration is {cfg.mechanism!r}"
+        )
+    account, train = _MECHANISMS[cfg.mechanism]
+
+    import torch
+
+    from ..training import resolve_device
+
+    run = CanaryRun(cfg)
+    run.data = _checked_data(strategy.data(run))
+    torch.manual_seed(cfg.seed)
+    run.model = strategy.model(run)
+    run.n_params = sum(p.numel() for p in run.model.parameters())
+    run.canaries = _checked_canaries(strategy.canaries(run), cfg.m)
+    run.X_train, run.y_train = strategy.training_set(run)
+    account(run)
+    run.device = resolve_device(cfg.device)
+    run.model.to(run.device)
+    strategy.start(run)
+    train(run, strategy)
+    return strategy.record(run)
+
+
+def _checked_data(d: Any) -> TrainingData:
+    if not isinstance(d, TrainingData):
+        raise DPValueError(f"a strategy's data() must return TrainingData, got {type(d).__name__}")
+    if len(d.X) != len(d.y) or len(d.X) == 0:
+        raise DPValueError(f"the training data need as many labels as inputs, at least one: {len(d.X)} vs {len(d.y)}")
+    return d
+
+
+def _checked_canaries(c: Any, m: int) -> Canaries:
+    if not isinstance(c, Canaries):
+        raise DPValueError(f"a strategy's canaries() must return Canaries, got {type(c).__name__}")
+    is_in = np.asarray(c.is_in)
+    if is_in.dtype != bool or is_in.shape != (m,):
+        raise DPValueError(f"Canaries.is_in must be a bool array of shape ({m},), got {is_in.dtype} {is_in.shape}")
+    if is_in.all() or not is_in.any():
+        raise DPValueError("the canaries need both IN and OUT members (the auditors compare the two groups)")
+    return c
+
+
+def _account_dpsgd(run: CanaryRun) -> None:
+    """Step 5 for DP-SGD: q and T of the training set's size, the PLD upper bound at ``(sigma, q, T, delta)``."""
+    cfg = run.cfg
+    n = len(run.X_train)
+    run.q = cfg.batch_size / n
+    run.T = cfg.epochs * max(1, round(n / cfg.batch_size))
+    eps = theoretical_epsilon(cfg.sigma, run.q, run.T, cfg.delta, discretization=cfg.pld_discretization)
+    run.epsilon, run.accountant = eps["epsilon"], eps["accountant"]
+
+
+def _train_dpsgd(run: CanaryRun, strategy: CanaryStrategy) -> None:
+    """Step 6 for DP-SGD: :func:`train_dpsgd` with the strategy's hooks and a progress bar over the T steps."""
+    bar = progress_bar(run.cfg, run.T, strategy.describe(run))
+
+    def on_round(info) -> None:
+        strategy.observe(run, info)
+        if bar is not None:
+            bar.update(1)
+            note = strategy.postfix(run, info.round + 1)
+            if note:
+                bar.set_postfix(**note)
+
+    run.result, run.seconds = train_dpsgd(
+        run.cfg,
+        run.model,
+        run.X_train,
+        run.y_train,
+        run.T,
+        run.device,
+        bar=bar,
+        extra_gradients=lambda info: strategy.extra_gradients(run, info),
+        on_round=on_round,
+    )
+
+
+def _account_ftrl(run: CanaryRun) -> None:
+    """Step 5 for DP-FTRL: the claimed node noise and the tree-aggregation bound (eq. T4) at ``(T, delta, C)``."""
+    from ..training.ftrl import tree_epsilon
+
+    cfg = run.cfg
+    run.sigma_node = ftrl_sigma_node(cfg)
+    run.T = cfg.T
+    run.epsilon = tree_epsilon(run.sigma_node, cfg.T, cfg.delta, cfg.clip)
+    run.accountant = "tree aggregation (mu-GDP, eq. T4)"
+
+
+def _train_ftrl(run: CanaryRun, strategy: CanaryStrategy) -> None:
+    """Step 6 for DP-FTRL: single-pass :func:`dputils.training.train_ftrl` with node noise
+    ``noise_scale * sigma_node`` (the accountant was told ``sigma_node``) and the strategy's hooks."""
+    from ..training.ftrl import FTRLConfig, train_ftrl
+
+    cfg = run.cfg
+    config = FTRLConfig(
+        steps=run.T,
+        batch_size=cfg.batch_size,
+        clip=cfg.clip,
+        sigma_node=cfg.noise_scale * run.sigma_node,
+        lr=cfg.lr,
+        device=str(run.device),
+        seed=cfg.seed,
+    )
+    run.result = train_ftrl(
+        run.model,
+        run.X_train,
+        run.y_train,
+        config,
+        extra_gradients=lambda step: strategy.extra_gradients(run, step),
+        on_step=lambda step: strategy.observe(run, step),
+        progress=cfg.progress,
+    )
+    run.seconds = run.result.seconds
+
+
+# the trained mechanisms: (step 5, step 6)
+_MECHANISMS = {"dpsgd": (_account_dpsgd, _train_dpsgd), "ftrl": (_account_ftrl, _train_ftrl)}
 
 
 def mean_shift(in_values: Any, out_values: Any) -> tuple[float, float]:

@@ -44,7 +44,16 @@ from .. import data
 from ..curves import gdp_epsilon
 from ..errors import DPValueError, check_choice, check_positive_int
 from .andrew import andrew_epsilon
-from .canary import CanaryConfig, device_label, draw_canaries
+from .canary import (
+    Canaries,
+    CanaryConfig,
+    CanaryRun,
+    CanaryStrategy,
+    TrainingData,
+    draw_canaries,
+    ftrl_sigma_node,
+    run_canary_audit,
+)
 from .methods import run_method
 
 __all__ = ["FTRLAuditRun", "simulate_ftrl_audit", "run_ftrl_audit", "audit_ftrl", "ideal_ftrl_bounds", "ftrl_score_law"]
@@ -95,16 +104,6 @@ class FTRLAuditRun:
         return gdp_epsilon(self.delta, self.mu_actual)
 
 
-def _resolve_sigma(cfg: CanaryConfig) -> float:
-    """The claimed per-node noise std: ``cfg.sigma_node``, or calibrated to ``cfg.epsilon``
-    (:func:`dputils.training.ftrl.calibrate_sigma_node`)."""
-    from ..training.ftrl import calibrate_sigma_node
-
-    if cfg.sigma_node is None:
-        return calibrate_sigma_node(cfg.epsilon, cfg.delta, cfg.T, cfg.clip)
-    return cfg.sigma_node
-
-
 class _Recorder:
     """Accumulates the ancestor sums (ours / raw) and the running max cosine (Andrew) from the stream."""
 
@@ -142,6 +141,38 @@ class _Recorder:
         return ((self.ours / k).cpu().numpy(), (self.raw / k).cpu().numpy(), self.andrew.cpu().numpy())
 
 
+def _ftrl_record(
+    cfg: CanaryConfig, sigma_node: float, epsilon: float, can: Canaries, dim: int, scores, **fields
+) -> FTRLAuditRun:
+    """The run record of a DP-FTRL audit (idealised or trained): ``scores = (ours, raw, andrew)`` per canary
+    (``raw`` None for the idealised release) cut into IN and OUT, with the claimed ``sigma_node``, its
+    tree-aggregation ``epsilon`` (:func:`dputils.training.ftrl.tree_epsilon`, eq. T4) and ``|A|``; ``fields``
+    are the remaining ones."""
+    from ..training.ftrl import released_ancestors
+
+    ours, raw, andrew = scores
+    is_in = can.is_in
+    if raw is not None:
+        fields.update(in_raw=raw[is_in], out_raw=raw[~is_in])
+    return FTRLAuditRun(
+        in_scores=ours[is_in],
+        out_scores=ours[~is_in],
+        in_andrew=andrew[is_in],
+        out_andrew=andrew[~is_in],
+        T=cfg.T,
+        n_ancestors=len(released_ancestors(cfg.canary_leaf, cfg.T)),
+        sigma_node=sigma_node,
+        clip=cfg.clip,
+        delta=cfg.delta,
+        epsilon_theory=epsilon,
+        noise_scale=cfg.noise_scale,
+        dim=dim,
+        in_coords=can.coords[is_in],
+        out_coords=can.coords[~is_in],
+        **fields,
+    )
+
+
 def simulate_ftrl_audit(
     m: int = 5000,
     *,
@@ -165,51 +196,42 @@ def simulate_ftrl_audit(
     sigma_node is calibrated, :func:`dputils.training.ftrl.calibrate_sigma_node`) or ``sigma_node``.
     ``keep_release`` stores the released prefix sums (T x dim floats) in ``run.release``."""
     cfg = CanaryConfig.of_call("ftrl-ideal", locals(), ignore=("keep_release",))  # the arguments above, validated
+    # not run_canary_audit: no data, no model, no device, no trainer (module docstring of dputils.audit.canary)
 
     import torch
 
-    from ..training.ftrl import TreeAggregator, released_ancestors, tree_epsilon
+    from ..training.ftrl import TreeAggregator, tree_epsilon
 
-    m, T, clip, delta, canary_leaf, noise_scale = cfg.m, cfg.T, cfg.clip, cfg.delta, cfg.canary_leaf, cfg.noise_scale
-    sigma_node = _resolve_sigma(cfg)
-    d = 4 * m if cfg.dim is None else cfg.dim
+    sigma_node = ftrl_sigma_node(cfg)
+    d = 4 * cfg.m if cfg.dim is None else cfg.dim
     can = draw_canaries(cfg, stream=11, n_coords=d, coord_stream=5)
-    coords, is_in = can.coords, can.is_in
     t0 = time.perf_counter()
     gen = torch.Generator().manual_seed(int(seed) + 3)
-    tree = TreeAggregator(d, noise_scale * sigma_node, generator=gen, dtype=torch.float64)
-    rec = _Recorder(coords, T, canary_leaf, d, torch.device("cpu"))
+    tree = TreeAggregator(d, cfg.noise_scale * sigma_node, generator=gen, dtype=torch.float64)
+    rec = _Recorder(can.coords, cfg.T, cfg.canary_leaf, d, torch.device("cpu"))
     canary_leaf_vec = torch.zeros(d, dtype=torch.float64)
-    canary_leaf_vec[torch.as_tensor(coords[is_in])] = clip
+    canary_leaf_vec[torch.as_tensor(can.coords[can.is_in])] = cfg.clip
     zero = torch.zeros(d, dtype=torch.float64)
     kept = []
-    it = range(1, T + 1)
+    it = range(1, cfg.T + 1)
     if progress:
         from tqdm.std import tqdm  # plain bar: honours TQDM_DISABLE, no widget warning in the book
 
         it = tqdm(it, desc="idealised DP-FTRL", unit="leaf")
     for t in it:
-        s = tree.add(canary_leaf_vec if t == canary_leaf else zero)
+        s = tree.add(canary_leaf_vec if t == cfg.canary_leaf else zero)
         rec(t, tree.last_node, s)
         if keep_release:
             kept.append(s.numpy().copy())
     ours, _, andrew = rec.results()
-    return FTRLAuditRun(
-        in_scores=ours[is_in],
-        out_scores=ours[~is_in],
-        in_andrew=andrew[is_in],
-        out_andrew=andrew[~is_in],
-        T=T,
-        n_ancestors=len(released_ancestors(canary_leaf, T)),
-        sigma_node=sigma_node,
-        clip=clip,
-        delta=delta,
-        epsilon_theory=tree_epsilon(sigma_node, T, delta, clip),
+    return _ftrl_record(
+        cfg,
+        sigma_node,
+        tree_epsilon(sigma_node, cfg.T, cfg.delta, cfg.clip),
+        can,
+        d,
+        (ours, None, andrew),
         kind="ideal",
-        noise_scale=noise_scale,
-        dim=d,
-        in_coords=coords[is_in],
-        out_coords=coords[~is_in],
         release=np.stack(kept) if keep_release else None,
         seconds=time.perf_counter() - t0,
     )
@@ -243,68 +265,58 @@ def run_ftrl_audit(
     ``noise_scale < 1`` makes the *actual* node noise smaller than the claimed ``sigma_node`` (a broken
     implementation whose accountant still reports :func:`dputils.training.ftrl.tree_epsilon` of the claim)."""
     cfg = CanaryConfig.of_call("ftrl", locals())  # the arguments above, validated
+    return run_canary_audit(cfg, _DiracFTRL())
 
-    import torch
 
-    from ..training import make_mlp, resolve_device
-    from ..training.ftrl import FTRLConfig, released_ancestors, train_ftrl, tree_epsilon
+class _DiracFTRL(CanaryStrategy):
+    """Dirac gradient canaries in trained DP-FTRL (module docstring): every IN canary ``C e_{c_j}`` is one extra
+    example of leaf ``canary_leaf``; the recorder reads the released nodes and prefix sums."""
 
-    m, T, clip, delta, canary_leaf, noise_scale = cfg.m, cfg.T, cfg.clip, cfg.delta, cfg.canary_leaf, cfg.noise_scale
-    sigma_node = _resolve_sigma(cfg)
-    X, y = data.gaussian_blobs(T * cfg.batch_size, dim=dim, n_classes=n_classes, seed=seed)
-    torch.manual_seed(seed)
-    model = make_mlp(dim, n_classes, cfg.hidden)
-    D = sum(p.numel() for p in model.parameters())
-    can = draw_canaries(cfg, stream=11, n_coords=D, coord_stream=5)
-    coords, is_in = can.coords, can.is_in
-    dev = resolve_device(device)
-    rec = _Recorder(coords, T, canary_leaf, D, dev)
-    in_coords = torch.as_tensor(coords[is_in], device=dev)
+    mechanism = "ftrl"
 
-    def extra_gradients(step):
-        if step.t != canary_leaf:
+    def data(self, run: CanaryRun) -> TrainingData:
+        cfg = run.cfg
+        X, y = data.gaussian_blobs(cfg.T * cfg.batch_size, dim=cfg.dim, n_classes=cfg.n_classes, seed=cfg.seed)
+        return TrainingData(X, y, cfg.dim, cfg.n_classes)
+
+    def canaries(self, run: CanaryRun) -> Canaries:
+        return draw_canaries(run.cfg, stream=11, n_coords=run.n_params, coord_stream=5)
+
+    def start(self, run: CanaryRun) -> None:
+        import torch
+
+        can = run.canaries
+        self.rec = _Recorder(can.coords, run.T, run.cfg.canary_leaf, run.n_params, run.device)
+        self.in_coords = torch.as_tensor(can.coords[can.is_in], device=run.device)
+
+    def extra_gradients(self, run: CanaryRun, step):
+        import torch
+
+        if step.t != run.cfg.canary_leaf:
             return None
-        rows = torch.zeros(len(in_coords), D, device=dev)
-        rows[torch.arange(len(in_coords), device=dev), in_coords] = clip  # norm exactly C: clipping leaves it
+        k, dev = len(self.in_coords), run.device
+        rows = torch.zeros(k, run.n_params, device=dev)
+        rows[torch.arange(k, device=dev), self.in_coords] = run.cfg.clip  # norm exactly C: clipping leaves it
         return rows
 
-    def on_step(step):
-        rec(step.t, step.node, step.prefix, step.data_sum)
+    def observe(self, run: CanaryRun, step) -> None:
+        self.rec(step.t, step.node, step.prefix, step.data_sum)
 
-    config = FTRLConfig(
-        steps=T,
-        batch_size=cfg.batch_size,
-        clip=clip,
-        sigma_node=noise_scale * sigma_node,
-        lr=lr,
-        device=str(dev),
-        seed=seed,
-    )
-    res = train_ftrl(model, X, y, config, extra_gradients=extra_gradients, on_step=on_step, progress=progress)
-    ours, raw, andrew = rec.results()
-    return FTRLAuditRun(
-        in_scores=ours[is_in],
-        out_scores=ours[~is_in],
-        in_andrew=andrew[is_in],
-        out_andrew=andrew[~is_in],
-        T=T,
-        n_ancestors=len(released_ancestors(canary_leaf, T)),
-        sigma_node=sigma_node,
-        clip=clip,
-        delta=delta,
-        epsilon_theory=tree_epsilon(sigma_node, T, delta, clip),
-        kind="train",
-        noise_scale=noise_scale,
-        in_raw=raw[is_in],
-        out_raw=raw[~is_in],
-        dim=D,
-        in_coords=coords[is_in],
-        out_coords=coords[~is_in],
-        seconds=res.seconds,
-        device=device_label(dev),
-        history=res.history,
-        grad_mode=res.grad_mode,
-    )
+    def record(self, run: CanaryRun) -> FTRLAuditRun:
+        res = run.result
+        return _ftrl_record(
+            run.cfg,
+            run.sigma_node,
+            run.epsilon,
+            run.canaries,
+            run.n_params,
+            self.rec.results(),
+            kind="train",
+            seconds=res.seconds,
+            device=run.device_name,
+            history=res.history,
+            grad_mode=res.grad_mode,
+        )
 
 
 def audit_ftrl(

@@ -36,9 +36,17 @@ import numpy as np
 
 from .. import data
 from ..errors import DPValueError, check_choice, check_positive, check_positive_int
-from .canary import CanaryConfig, ScoreSums, device_label, draw_canaries, progress_bar, train_dpsgd
+from .canary import (
+    Canaries,
+    CanaryConfig,
+    CanaryRun,
+    CanaryStrategy,
+    ScoreSums,
+    TrainingData,
+    draw_canaries,
+    run_canary_audit,
+)
 from .methods import audit_all, run_method
-from .model1 import theoretical_epsilon
 
 __all__ = ["KINDS", "InputCanaryRun", "make_input_canaries", "run_input_canary_audit", "audit_input_canaries"]
 
@@ -132,81 +140,95 @@ def run_input_canary_audit(
     removes the background's mean drift along ``u_t`` (large for mislabeled canaries, whose gradients oppose
     those of their true class); the sampling fluctuation of the background remains."""
     cfg = CanaryConfig.of_call("dpsgd", locals())  # the arguments above, validated
+    return run_canary_audit(cfg, _InputDPSGD())
 
-    import torch
 
-    from ..training import clip_rows, make_mlp, per_sample_gradients, resolve_device
-    from ..training.dpsgd import unflatten_params
+class _InputDPSGD(CanaryStrategy):
+    """Input-space canaries in DP-SGD (module docstring): the IN canaries are records of the training set, and
+    every canary observes ``X_t = <u_t, Ubar_t>`` along its own clipped gradient's direction."""
 
-    m, clip = cfg.m, cfg.clip
-    Xall, yall = data.gaussian_blobs(cfg.n_train + m, dim=dim, n_classes=n_classes, seed=seed)
-    X, y = Xall[: cfg.n_train], yall[: cfg.n_train]
-    Xc, yc = make_input_canaries(
-        kind, Xall[cfg.n_train :], yall[cfg.n_train :], n_classes, ood_scale=ood_scale, seed=seed
-    )
-    is_in = draw_canaries(cfg, stream=29).is_in
-    X_tr = np.concatenate([X, Xc[is_in]])
-    y_tr = np.concatenate([y, yc[is_in]])
-    n = len(X_tr)  # the IN canaries are records of the data set: q and T count them
-    q = cfg.batch_size / n
-    T = cfg.epochs * max(1, round(n / cfg.batch_size))
-    eps = theoretical_epsilon(cfg.sigma, q, T, cfg.delta, discretization=cfg.pld_discretization)
+    mechanism = "dpsgd"
 
-    torch.manual_seed(seed)
-    model = make_mlp(dim, n_classes, cfg.hidden)
-    D = sum(p.numel() for p in model.parameters())
-    dev = resolve_device(device)
-    model.to(dev)
-    params = {k: v.detach() for k, v in model.named_parameters()}
-    Xc_t = torch.as_tensor(Xc, device=dev)
-    yc_t = torch.as_tensor(yc, device=dev)
-    u_bar = torch.zeros(D, device=dev)
-    u_bar[0] = 1.0  # fixed fallback direction for a zero canary gradient
-    sums = torch.zeros(m, dtype=torch.float64, device=dev)
-    sat = torch.zeros((), dtype=torch.float64, device=dev)
-    bar = progress_bar(cfg, T, f"DP-SGD, {kind} input canaries (eps_PLD={eps['epsilon']:.2f})")
-    X_bg = torch.as_tensor(X, device=dev)
-    y_bg = torch.as_tensor(y, device=dev)
+    def data(self, run: CanaryRun) -> TrainingData:
+        cfg, n = run.cfg, run.cfg.n_train
+        Xall, yall = data.gaussian_blobs(n + cfg.m, dim=cfg.dim, n_classes=cfg.n_classes, seed=cfg.seed)
+        self.Xc, self.yc = make_input_canaries(
+            cfg.kind, Xall[n:], yall[n:], cfg.n_classes, ood_scale=cfg.ood_scale, seed=cfg.seed
+        )
+        return TrainingData(Xall[:n], yall[:n], cfg.dim, cfg.n_classes)
 
-    def on_round(info):
-        nonlocal sat
-        p = unflatten_params(info.params, params)
-        c = clip_rows(per_sample_gradients(model, p, Xc_t, yc_t), clip)  # c_t
+    def canaries(self, run: CanaryRun) -> Canaries:
+        return draw_canaries(run.cfg, stream=29)
+
+    def training_set(self, run: CanaryRun):
+        # the IN canaries are records of the data set: q and T count them
+        is_in = run.is_in
+        return np.concatenate([run.data.X, self.Xc[is_in]]), np.concatenate([run.data.y, self.yc[is_in]])
+
+    def start(self, run: CanaryRun) -> None:
+        import torch
+
+        dev = run.device
+        self.params = {k: v.detach() for k, v in run.model.named_parameters()}
+        self.Xc_t = torch.as_tensor(self.Xc, device=dev)
+        self.yc_t = torch.as_tensor(self.yc, device=dev)
+        self.u_bar = torch.zeros(run.n_params, device=dev)
+        self.u_bar[0] = 1.0  # fixed fallback direction for a zero canary gradient
+        self.sums = torch.zeros(run.cfg.m, dtype=torch.float64, device=dev)
+        self.sat = torch.zeros((), dtype=torch.float64, device=dev)
+        self.X_bg = torch.as_tensor(run.data.X, device=dev)
+        self.y_bg = torch.as_tensor(run.data.y, device=dev)
+
+    def observe(self, run: CanaryRun, info) -> None:
+        import torch
+
+        from ..training import clip_rows, per_sample_gradients
+        from ..training.dpsgd import unflatten_params
+
+        clip, model = run.cfg.clip, run.model
+        p = unflatten_params(info.params, self.params)
+        c = clip_rows(per_sample_gradients(model, p, self.Xc_t, self.yc_t), clip)  # c_t
         norms = c.norm(dim=1, keepdim=True)
-        u = torch.where(norms > 0, c / torch.clamp(norms, min=torch.finfo(c.dtype).tiny), u_bar)
+        u = torch.where(norms > 0, c / torch.clamp(norms, min=torch.finfo(c.dtype).tiny), self.u_bar)
         released = info.released
-        if centre:  # minus the expected background sum q * sum_{x in D} clip_C(grad l(theta_{t-1}; x))
-            released = released - q * clip_rows(per_sample_gradients(model, p, X_bg, y_bg), clip).sum(0)
-        sums.add_((u @ released).double())  # X_t = <u_t, Ubar_t (- centring)> for every canary
-        sat = sat + (norms / clip).mean().double()
-        if bar is not None:
-            bar.update(1)
+        if run.cfg.centre:  # minus the expected background sum q * sum_{x in D} clip_C(grad l(theta_{t-1}; x))
+            released = released - run.q * clip_rows(per_sample_gradients(model, p, self.X_bg, self.y_bg), clip).sum(0)
+        self.sums.add_((u @ released).double())  # X_t = <u_t, Ubar_t (- centring)> for every canary
+        self.sat = self.sat + (norms / clip).mean().double()
 
-    res, seconds = train_dpsgd(cfg, model, X_tr, y_tr, T, dev, bar=bar, on_round=on_round)
-    with torch.no_grad():
-        loss = torch.nn.functional.cross_entropy(model(Xc_t), yc_t, reduction="none").double().cpu().numpy()
-    s = sums.cpu().numpy()
-    if not (np.isfinite(s).all() and np.isfinite(loss).all()):
-        raise DPValueError("non-finite canary scores (diverged training: lower lr)")
-    return InputCanaryRun(
-        in_sums=s[is_in],
-        out_sums=s[~is_in],
-        in_loss=loss[is_in],
-        out_loss=loss[~is_in],
-        kind=kind,
-        T=T,
-        q=q,
-        sigma=cfg.sigma,
-        clip=clip,
-        delta=cfg.delta,
-        epsilon_theory=eps["epsilon"],
-        accountant=eps["accountant"],
-        saturation=float(sat) / T,
-        n_params=D,
-        train_seconds=seconds,
-        device=device_label(dev),
-        history=res.history,
-    )
+    def describe(self, run: CanaryRun) -> str:
+        return f"DP-SGD, {run.cfg.kind} input canaries (eps_PLD={run.epsilon:.2f})"
+
+    def record(self, run: CanaryRun) -> InputCanaryRun:
+        import torch
+
+        with torch.no_grad():
+            logits = run.model(self.Xc_t)
+            loss = torch.nn.functional.cross_entropy(logits, self.yc_t, reduction="none").double().cpu().numpy()
+        s = self.sums.cpu().numpy()
+        if not (np.isfinite(s).all() and np.isfinite(loss).all()):
+            raise DPValueError("non-finite canary scores (diverged training: lower lr)")
+        in_sums, out_sums = run.split(s)
+        in_loss, out_loss = run.split(loss)
+        return InputCanaryRun(
+            in_sums=in_sums,
+            out_sums=out_sums,
+            in_loss=in_loss,
+            out_loss=out_loss,
+            kind=run.cfg.kind,
+            T=run.T,
+            q=run.q,
+            sigma=run.cfg.sigma,
+            clip=run.cfg.clip,
+            delta=run.cfg.delta,
+            epsilon_theory=run.epsilon,
+            accountant=run.accountant,
+            saturation=float(self.sat) / run.T,
+            n_params=run.n_params,
+            train_seconds=run.seconds,
+            device=run.device_name,
+            history=run.result.history,
+        )
 
 
 def audit_input_canaries(

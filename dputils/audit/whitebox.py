@@ -33,9 +33,17 @@ import numpy as np
 from .. import data
 from ..accountants.rdp import INTEGER_ORDERS, rdp_to_epsilon, subsampled_gaussian_rdp
 from ..errors import DPValueError, check_choice, check_nonnegative_int, check_positive, check_positive_int
-from .canary import CanaryConfig, ScoreSums, device_label, draw_canaries, progress_bar, train_dpsgd
+from .canary import (
+    Canaries,
+    CanaryConfig,
+    CanaryRun,
+    CanaryStrategy,
+    ScoreSums,
+    TrainingData,
+    draw_canaries,
+    run_canary_audit,
+)
 from .methods import audit_all
-from .model1 import theoretical_epsilon
 
 __all__ = [
     "WhiteboxRun",
@@ -261,84 +269,89 @@ def run_whitebox_audit(
             including a fallback.
     """
     cfg = CanaryConfig.of_call("dpsgd", locals())  # the arguments above, validated
+    return run_canary_audit(cfg, _DiracDPSGD())
 
-    import torch
 
-    from ..training import resolve_device
-    from ..training.models import make_model
+class _DiracDPSGD(CanaryStrategy):
+    """Dirac gradient canaries in DP-SGD (module docstring): canary j is the gradient ``C e_{k_j}``, each IN
+    canary joins each step's batch with probability q, and every canary observes ``X_t = Ubar_t[k_j]``."""
 
-    q, T = cfg.q, cfg.steps
-    # the data and the model
-    X, y, source, dim, n_classes = _whitebox_data(cfg)
-    torch.manual_seed(cfg.seed)
-    net = make_model(cfg.model, in_dim=dim, n_classes=n_classes, hidden=cfg.hidden)
-    D = sum(p.numel() for p in net.parameters())
-    # the canaries: distinct coordinates, then the memberships, from one stream
-    can = draw_canaries(cfg, stream=7, n_coords=D)
-    coords, is_in = can.coords, can.is_in
+    mechanism = "dpsgd"
 
-    eps = theoretical_epsilon(cfg.sigma, q, T, cfg.delta, discretization=cfg.pld_discretization)
-    dev = resolve_device(cfg.device)
-    coords_t = torch.as_tensor(coords, device=dev)
-    in_coords_t = coords_t[torch.as_tensor(is_in, device=dev)]
-    n_in = int(is_in.sum())
-    canary_gen = torch.Generator(device="cpu").manual_seed(int(cfg.seed) + 17)  # canary sampling coins
-    sums = torch.zeros(cfg.m, dtype=torch.float32, device=dev)
-    counts = torch.zeros(n_in, dtype=torch.int64)
+    def data(self, run: CanaryRun) -> TrainingData:
+        return _whitebox_data(run.cfg)
 
-    bar = progress_bar(cfg, T, f"white-box DP-SGD (final eps_PLD={eps['epsilon']:.2f})")
-    if bar is not None:
-        # the privacy spent so far, shown as the run goes: RDP composes by addition, so after t steps it is
-        # t * rdp_1 (one cheap conversion per update); an upper bound, looser than the final PLD figure
-        rdp_orders = np.array(INTEGER_ORDERS[:63], dtype=float)  # orders 2..64
-        rdp_one = np.array([subsampled_gaussian_rdp(q, cfg.sigma, a) for a in rdp_orders])
-        every = max(1, T // 50)
+    def canaries(self, run: CanaryRun) -> Canaries:
+        # distinct coordinates, then the memberships, from one stream
+        return draw_canaries(run.cfg, stream=7, n_coords=run.n_params)
 
-    def extra_gradients(info):
-        nonlocal counts
-        hit = torch.rand(n_in, generator=canary_gen) < q
-        counts += hit.long()
-        rows = torch.zeros(int(hit.sum()), D, device=dev)
+    def start(self, run: CanaryRun) -> None:
+        import torch
+
+        dev, is_in = run.device, run.is_in
+        self.coords_t = torch.as_tensor(run.canaries.coords, device=dev)
+        self.in_coords_t = self.coords_t[torch.as_tensor(is_in, device=dev)]
+        self.n_in = int(is_in.sum())
+        self.canary_gen = torch.Generator(device="cpu").manual_seed(int(run.cfg.seed) + 17)  # sampling coins
+        self.sums = torch.zeros(run.cfg.m, dtype=torch.float32, device=dev)
+        self.counts = torch.zeros(self.n_in, dtype=torch.int64)
+
+    def extra_gradients(self, run: CanaryRun, info):
+        import torch
+
+        hit = torch.rand(self.n_in, generator=self.canary_gen) < run.q
+        self.counts += hit.long()
+        rows = torch.zeros(int(hit.sum()), run.n_params, device=run.device)
         if rows.shape[0]:
-            rows[torch.arange(rows.shape[0], device=dev), in_coords_t[hit.to(dev)]] = cfg.clip
+            rows[torch.arange(rows.shape[0], device=run.device), self.in_coords_t[hit.to(run.device)]] = run.cfg.clip
         return rows
 
-    def on_round(info):
-        sums.add_(info.released[coords_t])  # X_t = Ubar_t[k_j] for every canary, IN and OUT
-        if bar is not None:
-            bar.update(1)
-            t = info.round + 1
-            if t % every == 0 or t == T:
-                bar.set_postfix(eps_spent_rdp=f"{rdp_to_epsilon(rdp_orders, t * rdp_one, cfg.delta)[0]:.3f}")
+    def observe(self, run: CanaryRun, info) -> None:
+        self.sums.add_(info.released[self.coords_t])  # X_t = Ubar_t[k_j] for every canary, IN and OUT
 
-    res, seconds = train_dpsgd(cfg, net, X, y, T, dev, bar=bar, extra_gradients=extra_gradients, on_round=on_round)
-    s = sums.double().cpu().numpy()
-    return WhiteboxRun(
-        in_sums=s[is_in],
-        out_sums=s[~is_in],
-        in_counts=counts.numpy(),
-        in_coords=coords[is_in],
-        out_coords=coords[~is_in],
-        T=T,
-        q=q,
-        sigma=cfg.sigma,
-        clip=cfg.clip,
-        delta=cfg.delta,
-        epsilon_theory=eps["epsilon"],
-        accountant=eps["accountant"],
-        steps_per_second=T / seconds,
-        train_seconds=seconds,
-        device=device_label(dev),
-        n_params=D,
-        noise_multiplier_scale=cfg.noise_multiplier_scale,
-        history=res.history,
-        model=cfg.model,
-        data=source,
-    )
+    def describe(self, run: CanaryRun) -> str:
+        return f"white-box DP-SGD (final eps_PLD={run.epsilon:.2f})"
+
+    def postfix(self, run: CanaryRun, t: int) -> dict[str, str] | None:
+        # the privacy spent so far, shown as the run goes: RDP composes by addition, so after t steps it is
+        # t * rdp_1 (one cheap conversion per update); an upper bound, looser than the final PLD figure
+        if t % max(1, run.T // 50) and t != run.T:
+            return None
+        if not hasattr(self, "rdp_one"):
+            self.rdp_orders = np.array(INTEGER_ORDERS[:63], dtype=float)  # orders 2..64
+            self.rdp_one = np.array([subsampled_gaussian_rdp(run.q, run.cfg.sigma, a) for a in self.rdp_orders])
+        eps = rdp_to_epsilon(self.rdp_orders, t * self.rdp_one, run.cfg.delta)[0]
+        return {"eps_spent_rdp": f"{eps:.3f}"}
+
+    def record(self, run: CanaryRun) -> WhiteboxRun:
+        in_sums, out_sums = run.split(self.sums.double().cpu().numpy())
+        in_coords, out_coords = run.split(run.canaries.coords)
+        return WhiteboxRun(
+            in_sums=in_sums,
+            out_sums=out_sums,
+            in_counts=self.counts.numpy(),
+            in_coords=in_coords,
+            out_coords=out_coords,
+            T=run.T,
+            q=run.q,
+            sigma=run.cfg.sigma,
+            clip=run.cfg.clip,
+            delta=run.cfg.delta,
+            epsilon_theory=run.epsilon,
+            accountant=run.accountant,
+            steps_per_second=run.T / run.seconds,
+            train_seconds=run.seconds,
+            device=run.device_name,
+            n_params=run.n_params,
+            noise_multiplier_scale=run.cfg.noise_multiplier_scale,
+            history=run.result.history,
+            model=run.cfg.model,
+            data=run.data.source,
+        )
 
 
-def _whitebox_data(cfg: CanaryConfig):
-    """The training data of a white-box run: ``(X, y, source, dim, n_classes)`` (see :func:`run_whitebox_audit`)."""
+def _whitebox_data(cfg: CanaryConfig) -> TrainingData:
+    """The training data of a white-box run (see :func:`run_whitebox_audit`)."""
     dim, n_classes, n_train, seed = cfg.dim, cfg.n_classes, cfg.n_train, cfg.seed
     kind = data.classification_kind() if cfg.model == "mlp" and cfg.dataset == "fashion-mnist" else None
     if kind in ("fashion-mnist", "sklearn-digits"):
@@ -348,9 +361,9 @@ def _whitebox_data(cfg: CanaryConfig):
                 f"Fashion-MNIST not found in {data.fashion_mnist_root()}: training on scikit-learn's "
                 f"handwritten digits ({data.DIGITS_SIZE} 8x8 images; Debian: apt-get install "
                 "dataset-fashion-mnist)",
-                stacklevel=3,
+                stacklevel=5,  # the caller of run_whitebox_audit (via the strategy and the skeleton)
             )
-        return X, y, source, X.shape[1], 10
+        return TrainingData(X, y, X.shape[1], 10, source)
     if cfg.model == "mlp":
         X, y = data.gaussian_blobs(n_train, dim=dim, n_classes=n_classes, seed=seed)
         source = "gaussian-blobs"
@@ -360,12 +373,12 @@ def _whitebox_data(cfg: CanaryConfig):
                 f"Fashion-MNIST not found in {data.fashion_mnist_root()} and scikit-learn not importable: "
                 "training on Gaussian blobs (Debian: apt-get install dataset-fashion-mnist; or pip "
                 "install scikit-learn for its handwritten digits)",
-                stacklevel=3,
+                stacklevel=5,  # the caller of run_whitebox_audit (via the strategy and the skeleton)
             )
-        return X, y, source, dim, n_classes
+        return TrainingData(X, y, dim, n_classes, source)
     folder = None if not cfg.data_dir else Path(cfg.data_dir).expanduser()
     X, y, source = data.image_data(folder, n_train, seed=seed)
-    return X, y, source, dim, 10
+    return TrainingData(X, y, dim, 10, source)
 
 
 def audit_whitebox(
