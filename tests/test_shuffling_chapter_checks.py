@@ -246,3 +246,12 @@ def test_clipping_accuracy_gap_contract():
     assert sh.clipping_accuracy_gap(rows, 1.0) == pytest.approx(-10.0, rel=1e-12)
     with pytest.raises(DPValueError):
         sh.clipping_accuracy_gap(rows, 4.0)
+
+
+def test_tcdp_as_printed_is_omega_times_the_true_parameter():
+    rho_pr, omega = sh.tcdp_as_printed(2.0, 50, 4, 10.0)
+    assert omega == 10.0 and rho_pr == pytest.approx(4 * 50 / 8 * 10, rel=1e-15)
+    rho, _ = sh.gdp_to_tcdp(math.sqrt(4 * 50) / 2.0, 10.0)
+    assert rho_pr / rho == pytest.approx(omega, rel=1e-12)
+    with pytest.raises(DPValueError):
+        sh.tcdp_as_printed(2.0, 50, 4, 1.0)

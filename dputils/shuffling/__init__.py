@@ -73,6 +73,7 @@ from .conversions import (
     rdp_epsilon,
     rdp_poisson_gaussian,
     strong_vs_standard_epsilons,
+    tcdp_as_printed,
 )
 from .laws import (
     C2Law,
@@ -196,4 +197,5 @@ __all__ = [
     "gaussian_renyi_by_quadrature",
     "epsilon_against_batch_size",
     "clipping_accuracy_gap",
+    "tcdp_as_printed",
 ]

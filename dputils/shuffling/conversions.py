@@ -57,6 +57,21 @@ def gdp_to_tcdp(mu: float, omega: float) -> tuple[float, float]:
     return gdp_to_zcdp(mu), omega
 
 
+def tcdp_as_printed(sigma: float, epochs: int, group_size: int, omega: float) -> tuple[float, float]:
+    """The tCDP pair Thm F.1 prints for ``G_{sqrt(gE)/sigma}``: ``(gE omega / (2 sigma^2), omega)``.
+
+    What holds is ``(rho, omega)`` with ``rho = gE/(2 sigma^2)`` (:func:`gdp_to_tcdp`, Section 2): the printed
+    parameter is omega times larger, so it bounds the Rényi divergence of order alpha only by
+    ``alpha omega rho``."""
+    sigma = check_positive("sigma", sigma)
+    E = check_positive_int("epochs", epochs)
+    g = check_positive_int("group_size", group_size)
+    omega = check_positive("omega", omega)
+    if omega <= 1:
+        raise DPValueError(f"omega must be > 1, got {omega!r}")
+    return g * E / (2 * sigma**2) * omega, omega
+
+
 def generic_group_eps_delta(epsilon: float, delta: float, group_size: int) -> tuple[float, float]:
     """Generic group privacy of (eps, delta)-DP: ``(g eps, g e^{(g-1) eps} delta)`` (Dwork-Roth; the paper writes
     ``g e^{g-1} delta`` for its normalisation)."""
