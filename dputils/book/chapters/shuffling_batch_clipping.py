@@ -372,7 +372,7 @@ def show_training_data(dat) -> None:
     glue("sh_train_test", dat["n_test"], display=False)
 
 
-def glue_values(**values) -> None:
+def glue_all(**values: Any) -> None:
     """Glue each of ``values`` under its name for the prose (``{glue:text}`name```), showing nothing."""
     for name, value in values.items():
         glue(name, value, display=False)
