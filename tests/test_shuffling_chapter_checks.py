@@ -255,3 +255,20 @@ def test_tcdp_as_printed_is_omega_times_the_true_parameter():
     assert rho_pr / rho == pytest.approx(omega, rel=1e-12)
     with pytest.raises(DPValueError):
         sh.tcdp_as_printed(2.0, 50, 4, 1.0)
+
+
+def test_strong_adversary_tradeoff_curves_lie_on_def52_and_on_the_bound():
+    curves = sh.strong_adversary_tradeoff_curves(6000, 60, 2.0, 3, n_points=60)
+    assert list(curves) == ["bc_shuffle_g1", "bound_g1", "bc_shuffle_g4", "bound_g4", "subsample_g1"]
+    for g in (1, 4):
+        a, f = curves[f"bound_g{g}"]
+        assert np.allclose(f, _gauss_tradeoff(a, math.sqrt(3 * g) / 2.0), atol=1e-12)
+    law = sh.bc_shuffle_law(6000, 60, 4).compose(3)
+    for key, lw in (("bc_shuffle_g4", law), ("subsample_g1", sh.subsample_ic_g1_law(6000, 60, 3))):
+        al, be = curves[key]
+        assert np.all(np.diff(al) >= 0) and np.all(np.diff(be) <= 1e-12)  # sorted by alpha, decreasing
+        inner = (al > 1e-6) & (al < 1 - 1e-6)
+        # the parametric curve (in Lambda) against the root-solved f(alpha) of Def 5.2 at the same alpha
+        assert np.allclose(be[inner], sh.mixture_tradeoff(al[inner], lw, 2.0), atol=1e-9)
+    a1, f1 = curves["bc_shuffle_g1"]
+    assert np.allclose(f1, _gauss_tradeoff(a1, math.sqrt(3) / 2.0), atol=1e-9)  # g = 1: c^2 = E, exactly G

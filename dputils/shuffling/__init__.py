@@ -120,6 +120,7 @@ from .tradeoff import (  # noqa: F401  (_brentq, _invert_decreasing: the bounded
     mixture_tradeoff_two_ways,
     monte_carlo_mixture_delta,
     shuffle_g1_mu,
+    strong_adversary_tradeoff_curves,
     strong_adversary_tradeoffs,
     upper_bound_betas,
     upper_bound_envelope_gap,
@@ -198,4 +199,5 @@ __all__ = [
     "epsilon_against_batch_size",
     "clipping_accuracy_gap",
     "tcdp_as_printed",
+    "strong_adversary_tradeoff_curves",
 ]

@@ -544,3 +544,24 @@ def strong_adversary_tradeoffs(
         "bc_shuffle": mixture_tradeoff(a, law_bc, sigma),
         "bc_shuffle_bound": gaussian_tradeoff(a, bc_shuffle_mu(sigma, epochs, group_size)),
     }
+
+
+def strong_adversary_tradeoff_curves(
+    dataset_size: int, batch_size: int, sigma: float, epochs: int, n_points: int = 400, group_sizes=(1, 4)
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The trade-off curves (alpha, f(alpha)) after ``epochs`` epochs under the strong adversary, for a figure.
+
+    For each g of ``group_sizes``: ``bc_shuffle_g{g}``, the exact mixture of batch clipping with shuffling
+    (Def 5.2, parametric in Lambda, :func:`mixture_tradeoff_curve` with ``n_points``, under the occupancy law
+    composed over E epochs), then ``bound_g{g}``, its bound ``G_mu`` with ``mu = sqrt(gE)/sigma`` (Thm F.1) on
+    ``n_points`` equally spaced alpha in [0, 1]; last ``subsample_g1``, the exact mixture of subsampling with
+    g = 1 (Binomial law of c^2, Lemma E.2)."""
+    a = np.linspace(0, 1, check_positive_int("n_points", n_points))
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for g in group_sizes:
+        law = bc_shuffle_law(dataset_size, batch_size, g).compose(epochs)
+        out[f"bc_shuffle_g{g}"] = mixture_tradeoff_curve(law, sigma, n_points=n_points)
+        out[f"bound_g{g}"] = (a, gaussian_tradeoff(a, bc_shuffle_mu(sigma, epochs, g)))
+    law_ss = subsample_ic_g1_law(dataset_size, batch_size, epochs)
+    out["subsample_g1"] = mixture_tradeoff_curve(law_ss, sigma, n_points=n_points)
+    return out

@@ -78,18 +78,15 @@ def _log_ticks(ax, ticks, y: bool = False) -> None:
 
 
 def plot_tradeoff(dataset_size: int, batch_size: int, sigma: float, n_points: int, epochs: int = 10):
-    """Exact BC+SH mixtures (Def 5.2) and their bounds ``G_{sqrt(gE)/sigma}`` for g = 1 and 4, and subsampling
-    with g = 1 (strong adversary), after ``epochs`` epochs."""
+    """The curves of :func:`dputils.shuffling.strong_adversary_tradeoff_curves` (g = 1 and 4): exact BC+SH
+    mixtures (Def 5.2), their bounds ``G_{sqrt(gE)/sigma}`` and subsampling with g = 1, after ``epochs`` epochs."""
     fig, ax = plotting.new_figure()
-    a = np.linspace(0, 1, n_points)
+    curves = sh.strong_adversary_tradeoff_curves(dataset_size, batch_size, sigma, epochs, n_points, (1, 4))
     for g_ in (1, 4):
-        lawg = sh.bc_shuffle_law(dataset_size, batch_size, g_).compose(epochs)
-        ax.plot(*sh.mixture_tradeoff_curve(lawg, sigma, n_points=n_points), label=f"exact BC+SH, g={g_}")
-        mu = sh.bc_shuffle_mu(sigma, epochs, g_)
-        ax.plot(a, sh.gaussian_tradeoff(a, mu), "--", label=f"$G_{{\\sqrt{{gE}}/\\sigma}}$, g={g_}")
-    law_ss = sh.subsample_ic_g1_law(dataset_size, batch_size, epochs)
-    al, be = sh.mixture_tradeoff_curve(law_ss, sigma, n_points=n_points)
-    ax.plot(al, be, ":", label="subsampling g=1, strong adversary")
+        ax.plot(*curves[f"bc_shuffle_g{g_}"], label=f"exact BC+SH, g={g_}")
+        ax.plot(*curves[f"bound_g{g_}"], "--", label=f"$G_{{\\sqrt{{gE}}/\\sigma}}$, g={g_}")
+    ax.plot(*curves["subsample_g1"], ":", label="subsampling g=1, strong adversary")
+    a = np.linspace(0, 1, n_points)
     ax.plot(a, 1 - a, color="0.7", lw=1)
     ax.set(xlabel="type I error $\\alpha$", ylabel="type II error $f(\\alpha)$", title=f"E={epochs}, $\\sigma$={sigma}")
     ax.legend(loc="best", framealpha=1)
