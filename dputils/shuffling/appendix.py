@@ -13,8 +13,26 @@ import math
 import numpy as np
 
 from ..errors import DPValueError, check_positive, check_positive_int, check_probability
-from .laws import C2Law, _check_divisible, bc_shuffle_law, bc_shuffle_law_as_printed, ic_shuffle_law
-from .tradeoff import bc_shuffle_mu, gdp_epsilon, generic_group_mu, mixture_epsilon
+from .laws import (
+    C2Law,
+    _check_divisible,
+    bc_shuffle_law,
+    bc_shuffle_law_as_printed,
+    ic_shuffle_law,
+    subsample_ic_g1_law,
+    subsample_ic_law,
+)
+from .tradeoff import (
+    bc_shuffle_mu,
+    gdp_epsilon,
+    generic_group_mu,
+    lower_bound_delta,
+    lower_bound_epsilon,
+    lower_bound_tradeoff,
+    mixture_delta,
+    mixture_epsilon,
+    mixture_tradeoff,
+)
 
 
 def lemma_e2_as_printed(epochs: float) -> dict[str, float]:
@@ -167,3 +185,81 @@ def group_privacy_epsilons(
         eps(ic_shuffle_law(dataset_size, batch_size, g)) if individual else None,
         gdp_epsilon(delta, generic_group_mu(sigma, epochs, g)),
     )
+
+
+def subsampling_tails(dataset_size: int, batch_size: int, epochs: int) -> dict[str, float]:
+    """The tails of Lemmas E.2/E.3 on the exact law, for subsampling with g = 1 at (N, m, E).
+
+    ``c^2 ~ Binomial(n, m/N)`` with ``n = NE/m`` rounds (:func:`~dputils.shuffling.laws.subsample_ic_g1_law`).
+    Returns ``rounds`` (n) and, from :func:`subsampling_tail_probabilities` at the printed thresholds
+    ``(c^L)^2 = (1 + 1/sqrt(2E)) E`` and ``(c^U)^2 = (1 - 1/sqrt(2E)) E``: the exact ``P(c^2 > (c^L)^2)``
+    (``P_above_cL2``) and ``P(c^2 < (c^U)^2)`` (``P_below_cU2``), the paper's ``e^{-E}`` (``printed``) and the
+    correct Hoeffding bound ``exp(-2 t^2 / n)`` with ``t = E / sqrt(2E)`` (``hoeffding_correct``)."""
+    law = subsample_ic_g1_law(dataset_size, batch_size, epochs)
+    return {"rounds": law.pmf.size - 1, **subsampling_tail_probabilities(law, epochs)}
+
+
+def lemma_e2_deltas(
+    epsilon: float, sigma: float, epochs: int, dataset_size: int = 60000, batch_size: int = 256
+) -> dict[str, float]:
+    """δ at ``epsilon`` of subsampling with g = 1 (the notes' example N = 60000, m = 256 by default), three ways.
+
+    ``exact``: the exact mixture (Def 5.2, :func:`~dputils.shuffling.tradeoff.mixture_delta`) under the Binomial
+    law of c^2; ``claimed``: the lower-bound function of Def 5.4 with the parameters Lemma E.2 prints
+    (:func:`lemma_e2_as_printed`: ``(c^L)^2 = (1 + 1/sqrt(2E)) E``, ``l = e^{-E}``), which must not exceed the
+    exact δ if the lemma held; ``corrected``: Def 5.4 with ``(c^L)^2`` the smallest integer whose exact right
+    tail is at most ``e^{-E}`` and ``l`` that tail (:func:`subsampling_bounds_corrected`), returned as
+    ``cL2_corrected``."""
+    law = subsample_ic_g1_law(dataset_size, batch_size, epochs)
+    pr = lemma_e2_as_printed(epochs)
+    fix = subsampling_bounds_corrected(law, math.exp(-epochs))
+    return dict(
+        exact=mixture_delta(epsilon, law, sigma),
+        claimed=lower_bound_delta(epsilon, math.sqrt(pr["cL2"]), pr["l"], sigma),
+        corrected=lower_bound_delta(epsilon, math.sqrt(fix["cL2"]), fix["l"], sigma),
+        cL2_corrected=fix["cL2"],
+    )
+
+
+def lemma_e2_tradeoff_excess(
+    alpha, sigma: float, epochs: int, dataset_size: int = 60000, batch_size: int = 256
+) -> np.ndarray:
+    """The lower-bound function Lemma E.2 claims minus the exact trade-off function, at each of ``alpha``.
+
+    Claimed: Def 5.4's ``G_{c^L/sigma}(min{1, alpha + l})`` (:func:`~dputils.shuffling.tradeoff.lower_bound_tradeoff`)
+    with the printed ``(c^L)^2 = (1 + 1/sqrt(2E)) E`` and ``l = e^{-E}``; exact: Def 5.2 under the Binomial law
+    of c^2 (subsampling, g = 1). A valid lower bound makes every entry <= 0; a positive entry is a violation."""
+    pr = lemma_e2_as_printed(epochs)
+    law = subsample_ic_g1_law(dataset_size, batch_size, epochs)
+    a = np.asarray(alpha, dtype=float)
+    return lower_bound_tradeoff(a, math.sqrt(pr["cL2"]), pr["l"], sigma) - mixture_tradeoff(a, law, sigma)
+
+
+def lemma_e4_against_exact(
+    dataset_size: int,
+    batch_size: int,
+    group_size: int,
+    epochs: int,
+    gamma: float = 1.0,
+    sigma: float = 2.0,
+    delta: float = 1e-5,
+) -> dict[str, float]:
+    """Lemma E.4 (individual clipping, subsampling, a group of g) against the exact law of ``c^2 = sum_r K_r^2``
+    (``K_r`` hypergeometric, :func:`~dputils.shuffling.laws.subsample_ic_law`).
+
+    Returns ``mean_c2`` (the exact E[c^2]), the lemma's ``cL2 = beta min(m, g) g E`` and ``l = e^{-gamma g E}``
+    (:func:`lemma_e4_as_printed`), the exact tail ``P(c^2 > (c^L)^2)`` (``exact_tail``, at most ``l`` when the
+    lemma holds), the ε at ``delta`` of Def 5.4 with these parameters (``eps_lemma``; infinite where
+    ``l >= delta``: an additive tail certifies nothing below it) and the exact mixture's ε (``eps_exact``,
+    the upper end of :func:`~dputils.shuffling.tradeoff.mixture_epsilon`'s bracket)."""
+    law = subsample_ic_law(dataset_size, batch_size, group_size, epochs)
+    e4 = lemma_e4_as_printed(dataset_size, batch_size, group_size, epochs, gamma=gamma)
+    eps_e4 = lower_bound_epsilon(delta, math.sqrt(e4["cL2"]), e4["l"], sigma) if e4["l"] < delta else math.inf
+    return {
+        "mean_c2": law.mean,
+        "cL2": e4["cL2"],
+        "l": e4["l"],
+        "exact_tail": law.sf(e4["cL2"]),
+        "eps_lemma": eps_e4,
+        "eps_exact": mixture_epsilon(delta, law, sigma)[1],
+    }

@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Iterable
 
 import numpy as np
-from scipy import special
+from scipy import integrate, special, stats
 
 from ..accountants import PLDAccountant, RDPAccountant
 from ..accountants import rdp as _rdp
@@ -55,6 +55,21 @@ def gdp_to_tcdp(mu: float, omega: float) -> tuple[float, float]:
     if omega <= 1:
         raise DPValueError(f"omega must be > 1, got {omega!r}")
     return gdp_to_zcdp(mu), omega
+
+
+def tcdp_as_printed(sigma: float, epochs: int, group_size: int, omega: float) -> tuple[float, float]:
+    """The tCDP pair Thm F.1 prints for ``G_{sqrt(gE)/sigma}``: ``(gE omega / (2 sigma^2), omega)``.
+
+    What holds is ``(rho, omega)`` with ``rho = gE/(2 sigma^2)`` (:func:`gdp_to_tcdp`, Section 2): the printed
+    parameter is omega times larger, so it bounds the Rényi divergence of order alpha only by
+    ``alpha omega rho``."""
+    sigma = check_positive("sigma", sigma)
+    E = check_positive_int("epochs", epochs)
+    g = check_positive_int("group_size", group_size)
+    omega = check_positive("omega", omega)
+    if omega <= 1:
+        raise DPValueError(f"omega must be > 1, got {omega!r}")
+    return g * E / (2 * sigma**2) * omega, omega
 
 
 def generic_group_eps_delta(epsilon: float, delta: float, group_size: int) -> tuple[float, float]:
@@ -158,3 +173,38 @@ def strong_vs_standard_epsilons(
     cmp["RDP classic (orders 2–256)"] = rdp_epsilon(rdp, orders, delta)
     cmp["RDP modern (orders 2–256)"] = rdp_epsilon(rdp, orders, delta, "modern")
     return cmp, (r_pld.lower, r_pld.upper)
+
+
+def gaussian_renyi_by_quadrature(mu: float, order: float) -> float:
+    """``D_alpha(N(mu, 1) || N(0, 1)) = log(int p^alpha q^{1 - alpha}) / (alpha - 1)`` at ``alpha = order > 1``, by
+    adaptive quadrature (relative tolerance 1e-12) on ``[alpha mu - 12, alpha mu + 12]``, where the tilted mass
+    sits: the numerical check of the closed form ``alpha mu^2 / 2`` behind :func:`gdp_to_rdp` and
+    :func:`gdp_to_tcdp` (Section 2: ``G_mu`` is ``mu^2/2``-zCDP)."""
+    mu = check_nonnegative("mu", mu)
+    alpha = check_positive("order", order)
+    if alpha <= 1:
+        raise DPValueError(f"order must be > 1, got {order!r}")
+
+    def integrand(x):
+        return math.exp(alpha * stats.norm.logpdf(x, mu) + (1 - alpha) * stats.norm.logpdf(x))
+
+    lo_, hi_ = alpha * mu - 12, alpha * mu + 12
+    return math.log(integrate.quad(integrand, lo_, hi_, epsabs=0, epsrel=1e-12)[0]) / (alpha - 1)
+
+
+def epsilon_against_batch_size(
+    dataset_size: int, batch_sizes: Iterable[int], sigma: float, epochs: int, delta: float
+) -> tuple[list[float], list[float]]:
+    """ε at ``delta`` of E epochs against the batch size, under the strong adversary and in the standard model.
+
+    For each batch size b: the strong adversary's exact mixture (Def 5.2) of subsampling with g = 1
+    (``c^2 ~ Binomial(EN/b, b/N)``, Lemma E.2's law), and the standard model's Bu-Dong-Long-Su CLT for Poisson
+    sampling, ``mu = p sqrt(T (e^{1/sigma^2} Phi(1.5/sigma) + 3 Phi(-0.5/sigma) - 2))`` with ``p = b/N`` and
+    ``T = EN/b`` rounds (:func:`clt_mu_poisson`, an approximation, not a bound), both through eq. (7). Returns
+    the two lists (strong, standard)."""
+    batches = list(batch_sizes)
+    strong = [mixture_epsilon(delta, subsample_ic_g1_law(dataset_size, b, epochs), sigma)[1] for b in batches]
+    standard = [
+        gdp_epsilon(delta, clt_mu_poisson(b / dataset_size, epochs * dataset_size // b, sigma)) for b in batches
+    ]
+    return strong, standard

@@ -399,3 +399,19 @@ def monte_carlo_c2_law(
             total += c2
     pmf = np.bincount(total).astype(float)
     return C2Law(pmf / n, f"Monte Carlo {sampler} (N={N}, s={s}, m={m}, g={g}, E={E}, n={n})")
+
+
+def law_deviation(simulated: C2Law, exact: C2Law, draws: int) -> tuple[np.ndarray, np.ndarray]:
+    """How far a simulated law of c^2 lies from an exact one, and the scale it should lie within.
+
+    Returns, for every value j of c^2 (both pmfs padded with zeros to the longer one), ``|p_j - q_j|`` between
+    the simulated frequencies ``p`` (e.g. :func:`monte_carlo_c2_law` from ``draws`` draws) and the exact law
+    ``q``, and the standard error ``sqrt(q_j (1 - q_j) / draws)`` of a frequency of ``draws`` independent draws
+    under ``q`` (Binomial). A correct simulation keeps each ``|p_j - q_j|`` within a few standard errors."""
+    if not isinstance(simulated, C2Law) or not isinstance(exact, C2Law):
+        raise DPValueError("simulated and exact must be C2Law objects")
+    n = check_positive_int("draws", draws)
+    size = max(simulated.pmf.size, exact.pmf.size)
+    p = np.pad(simulated.pmf, (0, size - simulated.pmf.size))
+    q = np.pad(exact.pmf, (0, size - exact.pmf.size))
+    return np.abs(p - q), np.sqrt(q * (1 - q) / n)

@@ -241,3 +241,14 @@ def clipping_sweep(
             )
         )
     return acc_np, rows
+
+
+def clipping_accuracy_gap(rows, sigma: float) -> float:
+    """The accuracy gap in percentage points, ``100 (acc_bc - acc_ic)``, between batch and individual clipping
+    (faithful noise) at noise multiplier ``sigma``, from the rows of :func:`clipping_sweep`; negative when batch
+    clipping trails. Raises :class:`~dputils.errors.DPValueError` when ``sigma`` was not swept."""
+    by_sigma = {r["sigma"]: r for r in rows}
+    if sigma not in by_sigma:
+        raise DPValueError(f"sigma = {sigma!r} is not among the swept {sorted(by_sigma)}")
+    r = by_sigma[sigma]
+    return 100 * (r["acc_bc"] - r["acc_ic"])

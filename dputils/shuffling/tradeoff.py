@@ -34,7 +34,7 @@ from ..errors import (
     check_positive_int,
     check_probability,
 )
-from .laws import C2Law
+from .laws import C2Law, bc_shuffle_law, subsample_ic_g1_law
 
 #: Relative width of the epsilon brackets of :func:`mixture_epsilon` and :func:`lower_bound_epsilon`.
 _EPS_REL_TOL = 1e-12
@@ -465,3 +465,103 @@ def monte_carlo_mixture_delta(epsilons, law: C2Law, sigma: float, draws: int, rn
         est.append(v.mean())
         se.append(v.std() / math.sqrt(draws))
     return np.asarray(est), np.asarray(se)
+
+
+# ---------------------------------------------------------------------------------------------
+# Independent checks of the closed forms (the chapter's validation section)
+# ---------------------------------------------------------------------------------------------
+
+
+def gdp_delta_three_ways(mus, epsilons, alphas=None, min_delta: float = 1e-8) -> list[tuple[float, float, float]]:
+    """The privacy profile of ``G_mu`` three ways, for every pair of ``mus`` and ``epsilons``.
+
+    For a trade-off function f the tightest delta at eps is ``sup_alpha [1 - f(alpha) - e^eps alpha]`` (DRS
+    Prop 2.12). For ``f = G_mu`` the slope ``G_mu'(alpha) = -e^eps`` holds at ``alpha* = Phi(-eps/mu - mu/2)``,
+    where the supremum is attained, and its value is eq. (7), ``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``.
+    Returns ``(delta_eq7, grid_sup, at_star)`` per pair (mu outer, eps inner): eq. (7) (:func:`gdp_delta`), the
+    supremum over the grid ``alphas`` (default 4000 log-spaced points on [1e-12, 1e-2] and 4000 linear on
+    [1e-2, 1]) and ``1 - G_mu(alpha*) - e^eps alpha*``. Pairs with ``delta_eq7 < min_delta`` are left out: there
+    ``1 - G_mu(alpha) - e^eps alpha`` cancels in floating point."""
+    if alphas is None:
+        alphas = np.concatenate([np.geomspace(1e-12, 1e-2, 4000), np.linspace(1e-2, 1, 4000)])
+    alphas = np.asarray(alphas, dtype=float)
+    if alphas.ndim != 1 or alphas.size == 0 or np.any((alphas < 0) | (alphas > 1)):
+        raise DPValueError("alphas must be a non-empty 1-d array of numbers in [0, 1]")
+    out = []
+    for mu in mus:
+        mu = check_positive("mu", mu)
+        for e in epsilons:
+            d7 = gdp_delta(e, mu)
+            if d7 < min_delta:
+                continue
+            grid_sup = np.max(1 - gaussian_tradeoff(alphas, mu) - math.exp(e) * alphas)
+            a_star = special.ndtr(-e / mu - mu / 2)
+            at_star = 1 - gaussian_tradeoff(a_star, mu) - math.exp(e) * a_star
+            out.append((d7, float(grid_sup), float(at_star)))
+    return out
+
+
+def mixture_tradeoff_two_ways(alphas, law: C2Law, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """Def 5.2 in closed form (:func:`mixture_tradeoff`) and Lemma B.1 by numerical minimization
+    (:func:`mixture_tradeoff_by_optimization`) at each of ``alphas``, for the labelled mixture
+    ``sum_c q(c) G_{c/sigma}`` of ``law`` (components ``c = sqrt(j)`` for each ``j`` with ``q(j) > 0``, c = 0
+    included). The closed form is the infimum of Lemma B.1, so it is at most the numerical value, which SLSQP
+    finds to about 1e-5. Returns the two arrays."""
+    sigma = check_positive("sigma", sigma)
+    a = np.atleast_1d(np.asarray(alphas, dtype=float))
+    j = law.support
+    weights, mus = law.pmf[j], np.sqrt(j) / sigma
+    closed = np.array([mixture_tradeoff(float(x), law, sigma) for x in a])
+    numerical = np.array([mixture_tradeoff_by_optimization(float(x), weights, mus) for x in a])
+    return closed, numerical
+
+
+def upper_bound_envelope_gap(alpha, c_u: float, u: float, sigma: float) -> float:
+    """The largest difference on the grid ``alpha`` between the closed form of Def 5.3
+    (:func:`upper_bound_tradeoff`, break points :func:`upper_bound_betas`) and the definition computed
+    numerically, the lower convex envelope of ``min{hat f^U, (hat f^U)^{-1}}``
+    (:func:`upper_bound_tradeoff_numerical`): of the order of the grid's spacing when the closed form is right."""
+    x = np.asarray(alpha, dtype=float)
+    env = upper_bound_tradeoff_numerical(x, c_u, u, sigma)
+    return float(np.max(np.abs(env - upper_bound_tradeoff(x, c_u, u, sigma))))
+
+
+def strong_adversary_tradeoffs(
+    alphas, dataset_size: int = 60000, batch_size: int = 250, sigma: float = 2.0, epochs: int = 10, group_size: int = 4
+) -> dict[str, np.ndarray]:
+    """Four trade-off functions f(alpha) of one setting under the strong adversary (the paper's Table 1 rows at
+    the defaults): ``shuffle_g1`` is ``G_mu`` with ``mu = sqrt(E)/sigma`` (shuffling, g = 1, Lemma F.2);
+    ``subsample_g1`` the exact mixture (Def 5.2) of subsampling with g = 1 (Binomial law of c^2, Lemma E.2);
+    ``bc_shuffle`` the exact mixture of batch clipping with shuffling for a group of ``group_size`` (occupancy
+    law composed over E epochs); ``bc_shuffle_bound`` its bound ``G_mu`` with ``mu = sqrt(gE)/sigma``
+    (Thm F.1)."""
+    a = np.asarray(alphas, dtype=float)
+    law_ss = subsample_ic_g1_law(dataset_size, batch_size, epochs)
+    law_bc = bc_shuffle_law(dataset_size, batch_size, group_size).compose(epochs)
+    return {
+        "shuffle_g1": gaussian_tradeoff(a, shuffle_g1_mu(sigma, epochs)),
+        "subsample_g1": mixture_tradeoff(a, law_ss, sigma),
+        "bc_shuffle": mixture_tradeoff(a, law_bc, sigma),
+        "bc_shuffle_bound": gaussian_tradeoff(a, bc_shuffle_mu(sigma, epochs, group_size)),
+    }
+
+
+def strong_adversary_tradeoff_curves(
+    dataset_size: int, batch_size: int, sigma: float, epochs: int, n_points: int = 400, group_sizes=(1, 4)
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The trade-off curves (alpha, f(alpha)) after ``epochs`` epochs under the strong adversary, for a figure.
+
+    For each g of ``group_sizes``: ``bc_shuffle_g{g}``, the exact mixture of batch clipping with shuffling
+    (Def 5.2, parametric in Lambda, :func:`mixture_tradeoff_curve` with ``n_points``, under the occupancy law
+    composed over E epochs), then ``bound_g{g}``, its bound ``G_mu`` with ``mu = sqrt(gE)/sigma`` (Thm F.1) on
+    ``n_points`` equally spaced alpha in [0, 1]; last ``subsample_g1``, the exact mixture of subsampling with
+    g = 1 (Binomial law of c^2, Lemma E.2)."""
+    a = np.linspace(0, 1, check_positive_int("n_points", n_points))
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for g in group_sizes:
+        law = bc_shuffle_law(dataset_size, batch_size, g).compose(epochs)
+        out[f"bc_shuffle_g{g}"] = mixture_tradeoff_curve(law, sigma, n_points=n_points)
+        out[f"bound_g{g}"] = (a, gaussian_tradeoff(a, bc_shuffle_mu(sigma, epochs, g)))
+    law_ss = subsample_ic_g1_law(dataset_size, batch_size, epochs)
+    out["subsample_g1"] = mixture_tradeoff_curve(law_ss, sigma, n_points=n_points)
+    return out

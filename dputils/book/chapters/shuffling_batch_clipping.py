@@ -7,7 +7,6 @@ draws them with :mod:`dputils.book.plotting`'s conventions and records the targe
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import matplotlib.ticker
@@ -79,18 +78,15 @@ def _log_ticks(ax, ticks, y: bool = False) -> None:
 
 
 def plot_tradeoff(dataset_size: int, batch_size: int, sigma: float, n_points: int, epochs: int = 10):
-    """Exact BC+SH mixtures (Def 5.2) and their bounds ``G_{sqrt(gE)/sigma}`` for g = 1 and 4, and subsampling
-    with g = 1 (strong adversary), after ``epochs`` epochs."""
+    """The curves of :func:`dputils.shuffling.strong_adversary_tradeoff_curves` (g = 1 and 4): exact BC+SH
+    mixtures (Def 5.2), their bounds ``G_{sqrt(gE)/sigma}`` and subsampling with g = 1, after ``epochs`` epochs."""
     fig, ax = plotting.new_figure()
-    a = np.linspace(0, 1, n_points)
+    curves = sh.strong_adversary_tradeoff_curves(dataset_size, batch_size, sigma, epochs, n_points, (1, 4))
     for g_ in (1, 4):
-        lawg = sh.bc_shuffle_law(dataset_size, batch_size, g_).compose(epochs)
-        ax.plot(*sh.mixture_tradeoff_curve(lawg, sigma, n_points=n_points), label=f"exact BC+SH, g={g_}")
-        mu = sh.bc_shuffle_mu(sigma, epochs, g_)
-        ax.plot(a, sh.gaussian_tradeoff(a, mu), "--", label=f"$G_{{\\sqrt{{gE}}/\\sigma}}$, g={g_}")
-    law_ss = sh.subsample_ic_g1_law(dataset_size, batch_size, epochs)
-    al, be = sh.mixture_tradeoff_curve(law_ss, sigma, n_points=n_points)
-    ax.plot(al, be, ":", label="subsampling g=1, strong adversary")
+        ax.plot(*curves[f"bc_shuffle_g{g_}"], label=f"exact BC+SH, g={g_}")
+        ax.plot(*curves[f"bound_g{g_}"], "--", label=f"$G_{{\\sqrt{{gE}}/\\sigma}}$, g={g_}")
+    ax.plot(*curves["subsample_g1"], ":", label="subsampling g=1, strong adversary")
+    a = np.linspace(0, 1, n_points)
     ax.plot(a, 1 - a, color="0.7", lw=1)
     ax.set(xlabel="type I error $\\alpha$", ylabel="type II error $f(\\alpha)$", title=f"E={epochs}, $\\sigma$={sigma}")
     ax.legend(loc="best", framealpha=1)
@@ -228,34 +224,31 @@ def headline_rows(tg, cases: dict, delta: float = 1e-5) -> list[dict[str, Any]]:
 
 
 def def53_rows(cases, x_env) -> list[dict[str, Any]]:
-    """For each (c, σ, u) of ``cases``: the break points β0, β1 of Def. 5.3
+    """Rows of the Def. 5.3 table: for each (c, σ, u) of ``cases`` the break points β0, β1
     (:func:`dputils.shuffling.upper_bound_betas`) and the largest difference on ``x_env`` between the closed
-    form and the numerical lower convex envelope."""
+    form and the numerical lower convex envelope (:func:`dputils.shuffling.upper_bound_envelope_gap`)."""
     rows = []
     for c_, sg_, u_ in cases:
-        got = sh.upper_bound_betas(c_, u_, sg_)
-        env = sh.upper_bound_tradeoff_numerical(x_env, c_, u_, sg_)
-        gap = float(np.max(np.abs(env - sh.upper_bound_tradeoff(x_env, c_, u_, sg_))))
-        rows.append({"c": c_, "σ": sg_, "u": u_, "β0": got[0], "β1": got[1], "max |closed form − envelope|": gap})
+        b0, b1 = sh.upper_bound_betas(c_, u_, sg_)
+        gap = sh.upper_bound_envelope_gap(x_env, c_, u_, sg_)
+        rows.append({"c": c_, "σ": sg_, "u": u_, "β0": b0, "β1": b1, "max |closed form − envelope|": gap})
     return rows
 
 
 def hoeffding_tail_rows(settings) -> tuple[list[tuple], list[dict[str, Any]]]:
-    """For each (N, m, E): the exact tails of the Binomial law of c² (subsampling, g = 1) at the paper's
-    thresholds (:func:`dputils.shuffling.subsampling_tail_probabilities`), as tuples
-    ``(N, m, E, P(c² > (c^L)²), P(c² < (c^U)²), printed)`` and as the table's rows (with the rounds and the
-    correct Hoeffding bound)."""
+    """For each (N, m, E): :func:`dputils.shuffling.subsampling_tails` as tuples
+    ``(N, m, E, P(c² > (c^L)²), P(c² < (c^U)²), printed)`` (for the results file) and as the table's rows
+    (with the rounds and the correct Hoeffding bound)."""
     tail_rows, table_rows = [], []
     for N_, m_, E_ in settings:
-        law_ = sh.subsample_ic_g1_law(N_, m_, E_)
-        t = sh.subsampling_tail_probabilities(law_, E_)
+        t = sh.subsampling_tails(N_, m_, E_)
         tail_rows.append((N_, m_, E_, t["P_above_cL2"], t["P_below_cU2"], t["printed"]))
         table_rows.append(
             {
                 "N": N_,
                 "m": m_,
                 "E": E_,
-                "rounds n": law_.pmf.size - 1,
+                "rounds n": t["rounds"],
                 "P(c² > (c^L)²)": t["P_above_cL2"],
                 "P(c² < (c^U)²)": t["P_below_cU2"],
                 "paper's e^−E": t["printed"],
@@ -266,91 +259,82 @@ def hoeffding_tail_rows(settings) -> tuple[list[tuple], list[dict[str, Any]]]:
 
 
 def lemma_e2_rows(cases) -> list[dict[str, Any]]:
-    """For each (σ, E, ε) at N = 60000, m = 256 (subsampling, g = 1): the exact mixture δ (Def. 5.2), the δ of
-    the lower bound claimed by Lemma E.2 and of the corrected bound (the tail from the exact Binomial law at
-    level e^{-E}), and the corrected (c^L)²."""
-    out = []
-    for sg, E_, e_ in cases:
-        law_ = sh.subsample_ic_g1_law(60000, 256, E_)
-        pr_ = sh.lemma_e2_as_printed(E_)
-        fix = sh.subsampling_bounds_corrected(law_, math.exp(-E_))
-        out.append(
-            dict(
-                sigma=sg,
-                E=E_,
-                eps=e_,
-                exact=sh.mixture_delta(e_, law_, sg),
-                claimed=sh.lower_bound_delta(e_, math.sqrt(pr_["cL2"]), pr_["l"], sg),
-                corrected=sh.lower_bound_delta(e_, math.sqrt(fix["cL2"]), fix["l"], sg),
-                cL2_corrected=fix["cL2"],
-            )
-        )
-    return out
+    """For each (σ, E, ε): the setting and :func:`dputils.shuffling.lemma_e2_deltas` (N = 60000, m = 256): the
+    exact δ, the δ of the bound Lemma E.2 claims, the corrected bound's δ and its (c^L)²."""
+    return [dict(sigma=sg, E=E_, eps=e_) | sh.lemma_e2_deltas(e_, sg, E_) for sg, E_, e_ in cases]
+
+
+def lemma_e2_table(rows) -> None:
+    """The table of :func:`lemma_e2_rows`."""
+    show_table(
+        rows,
+        headers={
+            "sigma": "σ",
+            "eps": "ε",
+            "exact": "exact δ (Def. 5.2)",
+            "claimed": "claimed bound (Lemma E.2)",
+            "corrected": "corrected bound",
+            "cL2_corrected": "corrected (c^L)²",
+        },
+        caption="The claimed lower bound lies below the exact δ: it is violated",
+    )
+
+
+#: Column headers of :func:`lemma_e4_rows` for the keys of :func:`dputils.shuffling.lemma_e4_against_exact`.
+E4_HEADERS = {
+    "mean_c2": "E[c²]",
+    "cL2": "(cᴸ)²",
+    "l": "l = exp(−γgE)",
+    "exact_tail": "exact P(c² > (cᴸ)²)",
+    "eps_lemma": "ε of Lemma E.4, σ = 2",
+    "eps_exact": "exact ε, σ = 2",
+}
 
 
 def lemma_e4_rows(group_sizes, sigma: float = 2.0, delta: float = 1e-5) -> list[dict[str, Any]]:
-    """Lemma E.4 (individual clipping, subsampling, N = 60000, m = 256, E = 10, γ = 1) against the exact law of
-    c² (:func:`dputils.shuffling.subsample_ic_law`) for each g: E[c²], (c^L)², the tail l = e^{-γgE}, the
-    exact P(c² > (c^L)²), the lemma's ε (∞ where l ≥ δ) and the exact mixture ε."""
-    rows = []
-    for g_ in group_sizes:
-        law_e4 = sh.subsample_ic_law(60000, 256, g_, 10)
-        e4 = sh.lemma_e4_as_printed(60000, 256, g_, 10, gamma=1.0)
-        c_l = math.sqrt(e4["cL2"])
-        eps_e4 = sh.lower_bound_epsilon(delta, c_l, e4["l"], sigma) if e4["l"] < delta else math.inf
-        rows.append(
-            {
-                "g": g_,
-                "E[c²]": law_e4.mean,
-                "(cᴸ)²": e4["cL2"],
-                "l = exp(−γgE)": e4["l"],
-                "exact P(c² > (cᴸ)²)": law_e4.sf(e4["cL2"]),
-                "ε of Lemma E.4, σ = 2": eps_e4,
-                "exact ε, σ = 2": sh.mixture_epsilon(delta, law_e4, sigma)[1],
-            }
-        )
-    return rows
+    """Lemma E.4 against the exact law (:func:`dputils.shuffling.lemma_e4_against_exact`; N = 60000, m = 256,
+    E = 10, γ = 1), one row per g, with the headers :data:`E4_HEADERS`."""
+    return [
+        {"g": g_}
+        | {
+            E4_HEADERS[k]: v
+            for k, v in sh.lemma_e4_against_exact(60000, 256, g_, 10, gamma=1.0, sigma=sigma, delta=delta).items()
+        }
+        for g_ in group_sizes
+    ]
 
 
-def gaussian_renyi_quadrature(mu: float, alpha: float) -> float:
-    """D_α(N(μ, 1) ‖ N(0, 1)) = log(∫ p^α q^{1−α}) / (α − 1) by adaptive quadrature (relative tolerance 10⁻¹²)
-    on [αμ − 12, αμ + 12], where the tilted mass sits: a numerical check of the closed form αμ²/2."""
-    from scipy import integrate, stats
-
-    def integrand(x):
-        return math.exp(alpha * stats.norm.logpdf(x, mu) + (1 - alpha) * stats.norm.logpdf(x))
-
-    lo_, hi_ = alpha * mu - 12, alpha * mu + 12
-    return math.log(integrate.quad(integrand, lo_, hi_, epsabs=0, epsrel=1e-12)[0]) / (alpha - 1)
-
-
-def tradeoff_curves_e10(alphas) -> dict[str, np.ndarray]:
-    """f(α) at σ = 2, E = 10, N = 60000, s = m = 250 (the paper's Table 1 rows): G_μ with μ = √10/2
-    (shuffling, g = 1), the exact strong-adversary mixture of subsampling with g = 1, the exact BC+SH mixture
-    with g = 4, and G_μ with μ = √40/2 (its bound)."""
-    law_ss10 = sh.subsample_ic_g1_law(60000, 250, 10)
-    law_bc10 = sh.bc_shuffle_law(60000, 250, 4).compose(10)
-    return {
-        "G with μ = √10/2 (shuffling, g = 1)": sh.gaussian_tradeoff(alphas, math.sqrt(10) / 2),
-        "subsampling g = 1, strong adversary": sh.mixture_tradeoff(alphas, law_ss10, 2.0),
-        "BC+SH g = 4 exact": sh.mixture_tradeoff(alphas, law_bc10, 2.0),
-        "G with μ = √40/2": sh.gaussian_tradeoff(alphas, math.sqrt(40) / 2),
-    }
+#: Row labels of :func:`show_curves_table` for the keys of :func:`dputils.shuffling.strong_adversary_tradeoffs`.
+CURVE_LABELS = {
+    "shuffle_g1": "G with μ = √10/2 (shuffling, g = 1)",
+    "subsample_g1": "subsampling g = 1, strong adversary",
+    "bc_shuffle": "BC+SH g = 4 exact",
+    "bc_shuffle_bound": "G with μ = √40/2",
+}
 
 
 def show_curves_table(alphas, curves: dict) -> None:
-    """The table of :func:`tradeoff_curves_e10`: one row per curve, one column per α."""
+    """The table of :func:`dputils.shuffling.strong_adversary_tradeoffs` at its defaults (σ = 2, E = 10,
+    N = 60000, g = 4): one row per curve (labels :data:`CURVE_LABELS`), one column per α."""
     show_table(
-        [{"curve": k} | {f"α = {a:g}": v for a, v in zip(alphas, got)} for k, got in curves.items()],
+        [{"curve": CURVE_LABELS[k]} | {f"α = {a:g}": v for a, v in zip(alphas, got)} for k, got in curves.items()],
         caption="Trade-off curves f(α), σ = 2, E = 10, N = 60000",
         digits=5,
     )
 
 
 def show_occupancy_table(mc, ex, pr, n: int, s: int, g: int, draws: int) -> None:
-    """Rounds hit per epoch (BC+SH): the simulated frequencies, the exact occupancy law and Theorem F.1's q_j."""
+    """Rounds hit per epoch (BC+SH): the simulated frequencies, the exact occupancy law and Theorem F.1's q_j
+    (three :class:`dputils.shuffling.C2Law`; a value beyond a law's support has probability 0)."""
+
+    def p(law, j):
+        return float(law.pmf[j]) if j < law.pmf.size else 0.0
+
     show_table(
-        [{"j": j, "Monte Carlo": mc[j], "exact occupancy": ex[j], "Theorem F.1 q_j": pr[j]} for j in range(1, g + 1)],
+        [
+            {"j": j, "Monte Carlo": p(mc, j), "exact occupancy": p(ex, j), "Theorem F.1 q_j": p(pr, j)}
+            for j in range(1, g + 1)
+        ],
         caption=f"Rounds hit per epoch, BC+SH, N = {n}, s = {s}, g = {g} ({draws:,} simulated permutations)",
         digits=6,
     )
@@ -364,38 +348,12 @@ def record_training(tg, ids, train_rows, dat) -> None:
 
     data_name = dat["name"]
     tg.record(t_paper, fmt={"data": data_name if dat["real"] else "synthetic data"})
-    by_sigma = {r_["sigma"]: r_ for r_ in train_rows}
-    gap9 = 100 * (by_sigma[2.0]["acc_bc"] - by_sigma[2.0]["acc_ic"]) if 2.0 in by_sigma else float("nan")
+    ran = 2.0 in {r_["sigma"] for r_ in train_rows}
+    gap9 = sh.clipping_accuracy_gap(train_rows, 2.0) if ran else float("nan")
     glue("sh_gap_sigma2", gap9, display=False)
     tg.record(
-        t_parity,
-        gap9,
-        ran=2.0 in by_sigma,
-        not_run_reason="σ = 2 is not in train_sigmas (smoke profile)",
-        fmt={"data": data_name},
+        t_parity, gap9, ran=ran, not_run_reason="σ = 2 is not in train_sigmas (smoke profile)", fmt={"data": data_name}
     )
-
-
-def eq7_points(mus, epsilons, alphas=None) -> list[tuple[float, float, float]]:
-    """For each μ and ε where the δ of eq. (7), Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2), is at least 10⁻⁸ (below,
-    1 − G_μ(α) − e^ε α cancels): ``(δ, grid_sup, at_star)`` with grid_sup the largest 1 − G_μ(α) − e^ε α over
-    ``alphas`` (default 4000 log-spaced points on [10⁻¹², 10⁻²] and 4000 linear on [10⁻², 1]) and at_star its
-    value at α* = Φ(−ε/μ − μ/2), where G_μ'(α) = −e^ε."""
-    from scipy import special
-
-    if alphas is None:
-        alphas = np.concatenate([np.geomspace(1e-12, 1e-2, 4000), np.linspace(1e-2, 1, 4000)])
-    out = []
-    for mu in mus:
-        for e in epsilons:
-            d7 = sh.gdp_delta(e, mu)
-            if d7 < 1e-8:
-                continue
-            grid_sup = np.max(1 - sh.gaussian_tradeoff(alphas, mu) - math.exp(e) * alphas)
-            a_star = special.ndtr(-e / mu - mu / 2)
-            at_star = 1 - sh.gaussian_tradeoff(a_star, mu) - math.exp(e) * a_star
-            out.append((d7, grid_sup, at_star))
-    return out
 
 
 def show_training_data(dat) -> None:
@@ -409,3 +367,9 @@ def show_training_data(dat) -> None:
     print(f"data: {dat['label']}\n{dat['X'].shape[1]} features, {n_classes} classes")
     glue("sh_train_n", dat["n_train"], display=False)
     glue("sh_train_test", dat["n_test"], display=False)
+
+
+def glue_all(**values: Any) -> None:
+    """Glue each of ``values`` under its name for the prose (``{glue:text}`name```), showing nothing."""
+    for name, value in values.items():
+        glue(name, value, display=False)
