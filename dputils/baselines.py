@@ -2,24 +2,29 @@
 
 * :func:`clt_mu`: the central-limit mu of Bu et al. for Poisson-subsampled Gaussian steps, an
   **approximation** (asymptotic), not a bound.
-* :func:`rdp_epsilon`: the Rényi-DP upper bound from :class:`dputils.accountants.rdp.RDPAccountant`
-  with the modern conversion and the order refined continuously (never looser than a grid).
+* :func:`subsampled_gaussian_rdp_epsilon`: the Rényi-DP upper bound from
+  :class:`dputils.accountants.rdp.RDPAccountant` with the modern conversion and the order refined
+  continuously (never looser than a grid). Its former name ``rdp_epsilon`` clashed with
+  :func:`dputils.shuffling.conversions.rdp_epsilon` (an RDP curve to epsilon); it still works and warns.
 * :func:`comparison_row`: one row of the Edgeworth chapter's reproduction tables.
+
+The saddle-point expansions, asymptotics and work counts (``msd_order3``, ``msd_order3_epsilon``,
+``spa_work``, ``spa_gaussian_asymptotics``, ``spa_tilt_gain``) moved to :mod:`dputils.accountants.spa` and
+``edgeworth_work`` to :mod:`dputils.accountants.edgeworth`; their names here still work and warn.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import time
+import warnings
 from typing import Any
 
-from . import cumulants
-from .accountants import spa
 from .accountants.edgeworth import EdgeworthAccountant
 from .accountants.pld import PLDAccountant
 from .accountants.rdp import RDPAccountant
-from .accountants.spa import SaddlePointAccountant, saddle_point
-from .cumulants import composed_cgf_derivatives
+from .accountants.spa import SaddlePointAccountant
 from .curves import gdp_epsilon
 from .errors import DPValueError, check_delta, check_positive, check_positive_int, check_probability
 from .mechanisms import (
@@ -31,21 +36,36 @@ from .mechanisms import (
 )
 from .truth import composition_epsilon
 
+# former names: the functions that moved to the accountants, and rdp_epsilon (renamed: it clashed with
+# dputils.shuffling.conversions.rdp_epsilon); module, new name
+_MOVED = {
+    "rdp_epsilon": ("dputils.baselines", "subsampled_gaussian_rdp_epsilon"),
+    "msd_order3": ("dputils.accountants.spa", "msd_order3"),
+    "msd_order3_epsilon": ("dputils.accountants.spa", "msd_order3_epsilon"),
+    "spa_work": ("dputils.accountants.spa", "spa_work"),
+    "spa_gaussian_asymptotics": ("dputils.accountants.spa", "spa_gaussian_asymptotics"),
+    "spa_tilt_gain": ("dputils.accountants.spa", "spa_tilt_gain"),
+    "edgeworth_work": ("dputils.accountants.edgeworth", "edgeworth_work"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        module, new = _MOVED[name]
+        warnings.warn(f"dputils.baselines.{name} is deprecated; use {module}.{new}", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(module), new)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "clt_mu",
-    "rdp_epsilon",
+    "subsampled_gaussian_rdp_epsilon",
     "comparison_row",
     "eeai_contains_truth",
     "prv_epsilon",
     "dp_accounting_pld_epsilon",
-    "edgeworth_work",
     "spa_against_rows",
-    "msd_order3",
-    "msd_order3_epsilon",
-    "spa_work",
     "prv_delta",
-    "spa_gaussian_asymptotics",
-    "spa_tilt_gain",
     "pld_comparison_row",
 ]
 
@@ -62,7 +82,7 @@ def clt_mu(sigma: float, p: float, m: int) -> float:
     return p * math.sqrt(m * math.expm1(1.0 / sigma**2))
 
 
-def rdp_epsilon(sigma: float, p: float, m: int, delta: float) -> float:
+def subsampled_gaussian_rdp_epsilon(sigma: float, p: float, m: int, delta: float) -> float:
     """RDP upper bound on epsilon for m Poisson-subsampled Gaussian steps (``p = 1``: the plain Gaussian).
 
     Modern conversion (Balle et al. 2020, Thm 21) minimised over the default order grid and then over a
@@ -109,7 +129,7 @@ def comparison_row(
         row["gdp_mu"] = clt_mu(sigma / mechanism.sensitivity, p, m)
         row["gdp"] = gdp_epsilon(delta, row["gdp_mu"])
         if rdp:
-            row["rdp"] = rdp_epsilon(sigma / mechanism.sensitivity, p, m, delta)
+            row["rdp"] = subsampled_gaussian_rdp_epsilon(sigma / mechanism.sensitivity, p, m, delta)
     return row
 
 
@@ -183,25 +203,6 @@ def dp_accounting_pld_epsilon(
     return float(pl.self_compose(check_positive_int("m", m), **compose).get_epsilon_for_delta(check_delta(delta)))
 
 
-def edgeworth_work(mechanism: Mechanism, m: int, delta: float, *, eeai: bool = False) -> tuple[float, int]:
-    """Cost of one Edgeworth epsilon(delta) from a cold cache: ``(seconds, one-step moment evaluations)``.
-
-    The AEA (Wang et al., Def. 4.1) needs the one-step cumulants once per distinct mechanism, so the count of
-    moment evaluations (:func:`dputils.cumulants.evaluation_count`) does not depend on m; ``eeai=True`` also
-    computes the certified interval (Def. 4.2), whose bracket search adds a few evaluations. The seconds are
-    wall-clock time (machine-dependent); the count is deterministic.
-    """
-
-    cumulants.clear_cache()
-    t0 = time.perf_counter()
-    acc = EdgeworthAccountant().compose(mechanism, check_positive_int("m", m))
-    if eeai:
-        acc.get_epsilon(delta)
-    else:
-        max(acc.epsilon_direction(delta, d) for d in acc.directions)
-    return time.perf_counter() - t0, cumulants.evaluation_count()
-
-
 def spa_against_rows(mechanism_of_m, rows: list[dict[str, Any]], delta: float) -> list[dict[str, Any]]:
     """The saddle-point accountant next to the order-2 Edgeworth estimate of :func:`comparison_row` rows.
 
@@ -210,8 +211,6 @@ def spa_against_rows(mechanism_of_m, rows: list[dict[str, Any]], delta: float) -
     bracket, and both estimates' errors against the truth. The accountant's degraded-regime warnings are
     silenced here (the rows report the errors instead).
     """
-    import warnings
-
     out = []
     for r in rows:
         with warnings.catch_warnings():
@@ -231,83 +230,6 @@ def spa_against_rows(mechanism_of_m, rows: list[dict[str, Any]], delta: float) -
             }
         )
     return out
-
-
-def msd_order3(ledger, t: float) -> tuple[float, float]:
-    r"""``(epsilon, log delta)`` of the order-3 steepest-descent expansion of the SPA at tilt ``t``.
-
-    With :math:`F(z) = K(z) - \varepsilon z - \log z - \log(1+z)` (Alghamdi et al., eq. 48-49) and the
-    saddle-point equation :math:`K'(t) = \varepsilon + 1/t + 1/(1+t)` (eq. 6, 50) giving ε of ``t``, the
-    expansion is SP-MSD0 (eq. 60), :math:`e^{F(t)}/\sqrt{2\pi F''(t)}`, times :math:`1 + \beta_2 + \beta_3`
-    with :math:`\beta_2 = F^{(4)}/(8F''^2)` and :math:`\beta_3 = -(F^{(6)} + 10F'''^2)/(48F''^3)`: the
-    :math:`k = 3` expansion of the ICML version ("The Saddle-Point Method in Differential Privacy").
-    ``log delta`` is ``-inf`` where the factor is not positive (the expansion has broken down).
-    """
-
-    d, _ = composed_cgf_derivatives(ledger, t, 6)
-    eps = float(d[1]) - 1 / t - 1 / (1 + t)
-    F = {k: float(d[k]) + (-1) ** k * math.factorial(k - 1) * (t**-k + (1 + t) ** -k) for k in (2, 3, 4, 6)}
-    factor = 1 + F[4] / (8 * F[2] ** 2) - (F[6] + 10 * F[3] ** 2) / (48 * F[2] ** 3)
-    log_msd0 = float(d[0]) - t * eps - math.log(t) - math.log1p(t) - 0.5 * math.log(2 * math.pi * F[2])
-    return eps, (log_msd0 + math.log(factor) if factor > 0 else -math.inf)
-
-
-def msd_order3_epsilon(ledger, delta: float, t_start: float) -> float:
-    """epsilon(delta) of the order-3 expansion (:func:`msd_order3`) along the saddle-point path.
-
-    Solves ``log delta(t) = log delta`` by Brent's method in ``u = log t``, widening a bracket around
-    ``t_start`` (e.g. the SP-CLT saddle point) by 0.05 on each side up to 40 times; returns NaN where no sign
-    change is found (the expansion does not reach delta there).
-    """
-    from scipy import optimize
-
-    target = math.log(check_delta(delta))
-
-    def h(u):
-        return msd_order3(ledger, math.exp(u))[1] - target
-
-    u0 = math.log(check_positive("t_start", t_start))
-    lo, hi = u0 - 0.05, u0 + 0.05
-    for _ in range(40):
-        if h(lo) > 0 and h(hi) < 0:
-            return msd_order3(ledger, math.exp(optimize.brentq(h, lo, hi, xtol=1e-14, rtol=1e-15)))[0]
-        lo, hi = (lo - 0.05 if h(lo) <= 0 else lo), (hi + 0.05 if h(hi) >= 0 else hi)
-    return float("nan")
-
-
-def spa_work(pair, n: int, delta: float, repeats: int = 1) -> dict[str, Any]:
-    """Work and time of one saddle-point evaluation of n compositions of ``pair``, from a cold cache.
-
-    The composed CGF is ``n K(t)`` (Alghamdi et al., Section 5), so the cost is the number of one-step CGF
-    evaluations the root finders make (:func:`dputils.cumulants.evaluation_count`: distinct points, a
-    deterministic count). Returns ``n``, the counts and best-of-``repeats`` wall-clock milliseconds of
-    :func:`~dputils.accountants.spa.spa_delta` at ``eps`` (the SP-CLT epsilon(delta)) and of
-    :func:`~dputils.accountants.spa.spa_epsilon` at ``delta`` (best of ``max(1, repeats // 2)``).
-    """
-
-    def best_time(fn, reps):
-        out = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            cumulants.clear_cache()  # timed from a cold cache, the clearing included
-            fn()
-            out.append(time.perf_counter() - t0)
-        return min(out)
-
-    def evaluations(fn):
-        cumulants.clear_cache()
-        fn()
-        return cumulants.evaluation_count()
-
-    led = [(pair, check_positive_int("n", n))]
-    delta = check_delta(delta)
-    repeats = check_positive_int("repeats", repeats)
-    eps = spa.spa_epsilon(led, delta, "clt")[0]
-    nd = evaluations(lambda: spa.spa_delta(led, eps))
-    ne = evaluations(lambda: spa.spa_epsilon(led, delta, "clt"))
-    td = best_time(lambda: spa.spa_delta(led, eps), repeats)
-    te = best_time(lambda: spa.spa_epsilon(led, delta, "clt"), max(1, repeats // 2))
-    return dict(n=int(n), delta_evals=nd, delta_ms=1e3 * td, epsilon_evals=ne, epsilon_ms=1e3 * te, eps=eps)
 
 
 def prv_delta(
@@ -337,50 +259,6 @@ def prv_delta(
         delta_error=check_positive("delta_error", delta_error),
     )
     return [tuple(acc.compute_delta(float(e), m)) for e in epsilons]
-
-
-def spa_gaussian_asymptotics(r: float, n: int) -> dict[str, float]:
-    r"""Proposition 8 and Theorem 7 of Alghamdi et al. on the Gaussian loss (mechanism noise 1: L ~ N(1/2, 1)).
-
-    At :math:`\varepsilon_n = n\mu + r\sqrt n` (:math:`\mu = 1/2`, :math:`v = 1`) returns ``sqrt_n_t``
-    (:math:`\sqrt n\,\hat t_n`, the saddle point of :func:`dputils.accountants.spa.saddle_point`) and its
-    limit ``tau`` :math:`= (r + \sqrt{r^2 + 4v})/(2v)` (Prop. 8); ``err_sqrt_n``, the Theorem-5 bound
-    :math:`\mathrm{err}_{SP} = 1.12\,e^{K(t) - t\varepsilon}\,t^t(1+t)^{-(1+t)}\,P_t/K''(t)^{3/2}` (eq. 73) at
-    :math:`\hat t_n` times :math:`\sqrt n`, and its limit ``C_r`` :math:`= 1.12\,P\,v^{-3/2}e^{(1 - r\tau)/2}`
-    with :math:`P = 2\sqrt{2/\pi}\,v^{3/2}`, the third absolute central moment of a Gaussian (Thm. 7).
-    """
-
-    mu1, v1 = 0.5, 1.0
-    n = check_positive_int("n", n)
-    tau = (r + math.sqrt(r**2 + 4 * v1)) / (2 * v1)
-    led = [(GaussianMechanism(1.0).pair("remove"), n)]
-    eps_n = n * mu1 + r * math.sqrt(n)
-    t_n = saddle_point(led, eps_n)
-    d, P_t = composed_cgf_derivatives(led, t_n, 2)
-    log_err = (
-        math.log(1.12)
-        + d[0]
-        - t_n * eps_n
-        + t_n * math.log(t_n)
-        - (1 + t_n) * math.log1p(t_n)
-        + math.log(P_t)
-        - 1.5 * math.log(d[2])
-    )
-    P1 = 2 * math.sqrt(2 / math.pi) * v1**1.5
-    C_r = 1.12 * P1 * v1**-1.5 * math.exp((1 - r * tau) / 2)
-    return {"sqrt_n_t": math.sqrt(n) * t_n, "tau": tau, "err_sqrt_n": math.exp(log_err) * math.sqrt(n), "C_r": C_r}
-
-
-def spa_tilt_gain(limit_delta: float) -> float:
-    r"""The factor :math:`e^{(1 - r\tau)/2}` that the tilted Berry-Esseen bound gains over the untilted one.
-
-    Alghamdi et al., eq. 90: it depends only on the limiting :math:`\delta = Q(r/\sqrt v)`, through
-    :math:`r\tau = z(z + \sqrt{z^2 + 4})/2` with :math:`z = Q^{-1}(\delta)`.
-    """
-    from scipy import stats
-
-    z = stats.norm.isf(check_delta(limit_delta))
-    return math.exp((1 - z * (z + math.sqrt(z * z + 4)) / 2) / 2)
 
 
 def pld_comparison_row(mechanism: Mechanism, m: int, delta: float, discretization: float = 1e-3) -> dict[str, Any]:

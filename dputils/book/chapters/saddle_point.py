@@ -14,7 +14,7 @@ import numpy as np
 
 from ... import curves
 from ...accountants import spa
-from ...baselines import msd_order3_epsilon, prv_delta
+from ...baselines import prv_delta
 from ...truth import truth_delta, truth_epsilon
 from .. import plotting
 from ..scorecard import Targets
@@ -452,7 +452,7 @@ def record_delta_curve(tg: Targets, ids, ledger, curve, tr, rel, ma_t, gdp_t, mu
 def eps_table_rows(pair, rows, delta: float, sigma: float, q: float) -> list[dict[str, Any]]:
     """ε(δ) for n = the ``rows`` (indices) of the 32 values from 1500 to 4500 of the ICML figure: the authors'
     truth (:data:`AUTHORS`), SP-CLT with its bracket, SP-MSD0, SP-MSD1, the order-3 expansion
-    (:func:`dputils.baselines.msd_order3_epsilon`), the refined moments accountant, μ-GDP, the saddle point
+    (:func:`dputils.accountants.spa.msd_order3_epsilon`), the refined moments accountant, μ-GDP, the saddle point
     t̂, the degraded flag, and the relative errors of SP-CLT and SP-MSD0 against the authors' truth."""
     ns_all = [int(x) for x in np.linspace(1500, 4500, 32)]
     table = []
@@ -470,7 +470,7 @@ def eps_table_rows(pair, rows, delta: float, sigma: float, q: float) -> list[dic
                 upper=r["upper"],
                 msd0=r["msd0"],
                 msd1=r["msd1"],
-                k3=msd_order3_epsilon(led, delta, r["t"]),
+                k3=spa.msd_order3_epsilon(led, delta, r["t"]),
                 ma=spa.ma_epsilon(led, delta),
                 gdp=curves.gdp_epsilon(delta, mu_n),
                 t_hat=r["t"],
