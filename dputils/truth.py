@@ -46,13 +46,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy import optimize
+from scipy import integrate, optimize, stats
 from scipy.special import logsumexp
 
 from .accountants.spa import METHODS as SPA_METHODS
 from .accountants.spa import ess_sup, saddle_point, spa_epsilon, spa_epsilon_methods
 from .cumulants import composed_cgf_derivatives, pair_key, tilted_points
 from .errors import DPValueError, NumericalError, check_choice, check_delta, check_epsilon, check_positive_int
+from .mechanisms import SubsampledGaussianMechanism
 
 __all__ = [
     "subsampled_gaussian_loss_moments_mpmath",
@@ -66,6 +67,8 @@ __all__ = [
     "hockey_stick_mpmath",
     "subsampled_gaussian_logs_mpmath",
     "gaussian_pair_hockey_stick_mpmath",
+    "subsampled_gaussian_profile_check",
+    "subsampled_gaussian_erratum_means",
 ]
 
 
@@ -512,3 +515,48 @@ def gaussian_pair_hockey_stick_mpmath(
             return max(mp.npdf(x, mu_p, sigma_p) - mp.e**eps * mp.npdf(x, mu_q, sigma_q), 0)
 
         return float(mp.quad(f, [-mp.inf, *roots, mp.inf]))
+
+
+def subsampled_gaussian_profile_check(mechanism: Any, sigma: float, q: float, n_points: int):
+    r"""One step of the Poisson-subsampled Gaussian ``mechanism`` (noise ``sigma``, rate ``q``): its closed-form
+    privacy profile (``mechanism.pair(direction).delta``) against mpmath quadrature of the densities
+    (:func:`subsampled_gaussian_profile_mpmath`, 40 digits) at ``n_points`` values of epsilon per direction:
+    from -0.2 to 2 for remove, and to :math:`-0.9\log(1 - q)` for add, whose loss never exceeds
+    :math:`-\log(1 - q)` (beyond it :math:`\delta = 0`).
+
+    Returns the rows ``(direction, epsilon, closed form, mpmath)`` and the largest relative difference
+    :math:`|\delta - \delta_{mp}|/\delta_{mp}` over the points where the mpmath delta exceeds 1e-300."""
+    n_points = check_positive_int("n_points", n_points)
+    eps_check = {"remove": np.linspace(-0.2, 2.0, n_points), "add": np.linspace(-0.2, -0.9 * math.log1p(-q), n_points)}
+    worst_rel, rows = 0.0, []
+    for direction in ("remove", "add"):
+        for e in eps_check[direction]:
+            ref = subsampled_gaussian_profile_mpmath(sigma, q, direction, e, dps=40)
+            ours = float(mechanism.pair(direction).delta(e))
+            rel = abs(ours - ref) / ref if ref > 0 else abs(ours)
+            worst_rel = max(worst_rel, rel if ref > 1e-300 else 0.0)
+            rows.append((direction, e, ours, ref))
+    return rows, worst_rel
+
+
+def subsampled_gaussian_erratum_means(sigma: float = 0.8, q: float = 0.01) -> tuple[float, float]:
+    r""":math:`\mathbb{E}[e^{-Y}]`, with :math:`Y = \log(dQ/dP)(\zeta)` and :math:`P = N(0, s^2)`, for
+    :math:`\zeta` drawn from the law the book uses, :math:`Q = (1-p)N(0, s^2) + pN(1, s^2)` (the add pair of
+    the Poisson-subsampled Gaussian, Wang et al.'s pair (1)), and from the law Wang et al. print,
+    :math:`pN(0, s^2) + (1-p)N(1, s^2)`; ``s = sigma``, ``p = q``, by adaptive quadrature on [-40, 40].
+
+    Under Q the identity :math:`\mathbb{E}_Q[e^{-Y}] = \int dP = 1` holds, so the first mean is 1 up to the
+    quadrature error and the second is not: the check that the printed law is a typo."""
+    pair1 = SubsampledGaussianMechanism(sigma, q).pair("add")
+    s_, p_ = pair1.sigma, pair1.q
+    laws = (
+        lambda x: math.exp(pair1.log_q(x)),
+        lambda x: p_ * stats.norm.pdf(x, 0, s_) + (1 - p_) * stats.norm.pdf(x, 1, s_),
+    )
+    m_ok, m_typo = (
+        integrate.quad(lambda x: law(x) * math.exp(pair1.log_p(x) - pair1.log_q(x)), -40, 40, points=[0, 1], limit=200)[
+            0
+        ]
+        for law in laws
+    )
+    return m_ok, m_typo

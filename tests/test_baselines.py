@@ -6,7 +6,7 @@ import dp_accounting
 import numpy as np
 import pytest
 
-from dputils.baselines import clt_mu, rdp_epsilon
+from dputils.baselines import clt_mu, subsampled_gaussian_rdp_epsilon
 from dputils.errors import DPValueError
 from dputils.mechanisms import GaussianMechanism, SubsampledGaussianMechanism
 from dputils.numerics import log_diff_exp
@@ -20,14 +20,14 @@ def test_clt_mu_closed_form_and_refusals():
             clt_mu(**bad)
 
 
-def test_rdp_epsilon_is_at_most_dp_accountings_and_close_to_it():
+def test_subsampled_gaussian_rdp_epsilon_is_at_most_dp_accountings_and_close_to_it():
     orders = list(np.linspace(1.01, 8, 300)) + list(np.arange(8.5, 256.5, 0.5))
     for sigma, p, m in ((0.8, 0.01, 1000), (1.0, 0.05, 200), (1.5, 1.0, 30)):
         acc = dp_accounting.rdp.RdpAccountant(orders)
         ev = dp_accounting.GaussianDpEvent(sigma)
         acc.compose(dp_accounting.PoissonSampledDpEvent(p, ev) if p < 1 else ev, m)
         theirs = acc.get_epsilon(1e-5)
-        ours = rdp_epsilon(sigma, p, m, 1e-5)
+        ours = subsampled_gaussian_rdp_epsilon(sigma, p, m, 1e-5)
         assert ours <= theirs * (1 + 1e-9)
         assert ours == pytest.approx(theirs, rel=2e-3)
 
@@ -84,7 +84,7 @@ def test_dp_accounting_pld_epsilon_against_closed_forms():
 
 
 def test_edgeworth_work_is_flat_in_m():
-    from dputils.baselines import edgeworth_work
+    from dputils.accountants.edgeworth import edgeworth_work
 
     mech = SubsampledGaussianMechanism(0.8, 0.01)
     s1, n1 = edgeworth_work(mech, 1000, 0.1)
@@ -108,8 +108,7 @@ def test_spa_against_rows_brackets_the_truth():
 def test_msd_order3_epsilon_against_the_contour_integral_truth():
     # far from the phase transition (n = 4500, sigma 2, q 0.01, delta 1e-15) the order-3 expansion is accurate
     # to ~2e-8 relative (the ICML paper's Fig. 3); the truth is an unrelated algorithm (Bromwich inversion)
-    from dputils.accountants.spa import spa_epsilon
-    from dputils.baselines import msd_order3, msd_order3_epsilon
+    from dputils.accountants.spa import msd_order3, msd_order3_epsilon, spa_epsilon
     from dputils.truth import truth_epsilon
 
     led = [(SubsampledGaussianMechanism(2.0, 0.01).pair("remove"), 4500)]
@@ -123,7 +122,7 @@ def test_msd_order3_epsilon_against_the_contour_integral_truth():
 
 
 def test_spa_work_counts_do_not_grow_with_n():
-    from dputils.baselines import spa_work
+    from dputils.accountants.spa import spa_work
 
     pair = SubsampledGaussianMechanism(2.0, 0.01).pair("remove")
     rows = [spa_work(pair, n, 1e-5) for n in (1000, 10**7)]
@@ -145,7 +144,7 @@ def test_prv_delta_brackets_the_truth_where_delta_is_large():
 
 def test_spa_gaussian_asymptotics_approach_their_limits():
     # Prop. 8: sqrt(n) t_n -> tau; Thm. 7: err_SP sqrt(n) -> C_r (both at rate ~1/sqrt(n))
-    from dputils.baselines import spa_gaussian_asymptotics, spa_tilt_gain
+    from dputils.accountants.spa import spa_gaussian_asymptotics, spa_tilt_gain
 
     a = spa_gaussian_asymptotics(3.0, 10**6)
     assert a["tau"] == pytest.approx((3 + math.sqrt(13)) / 2, rel=1e-15)
@@ -187,3 +186,23 @@ def test_dp_accounting_event_epsilons_against_our_rdp_and_the_gdp_closed_form():
     assert exact - 1e-9 <= pld <= exact * 1.01
     with pytest.raises(DPValueError):
         dp_accounting_event_epsilons(m, 0, 1e-5, range(2, 65))
+
+
+def test_former_names_warn_and_point_at_the_moved_functions():
+    import dputils.baselines as bl
+    from dputils.accountants import edgeworth, spa
+
+    moved = {
+        "rdp_epsilon": subsampled_gaussian_rdp_epsilon,
+        "msd_order3": spa.msd_order3,
+        "msd_order3_epsilon": spa.msd_order3_epsilon,
+        "spa_work": spa.spa_work,
+        "spa_gaussian_asymptotics": spa.spa_gaussian_asymptotics,
+        "spa_tilt_gain": spa.spa_tilt_gain,
+        "edgeworth_work": edgeworth.edgeworth_work,
+    }
+    for old, new in moved.items():
+        with pytest.warns(DeprecationWarning, match=f"baselines.{old} is deprecated"):
+            assert getattr(bl, old) is new
+    with pytest.raises(AttributeError):
+        bl.no_such_name  # noqa: B018

@@ -43,17 +43,27 @@ only wide. MSD1 is reported as ``None`` when its factor is not positive.
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import optimize
+from scipy import optimize, stats
 from scipy.special import log_ndtr
 
-from ..cumulants import composed_cgf_derivatives, loss_sup, pair_key
-from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_epsilon
+from ..cumulants import clear_cache, composed_cgf_derivatives, evaluation_count, loss_sup, pair_key
+from ..errors import (
+    DPValueError,
+    NumericalError,
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_positive_int,
+)
+from ..mechanisms import GaussianMechanism
 from .base import Accountant, AccountingResult
 from .registry import COMMON_EVENTS, register
 
@@ -68,6 +78,11 @@ __all__ = [
     "ma_delta",
     "ma_epsilon",
     "spa_epsilon_methods",
+    "msd_order3",
+    "msd_order3_epsilon",
+    "spa_gaussian_asymptotics",
+    "spa_tilt_gain",
+    "spa_work",
 ]
 
 BE_CONSTANT = 0.56  # Shevtsova (2010): Berry-Esseen constant for non-identically distributed summands
@@ -494,6 +509,126 @@ def ma_epsilon(ledger: Ledger, delta: float, refined: bool = True) -> float:
     a, b = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
     res = optimize.minimize_scalar(f, bounds=(a, b), method="bounded", options={"xatol": 1e-10})
     return float(max(0.0, min(res.fun, vals[i])))
+
+
+# ------------------------------------------------------------------------------------------------
+# the order-3 expansion, the Gaussian asymptotics (Theorem 7, Prop. 8) and the work of one evaluation
+# ------------------------------------------------------------------------------------------------
+def msd_order3(ledger, t: float) -> tuple[float, float]:
+    r"""``(epsilon, log delta)`` of the order-3 steepest-descent expansion of the SPA at tilt ``t``.
+
+    With :math:`F(z) = K(z) - \varepsilon z - \log z - \log(1+z)` (Alghamdi et al., eq. 48-49) and the
+    saddle-point equation :math:`K'(t) = \varepsilon + 1/t + 1/(1+t)` (eq. 6, 50) giving ε of ``t``, the
+    expansion is SP-MSD0 (eq. 60), :math:`e^{F(t)}/\sqrt{2\pi F''(t)}`, times :math:`1 + \beta_2 + \beta_3`
+    with :math:`\beta_2 = F^{(4)}/(8F''^2)` and :math:`\beta_3 = -(F^{(6)} + 10F'''^2)/(48F''^3)`: the
+    :math:`k = 3` expansion of the ICML version ("The Saddle-Point Method in Differential Privacy").
+    ``log delta`` is ``-inf`` where the factor is not positive (the expansion has broken down).
+    """
+
+    d, _ = composed_cgf_derivatives(ledger, t, 6)
+    eps = float(d[1]) - 1 / t - 1 / (1 + t)
+    F = {k: float(d[k]) + (-1) ** k * math.factorial(k - 1) * (t**-k + (1 + t) ** -k) for k in (2, 3, 4, 6)}
+    factor = 1 + F[4] / (8 * F[2] ** 2) - (F[6] + 10 * F[3] ** 2) / (48 * F[2] ** 3)
+    log_msd0 = float(d[0]) - t * eps - math.log(t) - math.log1p(t) - 0.5 * math.log(2 * math.pi * F[2])
+    return eps, (log_msd0 + math.log(factor) if factor > 0 else -math.inf)
+
+
+def msd_order3_epsilon(ledger, delta: float, t_start: float) -> float:
+    """epsilon(delta) of the order-3 expansion (:func:`msd_order3`) along the saddle-point path.
+
+    Solves ``log delta(t) = log delta`` by Brent's method in ``u = log t``, widening a bracket around
+    ``t_start`` (e.g. the SP-CLT saddle point) by 0.05 on each side up to 40 times; returns NaN where no sign
+    change is found (the expansion does not reach delta there).
+    """
+    target = math.log(check_delta(delta))
+
+    def h(u):
+        return msd_order3(ledger, math.exp(u))[1] - target
+
+    u0 = math.log(check_positive("t_start", t_start))
+    lo, hi = u0 - 0.05, u0 + 0.05
+    for _ in range(40):
+        if h(lo) > 0 and h(hi) < 0:
+            return msd_order3(ledger, math.exp(optimize.brentq(h, lo, hi, xtol=1e-14, rtol=1e-15)))[0]
+        lo, hi = (lo - 0.05 if h(lo) <= 0 else lo), (hi + 0.05 if h(hi) >= 0 else hi)
+    return float("nan")
+
+
+def spa_gaussian_asymptotics(r: float, n: int) -> dict[str, float]:
+    r"""Proposition 8 and Theorem 7 of Alghamdi et al. on the Gaussian loss (mechanism noise 1: L ~ N(1/2, 1)).
+
+    At :math:`\varepsilon_n = n\mu + r\sqrt n` (:math:`\mu = 1/2`, :math:`v = 1`) returns ``sqrt_n_t``
+    (:math:`\sqrt n\,\hat t_n`, the saddle point of :func:`saddle_point`) and its
+    limit ``tau`` :math:`= (r + \sqrt{r^2 + 4v})/(2v)` (Prop. 8); ``err_sqrt_n``, the Theorem-5 bound
+    :math:`\mathrm{err}_{SP} = 1.12\,e^{K(t) - t\varepsilon}\,t^t(1+t)^{-(1+t)}\,P_t/K''(t)^{3/2}` (eq. 73) at
+    :math:`\hat t_n` times :math:`\sqrt n`, and its limit ``C_r`` :math:`= 1.12\,P\,v^{-3/2}e^{(1 - r\tau)/2}`
+    with :math:`P = 2\sqrt{2/\pi}\,v^{3/2}`, the third absolute central moment of a Gaussian (Thm. 7).
+    """
+
+    mu1, v1 = 0.5, 1.0
+    n = check_positive_int("n", n)
+    tau = (r + math.sqrt(r**2 + 4 * v1)) / (2 * v1)
+    led = [(GaussianMechanism(1.0).pair("remove"), n)]
+    eps_n = n * mu1 + r * math.sqrt(n)
+    t_n = saddle_point(led, eps_n)
+    d, P_t = composed_cgf_derivatives(led, t_n, 2)
+    log_err = (
+        math.log(1.12)
+        + d[0]
+        - t_n * eps_n
+        + t_n * math.log(t_n)
+        - (1 + t_n) * math.log1p(t_n)
+        + math.log(P_t)
+        - 1.5 * math.log(d[2])
+    )
+    P1 = 2 * math.sqrt(2 / math.pi) * v1**1.5
+    C_r = 1.12 * P1 * v1**-1.5 * math.exp((1 - r * tau) / 2)
+    return {"sqrt_n_t": math.sqrt(n) * t_n, "tau": tau, "err_sqrt_n": math.exp(log_err) * math.sqrt(n), "C_r": C_r}
+
+
+def spa_tilt_gain(limit_delta: float) -> float:
+    r"""The factor :math:`e^{(1 - r\tau)/2}` that the tilted Berry-Esseen bound gains over the untilted one.
+
+    Alghamdi et al., eq. 90: it depends only on the limiting :math:`\delta = Q(r/\sqrt v)`, through
+    :math:`r\tau = z(z + \sqrt{z^2 + 4})/2` with :math:`z = Q^{-1}(\delta)`.
+    """
+    z = stats.norm.isf(check_delta(limit_delta))
+    return math.exp((1 - z * (z + math.sqrt(z * z + 4)) / 2) / 2)
+
+
+def spa_work(pair, n: int, delta: float, repeats: int = 1) -> dict[str, Any]:
+    """Work and time of one saddle-point evaluation of n compositions of ``pair``, from a cold cache.
+
+    The composed CGF is ``n K(t)`` (Alghamdi et al., Section 5), so the cost is the number of one-step CGF
+    evaluations the root finders make (:func:`dputils.cumulants.evaluation_count`: distinct points, a
+    deterministic count). Returns ``n``, the counts and best-of-``repeats`` wall-clock milliseconds of
+    :func:`spa_delta` at ``eps`` (the SP-CLT epsilon(delta)) and of
+    :func:`spa_epsilon` at ``delta`` (best of ``max(1, repeats // 2)``).
+    """
+
+    def best_time(fn, reps):
+        out = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            clear_cache()  # timed from a cold cache, the clearing included
+            fn()
+            out.append(time.perf_counter() - t0)
+        return min(out)
+
+    def evaluations(fn):
+        clear_cache()
+        fn()
+        return evaluation_count()
+
+    led = [(pair, check_positive_int("n", n))]
+    delta = check_delta(delta)
+    repeats = check_positive_int("repeats", repeats)
+    eps = spa_epsilon(led, delta, "clt")[0]
+    nd = evaluations(lambda: spa_delta(led, eps))
+    ne = evaluations(lambda: spa_epsilon(led, delta, "clt"))
+    td = best_time(lambda: spa_delta(led, eps), repeats)
+    te = best_time(lambda: spa_epsilon(led, delta, "clt"), max(1, repeats // 2))
+    return dict(n=int(n), delta_evals=nd, delta_ms=1e3 * td, epsilon_evals=ne, epsilon_ms=1e3 * te, eps=eps)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -63,10 +63,14 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..accountants import PLDAccountant, registry
+from ..curves import gdp_epsilon
 from ..errors import DPValueError, NumericalError, check_delta, check_positive, check_positive_int
 from ..mechanisms import SubsampledGaussianMechanism
 from ..parallel import map_ordered
+from .results import repo_root
 
 __all__ = [
     "ACCOUNTANTS",
@@ -82,6 +86,15 @@ __all__ = [
     "write_csv",
     "read_csv",
     "TOLERANCES",
+    "VERDICTS",
+    "LABELS",
+    "verdict_summary",
+    "disjoint",
+    "farthest",
+    "failures",
+    "recompute",
+    "load_rows",
+    "gaussian_rows",
 ]
 
 #: The peers' methods of the atlas (not dputils accountants), after the registered ones.
@@ -119,6 +132,9 @@ _REF = ("ref_lower", "ref_upper", "ref_rel_width", "ref_h", "ref_points", "ref_n
 COLUMNS = _PARAMS + _REF + tuple(f"{a}_{f}" for a in ACCOUNTANTS for f in _FIELDS)
 
 VERDICTS = ("inside", "pessimistic", "optimistic", "failed", "no reference")
+
+#: The display name of each accountant of :data:`ACCOUNTANTS` in the summaries' tables.
+LABELS = dict(pld="PLD", rdp="RDP", gdp="GDP (CLT)", spa="SPA", edgeworth="Edgeworth", prv="PRV")
 
 
 def grid_points(
@@ -267,8 +283,6 @@ def atlas_point(
     does not exist). A refusal or failure of an accountant is recorded in ``A_error``, never raised; bad
     parameters of the point itself raise :class:`DPValueError`.
     """
-    import numpy as np
-
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         # overflow warnings of the methods' own arithmetic: each either answers or raises (recorded)
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -423,6 +437,141 @@ def read_csv(path: str | Path) -> list[dict[str, Any]]:
                     row[k] = float(v)
             rows.append(row)
     return rows
+
+
+# ------------------------------------------------------------------------------------------------
+# summaries of a table (the atlas chapter's tables and checks)
+# ------------------------------------------------------------------------------------------------
+def verdict_summary(rows, deltas, accountants) -> list[dict]:
+    """Per δ and accountant: the number of points of each verdict, the median and largest |r| (signed
+    relative error against the PLD bracket, 0 inside) and the median seconds per point."""
+    summary = []
+    for d in deltas:
+        at_d = [r for r in rows if r["delta"] == d]
+        for a in accountants:
+            err = [abs(r[f"{a}_relerr"]) for r in at_d if r[f"{a}_relerr"] != ""]
+            sec = [r[f"{a}_seconds"] for r in at_d if r[f"{a}_seconds"] != ""]
+            summary.append(
+                {
+                    "δ": d,
+                    "accountant": LABELS[a],
+                    **{v: sum(r[f"{a}_verdict"] == v for r in at_d) for v in VERDICTS},
+                    "median |r|": float(np.median(err)) if err else "",
+                    "max |r|": float(np.max(err)) if err else "",
+                    "median s": float(np.median(sec)) if sec else "",
+                }
+            )
+    return summary
+
+
+def disjoint(ref, a) -> list[dict]:
+    """The points of ``ref`` where accountant ``a``'s certified bracket misses the PLD bracket."""
+    out = []
+    for r in ref:
+        lo, hi = r[f"{a}_lower"], r[f"{a}_upper"]
+        if lo == "" or hi == "":
+            continue
+        if hi < r["ref_lower"] or lo > r["ref_upper"]:
+            out.append(r)
+    return out
+
+
+def farthest(ref, accountants) -> list[dict]:
+    """Per accountant and verdict (optimistic, pessimistic): how many points, and the farthest one."""
+    find = []
+    for a in accountants:
+        for v in ("optimistic", "pessimistic"):
+            sel = [r for r in ref if r[f"{a}_verdict"] == v]
+            if not sel:
+                continue
+            far = max(sel, key=lambda r: abs(r[f"{a}_relerr"]))
+            find.append(
+                {
+                    "accountant": LABELS[a],
+                    "verdict": v,
+                    "points": len(sel),
+                    "largest |r|": abs(far[f"{a}_relerr"]),
+                    "at σ": far["sigma"],
+                    "q": far["q"],
+                    "T": far["T"],
+                    "δ": far["delta"],
+                }
+            )
+    return find
+
+
+def failures(rows, accountants) -> list[dict]:
+    """Per accountant: the number of failed points and the kinds of error (all δ)."""
+    out = []
+    for a in accountants:
+        failed = [r for r in rows if r[f"{a}_verdict"] == "failed"]
+        kinds = sorted({r[f"{a}_error"].split(":")[0] for r in failed})
+        out.append({"accountant": LABELS[a], "failures": len(failed), "kinds": ", ".join(kinds) or "none"})
+    return out
+
+
+def recompute(rows, accountants, n: int, max_seconds: float, seed: int):
+    """Recompute ``n`` points drawn at random (``seed``) among those whose accountants took less than
+    ``max_seconds`` in all. Returns the points checked, the largest relative change of each accountant's ε,
+    and the problems found: an ε outside :data:`dputils.book.TOLERANCES`, a changed verdict, or a stored
+    failure that no longer fails with the same kind of error (empty when all agree)."""
+    cheap = [r for r in rows if sum(r[f"{a}_seconds"] or 0.0 for a in accountants) < max_seconds]
+    rng = np.random.default_rng(seed)
+    pick = rng.choice(len(cheap), size=min(n, len(cheap)), replace=False)
+    checked, worst, problems = [], {a: 0.0 for a in accountants}, []
+    for idx in sorted(pick):
+        old = cheap[idx]
+        new = atlas_point(old["sigma"], old["q"], old["T"], old["delta"])
+        for a in accountants:
+            e_old, e_new = old[f"{a}_eps"], new[f"{a}_eps"]
+            if e_old == "":
+                kind = old[f"{a}_error"].split(":")[0]
+                if not new[f"{a}_error"].startswith(kind):
+                    problems.append((a, "error", old, new))
+                continue
+            rel = abs(e_new - e_old) / max(abs(e_old), 1e-300)
+            worst[a] = max(worst[a], rel)
+            if rel > TOLERANCES[a]:
+                problems.append((a, "eps", e_old, e_new))
+            if new[f"{a}_verdict"] != old[f"{a}_verdict"]:
+                problems.append((a, "verdict", old, new))
+        checked.append({k: old[k] for k in ("sigma", "q", "T", "delta")})
+    return checked, worst, problems
+
+
+def load_rows(source: str, data_file: str, grid: str, sigmas, deltas) -> list[dict]:
+    """The atlas table: the committed CSV ``data_file`` (relative to the checkout) restricted to ``sigmas`` and
+    ``deltas`` (empty: all) for ``source == "file"``, or the grid ``grid`` computed here for ``"compute"``."""
+    if source == "file":
+        path = Path(data_file) if Path(data_file).is_absolute() else repo_root() / data_file
+        keep_s, keep_d = [float(s) for s in sigmas], [float(d) for d in deltas]
+        return [
+            r for r in read_csv(path) if (not keep_s or r["sigma"] in keep_s) and (not keep_d or r["delta"] in keep_d)
+        ]
+    if source == "compute":
+        return atlas_table(grid_points(grid, sigmas, deltas))
+    raise DPValueError(f"source must be 'file' or 'compute', got {source!r}")
+
+
+def gaussian_rows(sigmas, steps, delta: float) -> list[dict]:
+    """At q = 1, T steps of the Gaussian mechanism are exactly μ-GDP with μ = √T/σ: one row per (σ, T) with
+    the closed-form ε(δ) (:func:`dputils.curves.gdp_epsilon`) and the PLD bracket and grid width that
+    :func:`atlas_point` finds by the atlas's ladder."""
+    out = []
+    for s in sigmas:
+        for t in steps:
+            r = atlas_point(s, 1.0, int(t), delta, accountants=("pld",))
+            out.append(
+                {
+                    "σ": s,
+                    "T": int(t),
+                    "exact ε": gdp_epsilon(delta, math.sqrt(t) / s),
+                    "PLD lower": r["ref_lower"],
+                    "PLD upper": r["ref_upper"],
+                    "h": r["ref_h"],
+                }
+            )
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

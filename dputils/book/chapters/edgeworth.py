@@ -1,21 +1,18 @@
 """The Edgeworth chapter's tables, figures and target bookkeeping (book tooling).
 
-The numbers come from the library (:func:`dputils.baselines.comparison_row`, :mod:`dputils.truth`,
-:mod:`dputils.accountants.edgeworth`); this module only records, shows and draws them.
+The numbers come from the library (:func:`dputils.baselines.comparison_row`,
+:func:`dputils.baselines.schedule_comparison_rows`, :func:`dputils.baselines.prv_work_rows`,
+:mod:`dputils.truth`, :mod:`dputils.accountants.edgeworth`); this module only records, shows and draws them.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ... import baselines
-from ...curves import gdp_epsilon
-from ...mechanisms import SubsampledGaussianMechanism as SGM
 from .. import plotting
 from ..results import glue
 from ..scorecard import Targets
@@ -244,28 +241,6 @@ def add_pair_binds(rows) -> list[int]:
     return [r["m"] for r in rows if r["ew_per_direction"]["add"] > r["ew_per_direction"]["remove"]]
 
 
-SCHEDULES = {
-    "left": lambda m: 0.4 / math.sqrt(m),
-    "mid_a": lambda m: 1 / math.sqrt(m * math.log(m)),
-    "mid_b": lambda m: 1 / (math.sqrt(m) * math.log(m)),
-    "right": lambda m: 0.1 * math.log(m) / m,
-}
-
-
-def figure3_rows(ms, run_rdp: bool) -> dict[str, list[dict[str, Any]]]:
-    """The rows of Figure 3 (σ = 0.8, δ = 0.1, p = :data:`SCHEDULES` (m)): for ``left`` and ``mid_a``
-    :func:`dputils.baselines.comparison_row` at every m of ``ms``; for the degenerate readings ``mid_b`` and
-    ``right`` :func:`dputils.baselines.pld_comparison_row` (the book's PLD bracket, grid 10⁻³, as the truth,
-    the summed loss being nearly a lattice) at the m ≥ 1000."""
-    out = {
-        n: [baselines.comparison_row(SGM(0.8, SCHEDULES[n](m)), m, 0.1, rdp=run_rdp) for m in ms]
-        for n in ("left", "mid_a")
-    }
-    for n in ("mid_b", "right"):
-        out[n] = [baselines.pld_comparison_row(SGM(0.8, SCHEDULES[n](m)), m, 0.1) for m in ms if m >= 1000]
-    return out
-
-
 def show_figure3_tables(fig3, run_rdp: bool) -> None:
     """The tables of Figure 3: ε and the EEAI for ``left`` and ``mid_a``, and the degenerate readings."""
     for name in ("left", "mid_a"):
@@ -284,12 +259,12 @@ def show_figure3_tables(fig3, run_rdp: bool) -> None:
     )
 
 
-def record_figure3(tg: Targets, ids, fig3) -> None:
+def record_figure3(tg: Targets, ids, fig3, gdp_limit: float) -> None:
     """Record the targets of Figure 3 and glue the error trend of the left panel and the first m with a finite
     EW_UPP (``ew_err_trend``, ``ew_first_finite_upp``). ``ids``, in order: the left panel's truth at
     m = 10³..10⁶ (read off the id's ``m=``), the GDP limit, Δ_Y at m = 10⁴..10⁶ and EW_LOW, EW_UPP at 10⁵ and
     10⁶ (id's ``m=``), EW_UPP infinite up to m = 10⁴, the middle panel's truth and EW_EST at m = 10⁶, the
-    right panel all 0, and mid_b's largest PLD upper end."""
+    right panel all 0, and mid_b's largest PLD upper end. ``gdp_limit`` is the left panel's GDP limit."""
 
     lb, ma = fig3["left"], {r["m"]: r for r in fig3["mid_a"]}
     t6, t6_limit, t7, t7_vac, t9_truth, t9_ew, t9_right, t9_mid_b = (
@@ -308,7 +283,7 @@ def record_figure3(tg: Targets, ids, fig3) -> None:
 
     for tid in t6:
         record_at(tg, tid, lb, m_of(tid), "truth")
-    tg.record(t6_limit, gdp_epsilon(0.1, 0.4 * math.sqrt(math.expm1(1 / 0.8**2))))
+    tg.record(t6_limit, gdp_limit)
     for tid, key in zip(t7, ("Delta_Y",) * 3 + ("ew_low", "ew_upp") * 2):
         record_at(tg, tid, lb, m_of(tid), key)
     vac = [r for r in lb if r["m"] <= 10000]
@@ -345,17 +320,6 @@ def record_prv(tg: Targets, ids, prv9, truth9: float, eps_error: float) -> None:
         )
 
 
-def prv_work_rows(ms, eps_errors) -> list[dict[str, Any]]:
-    """The PRV accountant (σ = 0.8, p = 0.01, δ = 0.1) at every m of ``ms`` with ``eps_error`` 0.1, then at
-    m = 10⁴ with each of ``eps_errors`` (0.1 only where not already run): ε, grid points and seconds."""
-    rows = []
-    for m, ee in [(m, 0.1) for m in ms] + [(10000, e) for e in eps_errors if e != 0.1 or 10000 not in ms]:
-        t0 = time.perf_counter()
-        low, est, up, grid = baselines.prv_epsilon(0.8, 0.01, m, 0.1, ee)
-        rows.append({"m": m, "eps_error": ee, "PRV ε": est, "grid points": grid, "seconds": time.perf_counter() - t0})
-    return rows
-
-
 def record_work(tg: Targets, ids, evals, evals_eeai, prv_rows) -> None:
     """``ids`` = (AEA, PRV): the AEA's moment evaluations do not change with m (the EEAI adds at most 2), and the PRV grid grows
     strictly with m (at eps_error 0.1) and as eps_error shrinks (at m = 10⁴), each over at least two points."""
@@ -376,25 +340,3 @@ def record_work(tg: Targets, ids, evals, evals_eeai, prv_rows) -> None:
         condition=by_m == sorted(set(by_m)) and by_e == sorted(set(by_e)) and len(by_m) >= 2 and len(by_e) >= 2,
         ours=f"{by_m[0]:,} → {by_m[-1]:,} points",
     )
-
-
-def erratum_means() -> tuple[float, float]:
-    """E[e^{-Y}] for ζ drawn from the law the book uses, Q = (1-p)N(0, s²) + pN(1, s²), and from the law the
-    paper prints, pN(0, s²) + (1-p)N(1, s²), with Y = log dQ/dP(ζ) and P = N(0, s²), at Figure 2 (left)'s
-    s = 0.8, p = 0.01 (the paper's pair (1), our add pair), by quadrature on [-40, 40]. Under Q the identity
-    E_Q[e^{-Y}] = ∫ dP = 1 holds."""
-    from scipy import integrate, stats
-
-    pair1 = SGM(0.8, 0.01).pair("add")
-    s_, p_ = pair1.sigma, pair1.q
-    laws = (
-        lambda x: math.exp(pair1.log_q(x)),
-        lambda x: p_ * stats.norm.pdf(x, 0, s_) + (1 - p_) * stats.norm.pdf(x, 1, s_),
-    )
-    m_ok, m_typo = (
-        integrate.quad(lambda x: law(x) * math.exp(pair1.log_p(x) - pair1.log_q(x)), -40, 40, points=[0, 1], limit=200)[
-            0
-        ]
-        for law in laws
-    )
-    return m_ok, m_typo

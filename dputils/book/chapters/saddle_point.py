@@ -1,7 +1,8 @@
 """The saddle-point chapter's tables, figures and target bookkeeping (book tooling).
 
 The numbers come from the library (:mod:`dputils.accountants.spa`, :mod:`dputils.truth`,
-:mod:`dputils.baselines`); this module only records, shows and draws them.
+:mod:`dputils.baselines`: ``spa_delta_curves``, ``spa_truth_errors``, ``spa_epsilon_rows``,
+``spa_tiny_delta_rows``); this module only records, shows and draws them.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import numpy as np
 
 from ... import curves
 from ...accountants import spa
-from ...baselines import msd_order3_epsilon, prv_delta
-from ...truth import truth_delta, truth_epsilon
+from ...baselines import accurate_from, truth_epsilons_in_brackets
+from ...truth import truth_delta
 from .. import plotting
 from ..scorecard import Targets
 from ..tables import sci, show_table
@@ -33,6 +34,12 @@ AUTHORS = [
     2.8203892986, 2.8514636235,
 ]
 # fmt: on
+NS = [int(x) for x in np.linspace(1500, 4500, 32)]  # the n of those values
+
+
+def authors_points(rows) -> tuple[list[int], list[float]]:
+    """The n and the authors' truth (:data:`NS`, :data:`AUTHORS`) at the indices ``rows``."""
+    return [NS[i] for i in rows], [AUTHORS[i] for i in rows]
 
 
 def colors() -> dict[str, Any]:
@@ -246,12 +253,6 @@ def scan_tables(scan: Mapping[float, list], sigma: float, q: float) -> None:
         )
 
 
-def accurate_from(rows_d: Sequence[Mapping], level: float) -> float:
-    """Smallest epoch count from which SP-CLT stays within ``level`` (relative error in ε) for all later rows."""
-    ok = [r["epochs"] for i, r in enumerate(rows_d) if all(x["rel_clt"] <= level for x in rows_d[i:])]
-    return min(ok) if ok else math.inf
-
-
 def timing_table(timing: Sequence[Mapping]):
     """Work (CGF evaluations) and time of one SPA evaluation against n."""
     return show_table(
@@ -377,42 +378,6 @@ def record_epoch_claims(
         tg.record(t_msd16, r16["rel_msd1"])
 
 
-def delta_curves(mech, ledger, eps_grid, n: int, sigma: float, q: float):
-    """δ(ε) at every ε of ``eps_grid`` for ``n`` steps of ``mech`` (``ledger`` its dominating pair): SP-CLT
-    with its certified bracket, SP-MSD0 and SP-MSD1 (NaN where undefined), the refined moments accountant, the
-    CLT's μ-GDP with μ = q√(n(e^{1/σ²} − 1)) and dp_accounting's PLD (connect-the-dots, grid 10⁻⁴).
-    Returns the curves (keys ``clt``, ``lo``, ``hi``, ``msd0``, ``msd1``, ``ma``, ``gdp``, ``pld``), μ and the
-    composed dp_accounting accountant."""
-    import dp_accounting
-
-    pts = [spa.spa_delta(ledger, e) for e in eps_grid]
-    keys = (("clt", "delta_clt"), ("lo", "lower"), ("hi", "upper"), ("msd0", "delta_msd0"))
-    curve = {k: np.array([getattr(p, a) for p in pts]) for k, a in keys}
-    curve["msd1"] = np.array([p.delta_msd1 or np.nan for p in pts])
-    curve["ma"] = np.array([spa.ma_delta(ledger, e) for e in eps_grid])
-    mu_gdp = q * math.sqrt(n * math.expm1(1 / sigma**2))
-    curve["gdp"] = curves.gdp_delta(eps_grid, mu_gdp)
-    pld_acc = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-4)
-    pld_acc.compose(mech.to_dp_event(), n)
-    curve["pld"] = np.array([pld_acc.get_delta(e) for e in eps_grid])
-    return curve, mu_gdp, pld_acc
-
-
-def truth_points(ledger, eps_truth, mu_gdp: float):
-    """At each ε of ``eps_truth``: the truth δ (:func:`dputils.truth.truth_delta`, the contour integral), the
-    SPA point, and the relative error |δ_A/δ − 1| of SP-CLT, SP-MSD0, SP-MSD1, the refined moments accountant
-    and μ-GDP. Returns ``(truth, spa points, relative errors, moments δ, GDP δ)``."""
-    tr = np.array([truth_delta(ledger, e) for e in eps_truth])
-    sp_t = [spa.spa_delta(ledger, e) for e in eps_truth]
-    rel = {
-        k: np.array([abs(getattr(p, "delta_" + k) / d - 1) for p, d in zip(sp_t, tr)]) for k in ("clt", "msd0", "msd1")
-    }
-    ma_t = np.array([spa.ma_delta(ledger, e) for e in eps_truth])
-    gdp_t = curves.gdp_delta(eps_truth, mu_gdp)
-    rel["ma"], rel["gdp"] = np.abs(ma_t / tr - 1), np.abs(gdp_t / tr - 1)
-    return tr, sp_t, rel, ma_t, gdp_t
-
-
 def record_delta_curve(tg: Targets, ids, ledger, curve, tr, rel, ma_t, gdp_t, mu_gdp: float, off_paper: str | None):
     """Record the targets of the δ(ε) figure, ``ids`` = T3.1-T3.9 (truth at ε = 1, 2, 3; largest SP-CLT and
     SP-MSD1 errors; the bracket at ε = 1; moments accountant and GDP at ε = 1) and T10.1-T10.3 (the figure's
@@ -449,45 +414,11 @@ def record_delta_curve(tg: Targets, ids, ledger, curve, tr, rel, ma_t, gdp_t, mu
     return truth_at
 
 
-def eps_table_rows(pair, rows, delta: float, sigma: float, q: float) -> list[dict[str, Any]]:
-    """ε(δ) for n = the ``rows`` (indices) of the 32 values from 1500 to 4500 of the ICML figure: the authors'
-    truth (:data:`AUTHORS`), SP-CLT with its bracket, SP-MSD0, SP-MSD1, the order-3 expansion
-    (:func:`dputils.baselines.msd_order3_epsilon`), the refined moments accountant, μ-GDP, the saddle point
-    t̂, the degraded flag, and the relative errors of SP-CLT and SP-MSD0 against the authors' truth."""
-    ns_all = [int(x) for x in np.linspace(1500, 4500, 32)]
-    table = []
-    for i in rows:
-        n = ns_all[i]
-        led = [(pair, n)]
-        r = spa.spa_epsilon_methods(led, delta)
-        mu_n = q * math.sqrt(n * math.expm1(1 / sigma**2))
-        table.append(
-            dict(
-                n=n,
-                authors=AUTHORS[i],
-                clt=r["clt"],
-                lower=r["lower"],
-                upper=r["upper"],
-                msd0=r["msd0"],
-                msd1=r["msd1"],
-                k3=msd_order3_epsilon(led, delta, r["t"]),
-                ma=spa.ma_epsilon(led, delta),
-                gdp=curves.gdp_epsilon(delta, mu_n),
-                t_hat=r["t"],
-                degraded=r["degraded"],
-            )
-        )
-    for r in table:
-        r["rel_clt"] = abs(r["clt"] / r["authors"] - 1)
-        r["rel_msd0"] = abs(r["msd0"] / r["authors"] - 1)
-    return table
-
-
 def record_eps_table(tg: Targets, ids, table, pair, delta: float, n_truth: int, off_paper: str | None) -> None:
     """Record the targets of the ε(δ = 10⁻¹⁵) table, ``ids`` = T6.1-T6.3, T4.1-T4.3, T5.1-T5.7 and T10.4 in
     that order (not run with reason ``off_paper`` when given). T5.1-T5.6 are the errors at n = 4500 of SP-CLT,
     SP-MSD0, SP-MSD1, the order-3 expansion, the moments accountant and GDP. T4.3 recomputes ``n_truth`` rows, evenly spread, with our truth
-    evaluator (:func:`dputils.truth.truth_epsilon`) against the authors' mpmath values; T5 checks each method's
+    evaluator (:func:`dputils.baselines.truth_epsilons_in_brackets`) against the authors' mpmath values; T5 checks each method's
     error at n = 4500 within a factor 2 of the level read off the figure (absolute errors for SPA, signed for
     the moments accountant and GDP)."""
     t6_1, t6_2, t6_3, t4_1, t4_2, t4_3, *t5, t5_7, t10_4 = ids
@@ -506,11 +437,7 @@ def record_eps_table(tg: Targets, ids, table, pair, delta: float, n_truth: int, 
     tg.record(t4_1, by_n[1500]["rel_clt"])
     big = [r["rel_clt"] for r in table if r["n"] >= 1693]
     tg.record(t4_2, max(big), fmt=dict(n=len(big)))
-    sub = np.linspace(0, len(table) - 1, min(n_truth, len(table)))
-    ours_truth = {
-        r["n"]: truth_epsilon([(pair, r["n"])], delta, bracket=(r["lower"], r["upper"]))
-        for r in [table[j] for j in np.unique(sub.astype(int))]
-    }
+    ours_truth = truth_epsilons_in_brackets(pair, table, delta, n_truth)
     tg.record(t4_3, max(abs(v / by_n[n]["authors"] - 1) for n, v in ours_truth.items()), fmt=dict(n=len(ours_truth)))
     r = by_n[4500]
     for tid, key in T5.items():
@@ -525,31 +452,3 @@ def record_eps_table(tg: Targets, ids, table, pair, delta: float, n_truth: int, 
         condition=b["rel_clt"] < a["rel_clt"] and b["rel_msd0"] < a["rel_msd0"],
         ours=f"SP-CLT {a['rel_clt']:.1e} → {b['rel_clt']:.1e}",
     )
-
-
-def tiny_delta_rows(ledger, sigma: float, q: float, n: int, eps_values, truth_at, pld_acc) -> list[dict[str, Any]]:
-    """At each ε of ``eps_values`` (n steps): the truth δ (from ``truth_at`` where it holds ε, else
-    :func:`dputils.truth.truth_delta`), SP-CLT, SP-MSD1, dp_accounting's PLD (``pld_acc``), the PRV
-    accountant's estimate and bounds (:func:`dputils.baselines.prv_delta`, ``eps_error`` 0.07, ``delta_error``
-    10⁻¹⁰, the ICML notebook's settings), and each one's relative error |δ_A/δ − 1| (``*_rel``)."""
-    prv = prv_delta(sigma, q, n, eps_values, eps_error=0.07, delta_error=1e-10, max_self_compositions=int(1.1 * n))
-    rows = []
-    for e, (prv_lo, prv_est, prv_hi) in zip(eps_values, prv):
-        p = spa.spa_delta(ledger, e)
-        d_true = truth_at[e] if e in truth_at else truth_delta(ledger, e)
-        rows.append(
-            dict(
-                eps=e,
-                truth=d_true,
-                spa=p.delta_clt,
-                msd1=p.delta_msd1,
-                pld=pld_acc.get_delta(e),
-                prv=prv_est,
-                prv_lower=prv_lo,
-                prv_upper=prv_hi,
-            )
-        )
-    for r in rows:
-        for k in ("spa", "msd1", "pld", "prv"):
-            r[k + "_rel"] = abs(r[k] / r["truth"] - 1)
-    return rows
