@@ -504,3 +504,15 @@ def test_book_log_keeps_warnings_and_drops_the_banner_and_colours():
     warn = "\x1b[91m/work/main/book/methods/x.ipynb:12: WARNING: undefined label: 'fig-x'\x1b[39;49;00m\n"
     assert book_log_line(warn) == "/work/main/book/methods/x.ipynb:12: WARNING: undefined label: 'fig-x'"
     assert book_log_line("Traceback (most recent call last):\n") == "Traceback (most recent call last):"
+
+
+def test_glue_all_glues_each_value_under_its_prefixed_name(monkeypatch):
+    from dputils.book import results as res
+
+    seen = []
+    monkeypatch.setattr(res, "glue", lambda name, value, display=False: seen.append((name, value, display)))
+    res.glue_all({"a": 1, "b": 2.5}, prefix="t_", c="x")
+    assert seen == [("t_a", 1, False), ("t_b", 2.5, False), ("t_c", "x", False)]
+    seen.clear()
+    res.glue_all(eps=0.5)
+    assert seen == [("eps", 0.5, False)]

@@ -18,6 +18,7 @@ import datetime as _dt
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +126,12 @@ def glue(name: str, value: Any, display: bool = False) -> None:
         value = value.item()
     _glue(name, value, display=display)
     return None
+
+
+def glue_all(values: Mapping[str, Any] | None = None, /, *, prefix: str = "", **named: Any) -> None:
+    """:func:`glue` every value, hidden, under ``prefix + name``: the keys of ``values`` and the keywords.
+
+    One call for the numbers a paragraph quotes (``glue_all(eps=e, sigma=s)``, or ``glue_all(row, prefix="t6_")``
+    for a dict a library function returned)."""
+    for name, value in {**(values or {}), **named}.items():
+        glue(f"{prefix}{name}", value)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import plotting
-from ..results import glue
+from ..results import glue_all
 from ..scorecard import Targets
 from ..tables import sci, show_table
 
@@ -34,12 +34,6 @@ HEAD = {
     "Delta_Y": "Δ_Y",
 }
 ESTIMATES = ["m", "truth", "ew0", "ew1", "ew2", "ew3", "gdp", "rdp"]
-
-
-def glue_all(**values: Any) -> None:
-    """Glue each keyword as a hidden value (``{glue:text}`name``` in the prose)."""
-    for name, value in values.items():
-        glue(name, value, display=False)
 
 
 def show_rows(rows: list[dict[str, Any]], cols: Sequence[str], caption: str, rdp: bool = True):

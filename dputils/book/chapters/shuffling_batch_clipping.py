@@ -367,9 +367,3 @@ def show_training_data(dat) -> None:
     print(f"data: {dat['label']}\n{dat['X'].shape[1]} features, {n_classes} classes")
     glue("sh_train_n", dat["n_train"], display=False)
     glue("sh_train_test", dat["n_test"], display=False)
-
-
-def glue_all(**values: Any) -> None:
-    """Glue each of ``values`` under its name for the prose (``{glue:text}`name```), showing nothing."""
-    for name, value in values.items():
-        glue(name, value, display=False)
