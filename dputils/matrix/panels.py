@@ -1,18 +1,26 @@
-"""The remaining panels of {cite}`schuchardt_kalinin` (Figures 3d-f, 4c-d, 6): one function per panel.
+"""What the panels of {cite}`schuchardt_kalinin` plot and the chapter's checks compute, one function each.
 
-Each function computes what one panel of the paper plots, from the package's accountants, so that the
-chapter only calls it and checks the claim:
+Each function computes a number the chapter shows or checks, from the package's accountants, so that the chapter
+only calls it and checks the claim:
 
-* :func:`hybrid_best_fraction` (Figure 4): the share of the steps at which the hybrid allocation of
-  :func:`~.posterior_paths.allocation_paths` gives the lowest bound.
-* :func:`family_bounds` (Figure 6): ``lambda_bar_b`` at the last step of every epoch for the variational
-  families of Appendix F: Option 1 (uniform psi), Options 1+3 (the temperature family, the book's default)
-  and Options 1+2+3 (Option 2's psi per reference component added, :func:`~.condcomp.option2_hazard_bound`).
-* :func:`condcomp_at_sigmas` (Figures 3a-f): the epsilon that conditional composition certifies at given
-  noise levels (the Renyi-calibrated sigmas), with the seconds each evaluation took; epsilon below the
-  target at the Renyi sigma means conditional composition needs less noise there (the figures' ordering).
-* :func:`mc_delta` (the Monte Carlo curve of Figures 3d-e): a Monte Carlo estimate of ``delta(eps)`` with its
-  empirical-Bernstein bracket (an estimate, not a bound).
+* Validation of the Renyi accountant: :func:`bruteforce_agreement` (Algorithm 1 against the enumeration of Eq. 5),
+  :func:`remove_divergence_mc` and :func:`add_r2_mc_dpsgd` / :func:`add_divergence_mc` (plain Monte Carlo
+  estimates of the two directions), :func:`dp_cost` (time and memory of one pass).
+* Figure 1: :func:`gram_matrices` and :func:`gram_shape` (the cyclic band, its corners and its decay).
+* Figures 2-3: :func:`renyi_sigma_curve` (Algorithm 3's calibrated sigma with the deciding direction),
+  :func:`renyi_optimal_order`, :func:`plain_gaussian_sigma` (the unamplified upper limit),
+  :func:`importance_vs_plain` and :func:`importance_mc_sigmas` (the Monte Carlo curve of Figure 2a).
+* Conditional composition (Section 4): :func:`participant_weights` (the weight of the participating slot per
+  step), :func:`condcomp_allocations` (epsilon at a sigma per allocation of ``delta_E``),
+  :func:`condcomp_at_sigmas` (Figures 3a-f: the epsilon certified at the Renyi-calibrated sigmas; below the
+  target means conditional composition needs less noise there), :func:`mc_delta` (the Monte Carlo curve of
+  Figures 3d-e, an estimate with its empirical-Bernstein bracket, not a bound).
+* Figures 4-6: :func:`hybrid_best_fraction` (the share of steps at which the hybrid allocation of
+  :func:`~.posterior_paths.allocation_paths` is lowest), :func:`distances_to_participant` (Appendix E.1),
+  :func:`ternary_loss_spread` (Figure 5),
+  :func:`family_bounds` (``lambda_bar_b`` at each epoch end for Option 1, Options 1+3 and Options 1+2+3 of
+  Appendix F, :func:`~.condcomp.option2_hazard_bound`).
+* The errata: :func:`errata_numbers`.
 """
 
 from __future__ import annotations
@@ -27,11 +35,18 @@ import numpy as np
 
 from ..errors import DPValueError, check_delta, check_positive, check_positive_int, check_probability
 from .allocation import MatrixMonteCarloAccountant, MatrixRenyiAccountant
-from .condcomp import TEMPERATURES, ConditionalCompositionAccountant, option2_hazard_bound
+from .condcomp import TEMPERATURES, ConditionalCompositionAccountant, option2_hazard_bound, sample_ternary_loss
 from .factorizations import Strategy, build_strategy, toeplitz_lower, truncate_gram
 from .mechanism import BallsInBinsMatrixMechanism
 from .noise_curves import ImportanceMonteCarlo, PlainGaussianRDP, renyi_sigma, secant_calibrate, sigma_family
-from .renyi import log_partition_bruteforce, log_partition_dp
+from .renyi import (
+    feldman_shenfeld_rdp,
+    log_partition_bruteforce,
+    log_partition_dp,
+    rho_add_exact_independent,
+    rho_add_lemma34,
+    rho_remove,
+)
 
 __all__ = [
     "ALLOCATION_CURVES",
@@ -39,9 +54,11 @@ __all__ = [
     "add_divergence_mc",
     "add_r2_mc_dpsgd",
     "bruteforce_agreement",
+    "condcomp_allocations",
     "condcomp_at_sigmas",
     "distances_to_participant",
     "dp_cost",
+    "errata_numbers",
     "family_bounds",
     "gram_matrices",
     "gram_shape",
@@ -54,6 +71,7 @@ __all__ = [
     "remove_divergence_mc",
     "renyi_optimal_order",
     "renyi_sigma_curve",
+    "ternary_loss_spread",
 ]
 
 #: The allocations of Figure 4, in the paper's legend order.
@@ -397,3 +415,83 @@ def distances_to_participant(means: np.ndarray, step: int) -> np.ndarray:
     order = np.argsort(means[:, step - 1], kind="stable")
     mu = means[order, : step - 1]
     return ((mu[:-1] - mu[-1]) ** 2).sum(axis=1)
+
+
+def condcomp_allocations(
+    strategy: Strategy,
+    sigma: float,
+    delta: float,
+    discretization: float = 2e-3,
+    allocations: Sequence[str] = ("union", "hybrid"),
+) -> dict[str, dict[str, float]]:
+    """The epsilon conditional composition certifies at ``sigma`` and ``delta`` (``delta_E = delta / 2``), per
+    allocation of ``delta_E`` over the steps (``"union"``: Theorem 4.6, proved; ``"hybrid"``: the paper's,
+    unproven), with the seconds it took and ``q_last``, the weight of the participating slot in the last step's
+    remove pair (Corollary 4.4): how far the posterior bound has moved from the prior ``1/b`` by the end."""
+    dl = check_delta(delta)
+    out = {}
+    for alloc in allocations:
+        t0 = time.perf_counter()
+        acc = ConditionalCompositionAccountant(
+            delta_e=dl / 2, progress=False, discretization=discretization, allocation=alloc
+        ).compose(BallsInBinsMatrixMechanism(strategy, check_positive("sigma", sigma)))
+        out[alloc] = {
+            "epsilon": float(acc.get_epsilon(dl)),
+            "seconds": time.perf_counter() - t0,
+            "q_last": float(acc.step_pairs(dl / 2, "remove")[-1][1][-1]),
+        }
+    return out
+
+
+# ---- the errata -----------------------------------------------------------------------------------------------------
+
+
+def errata_numbers(epochs: int, batches: int) -> dict[str, float]:
+    """The numbers that tell the paper's misprints from the corrected readings (DP-SGD, ``G = I``):
+
+    * Eq. 5's sign (``b = 100``, ``sigma = 1``, ``alpha = 5``): ``sign_ok`` = ``R_5`` by the DP (Lemma 3.3) with the
+      corrected ``-alpha log b / (alpha - 1)``; ``sign_bad`` the printed sign (``+ 2 alpha log b / (alpha - 1)``
+      more); ``sign_plain`` = ``alpha / (2 sigma^2)``, the unamplified Gaussian; ``sign_rel`` the relative
+      difference of ``sign_ok`` from the Feldman-Shenfeld partition sum.
+    * Lemma 3.4's direction (``b = 100``, ``sigma = 0.7``, ``alpha = 20``): ``l34_value`` (the add bound) and
+      ``l34_remove`` (the remove divergence by the DP).
+    * Appendix E.1's epoch of step ``n`` over ``epochs * batches`` steps: printed ``n mod b + 1`` against
+      ``floor((n - 1) / b) + 1``: ``epoch_n`` steps, ``epoch_wrong`` where they differ, ``epoch_max`` the largest
+      printed epoch.
+    * "Lemma 3.4 is tight" (``b = 100``, ``sigma = 1``, ``alpha = 2``): ``l34_r2`` against the exact add divergence
+      ``l34_exact`` (:func:`~.renyi.rho_add_exact_independent`) and their ratio ``l34_ratio``.
+    """
+    rho_ok = float(rho_remove(np.eye(100), 1.0, [5], 1)[0][0])
+    n_e = np.arange(1, check_positive_int("epochs", epochs) * check_positive_int("batches", batches) + 1)
+    e_bad, e_ok = n_e % batches + 1, (n_e - 1) // batches + 1
+    l34_2 = float(rho_add_lemma34(np.eye(100), 1.0, [2])[0])
+    exact_2 = float(rho_add_exact_independent(np.eye(100), 1.0, [2])[0])
+    return {
+        "sign_ok": rho_ok,
+        "sign_bad": rho_ok + 2 * 5 * math.log(100) / (5 - 1),
+        "sign_plain": 5 / 2,
+        "sign_rel": abs(rho_ok / feldman_shenfeld_rdp(100, 1.0, 5) - 1),
+        "l34_value": float(rho_add_lemma34(np.eye(100), 0.7, [20])[0]),
+        "l34_remove": float(rho_remove(np.eye(100), 0.7, [20], 1)[0][0]),
+        "epoch_n": int(n_e.size),
+        "epoch_wrong": int(np.sum(e_bad != e_ok)),
+        "epoch_max": int(e_bad.max()),
+        "l34_r2": l34_2,
+        "l34_exact": exact_2,
+        "l34_ratio": l34_2 / exact_2,
+    }
+
+
+def ternary_loss_spread(
+    means: np.ndarray, sigma: float, steps: Sequence[int], batches: int, samples: int, rng: np.random.Generator
+) -> dict[int, dict[str, Any]]:
+    """Figure 5: the spread of the ternary privacy loss ``L_b(x)``, ``x ~ R~`` (the remove-case reference law of
+    Theorem D.3; :func:`~.condcomp.sample_ternary_loss`, ``samples`` draws from ``rng`` per step, the steps in the
+    order given). Per 1-based step ``n``: its epoch ``floor((n - 1) / batches) + 1``, the standard deviation, the
+    interquartile range and the samples."""
+    out = {}
+    for n in steps:
+        L = sample_ternary_loss(means, sigma, n, samples, "remove", rng=rng)
+        q25, q75 = np.quantile(L, [0.25, 0.75])
+        out[n] = {"epoch": (n - 1) // batches + 1, "std": float(L.std()), "iqr": float(q75 - q25), "samples": L}
+    return out

@@ -482,3 +482,31 @@ def glue_range_erratum(lam_d3: np.ndarray, lam_a4: np.ndarray, n: int) -> None:
     glue_all("ma_err_range_", {
         "dlam": sci(float(lam_d3[k] - lam_a4[k]), 3), "d3": float(lam_d3[k]), "a4": float(lam_a4[k]),
         "n": int(np.sum(lam_d3 - lam_a4 > 1e-12)), "m": int(n - 1)})  # fmt: skip
+
+
+def plot_dpsgd(epsilons, delta, n, renyi, second, mc, mc_se=None):
+    """Calibrated σ of one-epoch DP-SGD against ε: Rényi (Algorithm 3), a second curve ``(kind, label, eps,
+    sigma)`` (Poisson subsampling or conditional composition) and Monte Carlo, with ±2 standard errors when
+    ``mc_se`` is given (Figure 2a)."""
+    mc_label = "Monte Carlo (estimate ± 2 s.e.)" if mc_se is not None else "Monte Carlo (estimate)"
+    curves = [("renyi", "Rényi (Alg. 3)", epsilons, renyi), ("mc", mc_label, epsilons, mc), second]
+    if second[0] == "condcomp":  # the order of the paper's legend
+        curves = [curves[0], second, curves[1]]
+    errors = {mc_label: mc_se} if mc_se is not None else None
+    return plot_sigma_curves([(delta_title(f"DP-SGD, N={n}, k=1", delta), curves)], epsilons, errors=errors)
+
+
+def plot_tight(epsilons, delta, n, bands, dpsgd, bsr):
+    """Calibrated σ against ε with the tight add bound: DP-SGD (left; ``dpsgd`` = Rényi, Rényi-tight, Monte Carlo,
+    remove-only) and BSR (right; ``bsr`` = Rényi, Rényi-tight, Monte Carlo)."""
+    panels = []
+    for title, sig in ((f"DP-SGD, N={n}, k=1", dpsgd), (f"BSR p={bands}, N={n}, k=1", bsr)):
+        curves = [
+            ("renyi", "Rényi (Alg. 3, Lemma 3.4)", epsilons, sig[0]),
+            ("tight", "Rényi-tight (this section)", epsilons, sig[1]),
+            ("mc", "Monte Carlo (estimate)", epsilons, sig[2]),
+        ]
+        if len(sig) > 3:
+            curves.append(("remove", "remove-only (lower limit)", epsilons, sig[3]))
+        panels.append((delta_title(title, delta), curves))
+    return plot_sigma_curves(panels, epsilons)
