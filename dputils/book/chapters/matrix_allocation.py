@@ -3,6 +3,7 @@ under random allocation). The numbers they show are computed by :mod:`dputils.ma
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -10,6 +11,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ...matrix.panels import FAMILIES
 from .. import plotting
 from ..results import glue
 from ..tables import sci, show_table
@@ -45,7 +47,7 @@ def plot_sigma_curves(
     epsilons: Sequence[float],
     errors: Mapping[str, Sequence[float]] | None = None,
     ylabel: str = "calibrated σ",
-):
+) -> matplotlib.figure.Figure:
     """Calibrated σ against ε, one panel per ``(title, curves)``; a curve is ``(kind, label, eps, sigma)`` with
     ``kind`` in ``renyi, mc, condcomp, poisson, tight, remove`` (the book's colours) or any other name (the
     colour cycle, solid line with dots). ``errors[label]`` draws ±2 standard errors as error bars."""
@@ -63,10 +65,10 @@ def plot_sigma_curves(
             else:
                 ax.plot(eps, sig, style, **kw)
         sigma_axes(ax, epsilons, title, ylabel)
-    plt.show()
+    return fig
 
 
-def plot_grams(grams: Mapping[str, np.ndarray], title: str) -> None:
+def plot_grams(grams: Mapping[str, np.ndarray], title: str) -> matplotlib.figure.Figure:
     """Heatmaps of ``log10 G`` (three decades below the largest entry), one per strategy (Figure 1)."""
     fig, axes = plt.subplots(1, len(grams), figsize=(10, 3.6), constrained_layout=True)
     for ax, (name, G) in zip(axes, grams.items()):
@@ -75,10 +77,12 @@ def plot_grams(grams: Mapping[str, np.ndarray], title: str) -> None:
         ax.grid(False)
     fig.colorbar(im, ax=list(axes), label="$\\log_{10} G_{ij}$", shrink=0.8)
     fig.suptitle(title)
-    plt.show()
+    return fig
 
 
-def plot_dp_cost(timing: np.ndarray, bands: Sequence[int], slots: Sequence[int], order: int) -> None:
+def plot_dp_cost(
+    timing: np.ndarray, bands: Sequence[int], slots: Sequence[int], order: int
+) -> matplotlib.figure.Figure:
     """Seconds and peak MiB of one DP pass against the slots ``b``, one line per band count ``p`` (rows of
     ``timing``: ``p, b, seconds, peak bytes``)."""
     fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.8), constrained_layout=True)
@@ -92,7 +96,7 @@ def plot_dp_cost(timing: np.ndarray, bands: Sequence[int], slots: Sequence[int],
         ax.set_xticks(slots, [str(t) for t in slots])
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     axes[0].legend(loc="best", framealpha=1)
-    plt.show()
+    return fig
 
 
 _ALLOC_STYLES = {"union": "-", "global max": ":", "per-epoch max (e ≥ 1)": "--", "hybrid (e ≥ 2)": "-."}
@@ -100,7 +104,7 @@ _ALLOC_STYLES = {"union": "-", "global max": ":", "per-epoch max (e ≥ 1)": "--
 
 def plot_posterior_allocations(
     alloc: Mapping[float, Mapping[str, np.ndarray]], epochs: int, label: str = "DP-SGD"
-) -> None:
+) -> matplotlib.figure.Figure:
     """Figure 4: the bound on the posterior of the participating slot against the step, one panel per σ, one
     line per allocation of the failure probability."""
     fig, axes = plt.subplots(1, len(alloc), figsize=(9.5, 4.0), sharey=True, constrained_layout=True)
@@ -111,10 +115,10 @@ def plot_posterior_allocations(
         ax.set(yscale="log", xlabel="step n", title=f"{label}, N={steps.size}, k={epochs}, σ={sig:g}")
     axes[0].set_ylabel("bound on the posterior λ̄_b")
     axes[-1].legend(loc="lower right", framealpha=1)
-    plt.show()
+    return fig
 
 
-def plot_ternary_histograms(samples: Mapping[int, np.ndarray], b: int, epochs: int) -> None:
+def plot_ternary_histograms(samples: Mapping[int, np.ndarray], b: int, epochs: int) -> matplotlib.figure.Figure:
     """Figure 5: histograms of the ternary loss at the last step of each epoch (solid) and the first of the
     next (dashed), one panel per boundary."""
     fig, axes = plt.subplots(1, epochs - 1, figsize=(3.4 * (epochs - 1), 3.6), sharey=True, constrained_layout=True)
@@ -124,7 +128,7 @@ def plot_ternary_histograms(samples: Mapping[int, np.ndarray], b: int, epochs: i
         ax.set(xlabel="ternary privacy loss $L_b$", title=f"epoch {e} → {e + 1}")
         ax.legend(loc="upper left", framealpha=1)
     np.atleast_1d(axes)[0].set_ylabel("density")
-    plt.show()
+    return fig
 
 
 def delta_title(prefix: str, delta: float) -> str:
@@ -134,7 +138,11 @@ def delta_title(prefix: str, delta: float) -> str:
 
 def remaining_panels_table(rest: Mapping[str, Mapping[str, Any]], n: int, eps: float, delta: float):
     """The table of the remaining Figure 3 panels: per strategy, the Rényi σ, the ε conditional composition
-    certifies there, and (where computed) the Monte Carlo estimate of δ(ε) with its 99% bracket."""
+    certifies there, and (where computed) the Monte Carlo estimate of δ(ε) with its 99% bracket; glues the mean
+    seconds of one evaluation (nan, and no table, when not run)."""
+    glue("ma_rest_seconds", float(np.mean([r["seconds"] for r in rest.values()])) if rest else float("nan"))
+    if not rest:
+        return None
 
     def mc(r: Mapping[str, Any], key: str) -> str:
         return sci(r["mc"][key], 2) if "mc" in r else "–"
@@ -155,3 +163,350 @@ def remaining_panels_table(rest: Mapping[str, Mapping[str, Any]], n: int, eps: f
         "Rényi σ, and a Monte Carlo estimate of δ(ε) there"
     )
     return show_table(rows, caption=caption)
+
+
+# ---- bookkeeping: the parameters the prose names, the results file ------------------------------------------------
+
+#: parameters of the notebook that the prose quotes (glued as ``ma_par_<name>``)
+_PROSE_PARAMETERS = (
+    "n_small", "n_large", "epochs_multi", "bands", "wide_bands", "rel_tol", "max_order", "timing_order",
+    "fig4_epochs", "fig4_batches", "gram_n", "gram_epochs", "gram_bands", "tight_mc_samples",
+)  # fmt: skip
+
+
+def glue_parameters(params: Mapping[str, Any]) -> None:
+    """Glue the parameter values the prose names (the reader sees values, not names) from the notebook's
+    namespace ``params``: ``ma_par_<name>`` for :data:`_PROSE_PARAMETERS`, and the derived ``n_multi`` (steps of
+    the multi-epoch panels), ``gram_b`` (slots of the Gram heatmaps) and the Monte Carlo σ grid as text."""
+    p = params
+    glue_all("ma_par_", {k: p[k] for k in _PROSE_PARAMETERS})
+    glue_all("ma_par_", {
+        "n_multi": p["epochs_multi"] * p["n_small"],
+        "gram_b": p["gram_n"] // p["gram_epochs"],
+        "tight_mc_sigmas": ", ".join(f"{x:g}" for x in p["tight_mc_sigmas"]),
+    })  # fmt: skip
+
+
+def str_keys(values: Mapping[str, Any], drop: tuple[str, ...] = ("samples",)) -> dict[str, Any]:
+    """``values`` ready for :func:`dputils.book.results.save`: every mapping's keys as strings (σ, ε, p keys become
+    ``"2.0"``, ``"0.5"``, ``"4"``), arrays as lists, and the raw samples (keys in ``drop``) left out."""
+
+    def conv(obj: Any) -> Any:
+        if isinstance(obj, Mapping):
+            return {str(k): conv(v) for k, v in obj.items() if k not in drop}
+        if isinstance(obj, (list, tuple)):
+            return [conv(v) for v in obj]
+        if isinstance(obj, np.ndarray):
+            return obj.tolist()
+        return obj
+
+    return conv(values)
+
+
+# ---- the setting and the validation ---------------------------------------------------------------------------------
+
+#: entries ``G_00, G_50,50, G_50,51..54, G_0,99`` of the p = 4 Gram matrices (b = 100) checked by T10c
+GRAM_IDX = ([0, 50, 50, 50, 50, 50, 0], [0, 50, 51, 52, 53, 54, 99])
+#: our independent values of those entries (4 decimals), per ``(strategy, epochs)``
+GRAM_REFERENCE = {
+    ("bsr", 1): [1.4883, 1.4883, 0.8047, 0.5312, 0.3125, 0.0, 0.0],
+    ("bsr", 10): [14.8828, 14.8828, 8.0469, 5.3125, 3.1250, 0.0, 7.2422],
+    ("bisr", 1): [1.6224, 1.6224, 0.9810, 0.7546, 0.6013, 0.4563, 0.0],
+    ("bisr", 10): [16.224, 16.224, 9.8099, 7.5461, 6.0133, 4.563, 8.8289],
+}
+
+
+def gram_table(got: Mapping[tuple[str, int], np.ndarray]) -> float:
+    """Show the Gram entries :data:`GRAM_IDX` per ``(strategy, epochs)`` and return the largest absolute
+    difference from :data:`GRAM_REFERENCE` over all of them (target T10c)."""
+    show_table(
+        [
+            {"strategy": f"{n} p=4, k={k}", "G_00": g[0], "G_50,51": g[2], "G_50,53": g[4], "G_50,54": g[5],
+             "G_0,99": g[6]}
+            for (n, k), g in got.items()
+        ],
+        caption="Gram entries of the p = 4 strategies (b = 100); all 28 agree to 6×10⁻⁴",
+    )  # fmt: skip
+    return float(np.max(np.abs(np.concatenate([got[key] - GRAM_REFERENCE[key] for key in GRAM_REFERENCE]))))
+
+
+def fs_table(cases: Sequence[tuple], independent: Sequence[float]) -> list[dict[str, Any]]:
+    """The remove divergence of DP-SGD by the DP against the Feldman-Shenfeld partition sum: ``cases`` are
+    ``(b, σ, α, DP value, partition sum)``, ``independent`` our independent values; shows and returns the rows."""
+    rows = [
+        {"b": b, "σ": sig, "α": alpha, "DP (ours)": ours, "partition sum": ref, "independent value": ind,
+         "relative difference": abs(ours - ref) / ref}
+        for (b, sig, alpha, ours, ref), ind in zip(cases, independent)
+    ]  # fmt: skip
+    show_table(rows, digits=10, caption="Remove-direction Rényi divergence of DP-SGD, k = 1")
+    return rows
+
+
+def mc_agreement_table(rho_dp: float, rho_mc: float, renyi_delta, mc_delta) -> None:
+    """The dynamic program (R_3 of BSR b=8 p=2 at σ=1.5) and the Rényi δ(ε=1) of DP-SGD b=20 at σ=1 against
+    plain Monte Carlo (``mc_delta`` an accounting result with its 99% ``lower``/``upper``)."""
+    show_table(
+        [
+            {"check": "R_3, BSR b=8 p=2, σ=1.5", "DP / Rényi": rho_dp, "Monte Carlo": rho_mc, "MC 99% interval": "—"},
+            {"check": "δ(ε=1), DP-SGD b=20, σ=1", "DP / Rényi": float(renyi_delta), "Monte Carlo": float(mc_delta),
+             "MC 99% interval": f"[{mc_delta.lower:.3e}, {mc_delta.upper:.3e}]"},
+        ],
+        caption="The dynamic program against plain Monte Carlo",
+    )  # fmt: skip
+
+
+# ---- DP-SGD and the factorisations (Figures 2-3) ----------------------------------------------------------------------
+
+
+def dpsgd_table(epsilons, delta, sig, sig_multi, sig_large, n, n_large, k, independent=None) -> None:
+    """Rényi-calibrated σ of DP-SGD per ε: one epoch of ``n`` steps, ``k`` epochs (and divided by √k: the epoch
+    identity), one epoch of ``n_large`` steps (if run) and our independent values (if given)."""
+    rows = []
+    for j, e in enumerate(epsilons):
+        r = {"ε": e, f"σ N={n}": sig[j], f"σ N={k * n}, k={k}": sig_multi[j], "… / √k": sig_multi[j] / math.sqrt(k)}
+        if sig_large:
+            r[f"σ N={n_large}"] = sig_large[j]
+        if independent is not None:
+            r["independent σ N=100"] = independent[j]
+        rows.append(r)
+    show_table(rows, caption=f"Rényi-calibrated σ for DP-SGD at δ = {sci(delta, 1)}")
+
+
+def mc_table(epsilons, mc, sig_renyi, gaps, sig_poisson, n, samples) -> None:
+    """Rényi against the Monte Carlo σ of :func:`dputils.matrix.panels.importance_mc_sigmas` (``mc``) per ε, with
+    the δ̂ of both directions at the Monte Carlo σ and the Poisson-subsampling σ for orientation."""
+    rows = [
+        {"ε": e, "δ̂ remove": mc["remove"][j], "relative s.e. of δ̂": mc["rel_se"][j], "δ̂ add (plain)": mc["add"][j],
+         "Rényi σ": sig_renyi[j], "Monte Carlo σ": mc["sigma"][j], "s.e. of σ": mc["se"][j], "Rényi / MC − 1": gaps[j],
+         "Poisson PLD σ (other scheme)": sig_poisson[j]}
+        for j, e in enumerate(epsilons)
+    ]  # fmt: skip
+    show_table(rows, caption=f"DP-SGD, N = {n}, k = 1: Rényi against Monte Carlo ({samples:,} importance samples)")
+
+
+def factorisation_table(fact: Mapping[str, Mapping[str, Any]], epsilons, n, bands, delta) -> None:
+    """Rényi-calibrated σ per strategy and ε (:func:`dputils.matrix.panels.renyi_sigma_curve`), with the deciding
+    direction and the effective bandwidth at the middle ε."""
+    rows = [
+        {"strategy": name, **{f"σ at ε={e:g}": s for e, s in zip(epsilons, f["sigma"])},
+         "dominant direction (middle ε)": f["dominant_mid"], "p_eff": f["bands_mid"]}
+        for name, f in fact.items()
+    ]  # fmt: skip
+    show_table(rows, caption=f"Rényi-calibrated σ, N = {n}, k = 1, p = {bands}, δ = {sci(delta, 1)}")
+
+
+# ---- conditional composition ------------------------------------------------------------------------------------------
+
+
+def chain_table(q_chain: Mapping[str, np.ndarray], n: int, delta: float) -> None:
+    """The weight of the participating slot at the first, middle and last step of each chain."""
+    show_table(
+        [{"chain": d, "q at n = 1": q[0], f"q at n = {n // 2}": q[n // 2 - 1], f"q at n = {n}": q[-1]}
+         for d, q in q_chain.items()],
+        caption=f"Weight of the participating slot, DP-SGD N = {n}, σ = 1, δ_E = {delta / 2:g}",
+    )  # fmt: skip
+
+
+def plot_chains(q_chain: Mapping[str, np.ndarray], n: int, delta: float) -> matplotlib.figure.Figure:
+    """The weight ``q_n`` of the participating slot against the step, one line per chain, over the prior 1/b."""
+    fig, ax = plotting.new_figure()
+    for d, q in q_chain.items():
+        ax.plot(np.arange(1, n + 1), q, label=f"{d} chain")
+    ax.axhline(1 / n, color="0.6", lw=0.8, ls=":", label="prior 1/b")
+    ax.set(xlabel="step n", ylabel="weight of the participating slot", title=f"DP-SGD, N={n}, σ=1, δ_E={delta / 2:g}")
+    ax.legend(loc="best", framealpha=1)
+    return fig
+
+
+def accountants_table(eps, sig_cc, sig_renyi, sig_mc, se_mc, n, delta) -> None:
+    """Conditional composition, Rényi and Monte Carlo σ of one-epoch DP-SGD per ε."""
+    show_table(
+        [{"ε": e, "CondComp σ": a, "Rényi σ": b, "Monte Carlo σ": c, "MC standard error": d}
+         for e, a, b, c, d in zip(eps, sig_cc, sig_renyi, sig_mc, se_mc)],
+        caption=f"DP-SGD, N = {n}, k = 1, δ = {sci(delta, 1)}: the three accountants",
+    )  # fmt: skip
+
+
+def glue_bsr_panel(cc_bsr, ren, prior, ren_pe, w_mid, n, delta) -> None:
+    """Glue the BSR conditional-composition panel (Figure 2d): per ε index ``i`` the CondComp, Rényi, prior-weight
+    and narrow-band Rényi σ; the largest old-slot weight at the middle step; the per-bound significance
+    ``δ_E/(N(b-1))``; and the paper's DP cost ``b p α^(2p)`` at the orders small ε needs."""
+    for i, e in enumerate(cc_bsr):
+        glue_all("ma_bsr_", {f"cc_{i}": cc_bsr[e], f"renyi_{i}": ren[i], f"prior_{i}": prior[e]})
+        for pe, v in ren_pe.items():
+            glue(f"ma_bsr_renyi_p{pe}_{i}", v[i])
+    glue("ma_bsr_wmax", float(w_mid[1:].max()))
+    glue("ma_bsr_beta", sci(delta / 2 / (n * (n - 1))))
+    glue_all("ma_cost_", {"p4_a30": sci(n * 4 * 30.0**8), "p4_a50": sci(n * 4 * 50.0**8),
+                          "p2_a50": sci(n * 2 * 50.0**4)})  # fmt: skip
+
+
+def bsr_tables(cc_bsr, ren, ren_pe, prior, sens_mid, w_mid, bands, n, delta, sigma_mid) -> None:
+    """The BSR panel's σ per ε (CondComp, Rényi at each bandwidth, prior weights) and the per-step pair at the
+    middle step."""
+    show_table(
+        [{"ε": e, "CondComp σ": cc_bsr[e], f"Rényi σ (p_eff = {bands})": r,
+          **{f"Rényi σ (p_eff = {pe})": v[i] for pe, v in ren_pe.items()}, "prior-weight σ (not a bound)": prior[e]}
+         for i, (e, r) in enumerate(zip(cc_bsr, ren))],
+        caption=f"BSR p = {bands}, N = {n}, k = 1, δ = {sci(delta, 1)}",
+    )  # fmt: skip
+    show_table(
+        [{"step mean": float(m), "weight": float(w)} for m, w in zip(sens_mid, w_mid)],
+        caption=f"Per-step pair at step {n // 2 + 1} (remove chain, σ = {sigma_mid:.3f}, prior 1/b = {1 / n:g})",
+    )
+
+
+def wide_band_table(wide, eps, bands, pe2, wide_bands, n, delta) -> None:
+    """Glue and show the wide-band panel (Figure 2e): the Rényi σ at ``p_eff = bands`` and ``pe2`` and the ε
+    conditional composition certifies there."""
+    for pe, role in ((bands, "full"), (pe2, "p2")):
+        for e in eps:
+            glue(f"ma_wide_{role}_sigma_{e:g}", wide[pe][e]["sigma_renyi"])
+            glue(f"ma_wide_{role}_eps_{e:g}", wide[pe][e]["condcomp_epsilon"])
+    show_table(
+        [{"ε": e, **{f"Rényi σ (p_eff = {pe})": wide[pe][e]["sigma_renyi"] for pe in (bands, pe2)},
+          **{f"CondComp ε at it (p_eff = {pe})": wide[pe][e]["condcomp_epsilon"] for pe in (bands, pe2)}}
+         for e in eps],
+        caption=f"BSR p = {wide_bands}, N = {n}, k = 1, δ = {sci(delta, 1)}: ε certified by conditional composition "
+        "at the Rényi σ",
+    )  # fmt: skip
+
+
+def glue_bisr(bisr: Mapping[Any, Any], bands: int, pe2: int) -> None:
+    """Glue the BISR panel (Figure 3a): Rényi σ and certified ε at both bandwidths and the seconds of one
+    evaluation (nan when not run)."""
+    if not bisr:
+        glue_all("ma_bisr_", {k: float("nan") for k in ("seconds", "full_sigma", "full_eps", "p2_sigma", "p2_eps")})
+        return
+    for pe, role in ((bands, "full"), (pe2, "p2")):
+        glue_all(f"ma_bisr_{role}_", {"sigma": bisr[pe]["sigma_renyi"], "eps": bisr[pe]["condcomp_epsilon"]})
+    glue("ma_bisr_seconds", bisr["seconds"])
+
+
+def fig5_table(fig5: Mapping[int, Mapping[str, Any]], b: int, epochs: int, sigma: float, samples: int) -> None:
+    """Glue and show the spread of the ternary loss per step (Figure 5), with the standard deviation
+    ``√(e−1)/σ`` of the participating slot's term."""
+    std = {n: d["std"] for n, d in fig5.items()}
+    glue_all("ma_f5_std_", {"100": std[b], "101": std[b + 1], "200": std[2 * b] if epochs > 2 else float("nan")})
+    show_table(
+        [{"step": n, "epoch": d["epoch"], "std of L_b": d["std"], "IQR of L_b": d["iqr"],
+          "std of the participating term √(e−1)/σ": math.sqrt(d["epoch"] - 1) / sigma} for n, d in fig5.items()],
+        caption=f"Spread of the ternary privacy loss, {samples:,} samples per step",
+    )  # fmt: skip
+
+
+def report_multi_epoch(cc_multi: Mapping[str, Any], n: int, k: int, delta: float) -> None:
+    """Glue and show the multi-epoch DP-SGD panel (Figure 2c): ε at the Rényi σ under both allocations, the
+    calibrated CondComp σ and its ratio to Rényi's, the last step's participating weight (nothing when not run)."""
+    if "union" not in cc_multi:
+        return
+    u, h = cc_multi["union"], cc_multi["hybrid"]
+    glue_all("ma_m_", {
+        "sigma": cc_multi["sigma"], "eps_renyi": cc_multi["renyi_epsilon"], "eps_union": u["epsilon"],
+        "eps_hybrid": h["epsilon"], "cc_sigma": cc_multi["condcomp_sigma"],
+        "ratio": cc_multi["condcomp_sigma"] / cc_multi["sigma"], "q_union": u["q_last"], "q_hybrid": h["q_last"],
+        "beta": sci(delta / 2 / (k * n * (n - 1)), 1)})  # fmt: skip
+    show_table(
+        [{"accountant": f"conditional composition ({a})", "ε at the Rényi σ": cc_multi[a]["epsilon"],
+          "participating slot's weight, last step": cc_multi[a]["q_last"], "seconds": cc_multi[a]["seconds"]}
+         for a in ("union", "hybrid")]
+        + [{"accountant": "Rényi (Algorithm 3)", "ε at the Rényi σ": cc_multi["renyi_epsilon"]}],
+        caption=f"DP-SGD, N = {k * n}, k = {k}, σ = {cc_multi['sigma']:.4f}",
+    )  # fmt: skip
+
+
+def gain_table(cc_gain: Mapping[str, Mapping[str, Mapping[str, float]]]) -> None:
+    """Glue the slowest evaluation and show ε certified at the Rényi σ by both accountants, per target ε and
+    batch count b (nan and nothing when not run)."""
+    rows = [
+        {"target ε": float(e), "b": int(b), "Rényi σ": r["sigma"], "Rényi ε": r["renyi"], "CondComp ε": r["condcomp"],
+         "gain": r["gain"], "seconds": r["seconds"]}
+        for e, g in cc_gain.items() for b, r in g.items()
+    ]  # fmt: skip
+    glue("ma_gain_seconds", max(r["seconds"] for r in rows) if rows else float("nan"))
+    if rows:
+        show_table(rows, caption="ε certified at the Rényi-calibrated σ (gain = 1 − CondComp ε / Rényi ε)")
+
+
+# ---- the add direction ---------------------------------------------------------------------------------------------
+
+
+def rdp_table(r: Mapping[str, Any], n: int) -> None:
+    """Remove (exact) and add (Lemma 3.4) Rényi divergences per order (``r``: the accountant's ``rdp()``)."""
+    show_table(
+        [{"α": int(a), "remove (exact)": rr, "add bound (Lemma 3.4)": ra}
+         for a, rr, ra in zip(r["orders"], r["remove"], r["add"])],
+        caption=f"Rényi divergences of DP-SGD, b = {n}, σ = 1",
+    )  # fmt: skip
+
+
+def tight_table(n, bands, exact, l34, mc, se, orders, tight, l34_bsr, mc_bsr, classes) -> None:
+    """The add divergence by the tight bound, Lemma 3.4 and Monte Carlo: DP-SGD at α = 2, then BSR per order."""
+    rows = [{"case": f"DP-SGD b={n}, α=2", "tight (exact)": exact, "Lemma 3.4": l34, "Monte Carlo": mc,
+             "MC standard error": se, "classes": "—"}]  # fmt: skip
+    for a, ta, la, (est, s), cl in zip(orders, tight, l34_bsr, mc_bsr, classes):
+        rows.append({"case": f"BSR p={bands}, α={a}", "tight (exact)": float(ta), "Lemma 3.4": float(la),
+                     "Monte Carlo": est, "MC standard error": s, "classes": int(cl)})  # fmt: skip
+    show_table(rows, caption="Add-direction divergence R_α(Q‖P) at σ = 1: the tight bound, Lemma 3.4 and Monte Carlo")
+
+
+def tight_sigma_table(epsilons, delta, n, bands, dp, dp_tight, dp_remove, dp_mc, bsr, bsr_tight, bsr_mc, bsr_se):
+    """Calibrated σ per ε: DP-SGD (Rényi, Rényi-tight, remove-only, Monte Carlo) and BSR (Rényi, Rényi-tight,
+    Monte Carlo with its standard error)."""
+    show_table(
+        [{"ε": e, "DP-SGD Rényi": dp[j], "DP-SGD Rényi-tight": dp_tight[j], "DP-SGD remove-only": dp_remove[j],
+          "DP-SGD MC": dp_mc[j], f"BSR p={bands} Rényi": bsr[j], f"BSR p={bands} Rényi-tight": bsr_tight[j],
+          f"BSR p={bands} MC": bsr_mc[j], "BSR MC s.e.": bsr_se[j]}
+         for j, e in enumerate(epsilons)],
+        caption=f"Calibrated σ, N = {n}, k = 1, δ = {sci(delta, 1)}",
+    )  # fmt: skip
+
+
+# ---- the remaining panels and the errata --------------------------------------------------------------------------
+
+
+def family_table(fam: Mapping[tuple[str, float], Mapping[str, np.ndarray]], bands, epochs, batches) -> None:
+    """``λ̄_b`` at each epoch end per strategy, σ and variational family (Figure 6)."""
+    show_table(
+        [{"strategy, σ": f"{m.upper()}, {s:g}", "family": name, **{f"epoch {e + 1}": v for e, v in enumerate(f[name])}}
+         for (m, s), f in fam.items() for name in FAMILIES],
+        caption=f"λ̄_b at the last step of each epoch (p = {bands}, k = {epochs}, b = {batches}, remove, δ_E = 10⁻⁵, "
+        "union bound), three variational families",
+    )  # fmt: skip
+
+
+def glue_range_erratum(lam_d3: np.ndarray, lam_a4: np.ndarray, n: int) -> None:
+    """Glue the reverse-hazard bounds of Theorem D.3 against Algorithm 4's printed range where they differ most,
+    and how many of the ``n - 1`` bounds differ at all."""
+    k = int(np.argmax(lam_d3 - lam_a4))
+    glue_all("ma_err_range_", {
+        "dlam": sci(float(lam_d3[k] - lam_a4[k]), 3), "d3": float(lam_d3[k]), "a4": float(lam_a4[k]),
+        "n": int(np.sum(lam_d3 - lam_a4 > 1e-12)), "m": int(n - 1)})  # fmt: skip
+
+
+def plot_dpsgd(epsilons, delta, n, renyi, second, mc, mc_se=None):
+    """Calibrated σ of one-epoch DP-SGD against ε: Rényi (Algorithm 3), a second curve ``(kind, label, eps,
+    sigma)`` (Poisson subsampling or conditional composition) and Monte Carlo, with ±2 standard errors when
+    ``mc_se`` is given (Figure 2a)."""
+    mc_label = "Monte Carlo (estimate ± 2 s.e.)" if mc_se is not None else "Monte Carlo (estimate)"
+    curves = [("renyi", "Rényi (Alg. 3)", epsilons, renyi), ("mc", mc_label, epsilons, mc), second]
+    if second[0] == "condcomp":  # the order of the paper's legend
+        curves = [curves[0], second, curves[1]]
+    errors = {mc_label: mc_se} if mc_se is not None else None
+    return plot_sigma_curves([(delta_title(f"DP-SGD, N={n}, k=1", delta), curves)], epsilons, errors=errors)
+
+
+def plot_tight(epsilons, delta, n, bands, dpsgd, bsr):
+    """Calibrated σ against ε with the tight add bound: DP-SGD (left; ``dpsgd`` = Rényi, Rényi-tight, Monte Carlo,
+    remove-only) and BSR (right; ``bsr`` = Rényi, Rényi-tight, Monte Carlo)."""
+    panels = []
+    for title, sig in ((f"DP-SGD, N={n}, k=1", dpsgd), (f"BSR p={bands}, N={n}, k=1", bsr)):
+        curves = [
+            ("renyi", "Rényi (Alg. 3, Lemma 3.4)", epsilons, sig[0]),
+            ("tight", "Rényi-tight (this section)", epsilons, sig[1]),
+            ("mc", "Monte Carlo (estimate)", epsilons, sig[2]),
+        ]
+        if len(sig) > 3:
+            curves.append(("remove", "remove-only (lower limit)", epsilons, sig[3]))
+        panels.append((delta_title(title, delta), curves))
+    return plot_sigma_curves(panels, epsilons)
