@@ -13,14 +13,8 @@ import numpy as np
 
 from ...matrix.panels import FAMILIES
 from .. import plotting
-from ..results import glue
+from ..results import glue, glue_all
 from ..tables import sci, show_table
-
-
-def glue_all(prefix: str, values: Mapping[str, Any]) -> None:
-    """Glue every ``values[key]`` as ``prefix + key`` (the numbers the prose quotes)."""
-    for k, v in values.items():
-        glue(f"{prefix}{k}", v)
 
 
 def sigma_axes(ax, epsilons: Sequence[float], title: str, ylabel: str = "calibrated σ") -> None:
@@ -179,12 +173,15 @@ def glue_parameters(params: Mapping[str, Any]) -> None:
     namespace ``params``: ``ma_par_<name>`` for :data:`_PROSE_PARAMETERS`, and the derived ``n_multi`` (steps of
     the multi-epoch panels), ``gram_b`` (slots of the Gram heatmaps) and the Monte Carlo σ grid as text."""
     p = params
-    glue_all("ma_par_", {k: p[k] for k in _PROSE_PARAMETERS})
-    glue_all("ma_par_", {
-        "n_multi": p["epochs_multi"] * p["n_small"],
-        "gram_b": p["gram_n"] // p["gram_epochs"],
-        "tight_mc_sigmas": ", ".join(f"{x:g}" for x in p["tight_mc_sigmas"]),
-    })  # fmt: skip
+    glue_all({k: p[k] for k in _PROSE_PARAMETERS}, prefix="ma_par_")
+    glue_all(
+        {
+            "n_multi": p["epochs_multi"] * p["n_small"],
+            "gram_b": p["gram_n"] // p["gram_epochs"],
+            "tight_mc_sigmas": ", ".join(f"{x:g}" for x in p["tight_mc_sigmas"]),
+        },
+        prefix="ma_par_",
+    )
 
 
 def str_keys(values: Mapping[str, Any], drop: tuple[str, ...] = ("samples",)) -> dict[str, Any]:
@@ -332,13 +329,15 @@ def glue_bsr_panel(cc_bsr, ren, prior, ren_pe, w_mid, n, delta) -> None:
     and narrow-band Rényi σ; the largest old-slot weight at the middle step; the per-bound significance
     ``δ_E/(N(b-1))``; and the paper's DP cost ``b p α^(2p)`` at the orders small ε needs."""
     for i, e in enumerate(cc_bsr):
-        glue_all("ma_bsr_", {f"cc_{i}": cc_bsr[e], f"renyi_{i}": ren[i], f"prior_{i}": prior[e]})
+        glue_all({f"cc_{i}": cc_bsr[e], f"renyi_{i}": ren[i], f"prior_{i}": prior[e]}, prefix="ma_bsr_")
         for pe, v in ren_pe.items():
             glue(f"ma_bsr_renyi_p{pe}_{i}", v[i])
     glue("ma_bsr_wmax", float(w_mid[1:].max()))
     glue("ma_bsr_beta", sci(delta / 2 / (n * (n - 1))))
-    glue_all("ma_cost_", {"p4_a30": sci(n * 4 * 30.0**8), "p4_a50": sci(n * 4 * 50.0**8),
-                          "p2_a50": sci(n * 2 * 50.0**4)})  # fmt: skip
+    glue_all(
+        {"p4_a30": sci(n * 4 * 30.0**8), "p4_a50": sci(n * 4 * 50.0**8), "p2_a50": sci(n * 2 * 50.0**4)},
+        prefix="ma_cost_",
+    )
 
 
 def bsr_tables(cc_bsr, ren, ren_pe, prior, sens_mid, w_mid, bands, n, delta, sigma_mid) -> None:
@@ -376,10 +375,12 @@ def glue_bisr(bisr: Mapping[Any, Any], bands: int, pe2: int) -> None:
     """Glue the BISR panel (Figure 3a): Rényi σ and certified ε at both bandwidths and the seconds of one
     evaluation (nan when not run)."""
     if not bisr:
-        glue_all("ma_bisr_", {k: float("nan") for k in ("seconds", "full_sigma", "full_eps", "p2_sigma", "p2_eps")})
+        glue_all(
+            {k: float("nan") for k in ("seconds", "full_sigma", "full_eps", "p2_sigma", "p2_eps")}, prefix="ma_bisr_"
+        )
         return
     for pe, role in ((bands, "full"), (pe2, "p2")):
-        glue_all(f"ma_bisr_{role}_", {"sigma": bisr[pe]["sigma_renyi"], "eps": bisr[pe]["condcomp_epsilon"]})
+        glue_all({"sigma": bisr[pe]["sigma_renyi"], "eps": bisr[pe]["condcomp_epsilon"]}, prefix=f"ma_bisr_{role}_")
     glue("ma_bisr_seconds", bisr["seconds"])
 
 
@@ -387,7 +388,7 @@ def fig5_table(fig5: Mapping[int, Mapping[str, Any]], b: int, epochs: int, sigma
     """Glue and show the spread of the ternary loss per step (Figure 5), with the standard deviation
     ``√(e−1)/σ`` of the participating slot's term."""
     std = {n: d["std"] for n, d in fig5.items()}
-    glue_all("ma_f5_std_", {"100": std[b], "101": std[b + 1], "200": std[2 * b] if epochs > 2 else float("nan")})
+    glue_all({"100": std[b], "101": std[b + 1], "200": std[2 * b] if epochs > 2 else float("nan")}, prefix="ma_f5_std_")
     show_table(
         [{"step": n, "epoch": d["epoch"], "std of L_b": d["std"], "IQR of L_b": d["iqr"],
           "std of the participating term √(e−1)/σ": math.sqrt(d["epoch"] - 1) / sigma} for n, d in fig5.items()],
@@ -401,11 +402,11 @@ def report_multi_epoch(cc_multi: Mapping[str, Any], n: int, k: int, delta: float
     if "union" not in cc_multi:
         return
     u, h = cc_multi["union"], cc_multi["hybrid"]
-    glue_all("ma_m_", {
+    glue_all({
         "sigma": cc_multi["sigma"], "eps_renyi": cc_multi["renyi_epsilon"], "eps_union": u["epsilon"],
         "eps_hybrid": h["epsilon"], "cc_sigma": cc_multi["condcomp_sigma"],
         "ratio": cc_multi["condcomp_sigma"] / cc_multi["sigma"], "q_union": u["q_last"], "q_hybrid": h["q_last"],
-        "beta": sci(delta / 2 / (k * n * (n - 1)), 1)})  # fmt: skip
+        "beta": sci(delta / 2 / (k * n * (n - 1)), 1)}, prefix="ma_m_")  # fmt: skip
     show_table(
         [{"accountant": f"conditional composition ({a})", "ε at the Rényi σ": cc_multi[a]["epsilon"],
           "participating slot's weight, last step": cc_multi[a]["q_last"], "seconds": cc_multi[a]["seconds"]}
@@ -479,9 +480,9 @@ def glue_range_erratum(lam_d3: np.ndarray, lam_a4: np.ndarray, n: int) -> None:
     """Glue the reverse-hazard bounds of Theorem D.3 against Algorithm 4's printed range where they differ most,
     and how many of the ``n - 1`` bounds differ at all."""
     k = int(np.argmax(lam_d3 - lam_a4))
-    glue_all("ma_err_range_", {
+    glue_all({
         "dlam": sci(float(lam_d3[k] - lam_a4[k]), 3), "d3": float(lam_d3[k]), "a4": float(lam_a4[k]),
-        "n": int(np.sum(lam_d3 - lam_a4 > 1e-12)), "m": int(n - 1)})  # fmt: skip
+        "n": int(np.sum(lam_d3 - lam_a4 > 1e-12)), "m": int(n - 1)}, prefix="ma_err_range_")  # fmt: skip
 
 
 def plot_dpsgd(epsilons, delta, n, renyi, second, mc, mc_se=None):
