@@ -36,6 +36,9 @@ def test_the_errata_read_the_csv_as_the_text_says():
     assert ch.csv_gap_100() == pytest.approx(3.8551 - 4.8127)
 
 
+IDS_BUDGET = [f"T5{c}" for c in "abcdefghijk"] + ["T7b", "T7c", "T7a"]
+
+
 def _ids(tg):
     return [r["id"] for r in tg.records]
 
@@ -44,6 +47,7 @@ def test_not_run_sections_record_every_target(tg):
     fig1a = {k: [1.0, 2.0] for k in ("gauss", "fdp-uncorrected", "steinke-uncorrected")}
     ch.record_fig1a(
         tg,
+        [f"T4{c}" for c in "abcdefgh"],
         False,
         [2.0, 8.0],
         [2.0, 8.0],
@@ -58,16 +62,25 @@ def test_not_run_sections_record_every_target(tg):
     assert _ids(tg) == [f"T4{c}" for c in "abcdefgh"]
     tg.records.clear()
     curve = {"gauss": np.array([1.0, 2.0]), "gauss-bonferroni": np.array([0.5, 2.04])}
-    ch.record_budget(tg, False, [100, 600], curve, {}, {}, n_sub=1, n_sub_paper=2)
+    ch.record_budget(tg, IDS_BUDGET, False, [100, 600], curve, {}, {}, n_sub=1, n_sub_paper=2)
     assert _ids(tg) == [f"T5{c}" for c in "abcdefghijk"] + ["T7b", "T7c", "T7a"]
     assert {r["status"] for r in tg.records[:-1]} == {"not run"} and tg.records[-1]["status"] == "pass"
     tg.records.clear()
-    ch.fig3_table(tg, False, [100, 2500], [0.85, 2.58], [1, 1], [3.0, 7.5], {"gauss-pooled": [1.0, 6.0]})
+    ch.fig3_table(
+        tg,
+        [f"T6{c}" for c in "abcdefg"],
+        False,
+        [100, 2500],
+        [0.85, 2.58],
+        [1, 1],
+        [3.0, 7.5],
+        {"gauss-pooled": [1.0, 6.0]},
+    )
     assert _ids(tg) == ["T6a", "T6b", "T6c", "T6d", "T6e", "T6f", "T6g"]
 
 
 def test_a_broken_ordering_of_the_budget_curve_fails_t7a(tg):
     curve = {"gauss": np.array([1.0, 2.0]), "gauss-bonferroni": np.array([1.2, 2.0])}
     with pytest.raises(AssertionError, match="T7a"):
-        ch.record_budget(tg, False, [100, 600], curve, {}, {}, n_sub=1, n_sub_paper=2)
+        ch.record_budget(tg, IDS_BUDGET, False, [100, 600], curve, {}, {}, n_sub=1, n_sub_paper=2)
     assert tg.records[-1]["id"] == "T7a" and tg.records[-1]["status"] == "fail"

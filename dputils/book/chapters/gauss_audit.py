@@ -1,11 +1,9 @@
-"""Book tooling of the gauss_audit chapter: its outcome-dependent targets, its smoke stand-ins, the source label
-of the authors' CSV values and its recurring figure.
+"""Book tooling of the gauss_audit chapter: the authors' values, its tables, figures and target bookkeeping.
 
 The chapter's targets live in ``params/targets/gauss_audit.yml``; :meth:`dputils.book.scorecard.Targets.record`
-records most of them in one call. What recurs in this chapter gets one helper each:
+records each in one call (an outcome-dependent one with ``ok=``: it passes when that holds and is otherwise
+recorded as *not reproduced* with the table's reason). What recurs in this chapter gets one helper each:
 
-* a target that passes when it holds and is otherwise recorded as *not reproduced* with the table's reason
-  (:func:`record_outcome`); its table entry is the not-reproduced one, the pass drops the reason;
 * the smoke profile, where the targets checked only at the book's (full) profile are recorded as not run
   (:func:`record_not_run`);
 * the figure of empirical epsilon against a sweep (Figs 1(a), 1(b), 3 and 7 of {cite}`gauss_audit`): one line
@@ -17,7 +15,8 @@ records most of them in one call. What recurs in this chapter gets one helper ea
 The chapter's tables, and the bookkeeping of each section (its targets recorded from the table, its glued
 numbers, its entry of ``results/gauss_audit.json``) are one call each (:func:`lemma1_table`, :func:`headline`,
 :func:`record_fig1a`, :func:`record_budget`, ...), and the values read from the authors' published files are
-constants here (:data:`PAPER_1A`, :data:`CSV_1B`, :data:`PAPER_T`, ...), each with the file it comes from. What a
+constants here (:data:`PAPER_1A`, :data:`CSV_1B`, :data:`PAPER_T`, ...), each with the file it comes from (those
+files match every number the paper's text states; :func:`src_repo`). What a
 helper computes is arithmetic on numbers the chapter computed (ratios, differences, the smallest and largest of a
 list) to fill a target; the numbers themselves come from :mod:`dputils.audit`.
 """
@@ -26,7 +25,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -166,8 +165,8 @@ def draw_ftrl_bounds(
 # --------------------------------------------------------------------------- the authors' values
 #: The paper's eps = 8 numbers (Sec. 5.1; the authors' CSV), by auditor.
 PAPER_HEAD = {"gauss": 6.67, "gauss-bonferroni": 6.38, "steinke-uncorrected": 3.33, "fdp-uncorrected": 4.70}
-#: The headline auditors, in the order of targets T3a-d.
-HEAD_IDS = {"gauss": "T3a", "gauss-bonferroni": "T3b", "steinke-uncorrected": "T3c", "fdp-uncorrected": "T3d"}
+#: The headline auditors, in the order of their targets.
+HEAD_METHODS = ("gauss", "gauss-bonferroni", "steinke-uncorrected", "fdp-uncorrected")
 #: The values behind the paper's Fig. 1(a) (fig/bootstrap/auditing_comparison_final.csv), at PAPER_EPS.
 PAPER_EPS = [1.0, 2.0, 4.0, 8.0]
 PAPER_1A = {
@@ -215,10 +214,10 @@ def glue_all(**values: Any) -> None:
 
 
 # --------------------------------------------------------------------------- validation
-def lemma1_table(tg: Targets, delta: float, e_both: float, e_one: float, e_gdp: float) -> None:
-    """Glue, record (T1a-c, at delta 1e-5 only) and show the three Lemma 1 anchors."""
+def lemma1_table(tg: Targets, ids: Sequence[str], delta: float, e_both: float, e_one: float, e_gdp: float) -> None:
+    """Glue, record (the targets ``ids`` of the three anchors, at delta 1e-5 only, else not run) and show the three
+    Lemma 1 anchors."""
     glue_all(ga_e_both=e_both, ga_e_one=e_one)
-    ids = ("T1a", "T1b", "T1c")
     if delta == 1e-5:
         for id_, v in zip(ids, (e_both, e_one, e_gdp)):
             tg.record(id_, v)
@@ -247,28 +246,29 @@ def sampler_table(p_ks: float, i_s: Any, th: dict[str, float]) -> None:
     )
 
 
-def corollary1_table(tg: Targets, cor1: dict[str, Any], paper_setting: bool) -> list[dict[str, Any]]:
-    """Record T2a-e (at the paper's setting, else not run), glue the x0 = 4 tail and the prefactor, show the
-    table of :func:`dputils.audit.model1.edgeworth_deviations` next to the paper's values; returns its rows."""
-    ids = {3: "T2b", 4: "T2c", 5: "T2d"}
+def corollary1_table(tg: Targets, ids: Sequence[str], cor1: dict[str, Any], paper_setting: bool) -> list[dict]:
+    """Record ``ids`` = (the prefactor's target, one per tail of ``cor1["tails"]``, Theorem 1's) at the paper's
+    setting (else not run), glue the second tail and the prefactor, show the table of
+    :func:`dputils.audit.model1.edgeworth_deviations` next to the paper's values; returns its rows."""
+    pre_id, *tail_ids, thm_id = ids
     rows = [
-        {"x0": r["x0"], "paper": tg.spec[ids[r["x0"]]]["paper"], "leading term": r["leading term"], "exact": r["exact"]}
-        for r in cor1["tails"]
+        {"x0": r["x0"], "paper": tg.spec[id_]["paper"], "leading term": r["leading term"], "exact": r["exact"]}
+        for r, id_ in zip(cor1["tails"], tail_ids)
     ]
     if paper_setting:
-        tg.record("T2a", cor1["prefactor"])
-        for r in rows:
-            tg.record(ids[r["x0"]], r["exact"])
-        tg.record("T2e", cor1["exact"])
+        tg.record(pre_id, cor1["prefactor"])
+        for r, id_ in zip(rows, tail_ids):
+            tg.record(id_, r["exact"])
+        tg.record(thm_id, cor1["exact"])
     else:
         record_not_run(
             tg,
-            ("T2a", "T2b", "T2c", "T2d", "T2e"),
+            ids,
             "Corollary 1 / Theorem 1 of the paper",
             reason="the paper's values hold at T 2500, q 0.0819, sigma 2.6245",
         )
     rows.append(
-        {"x0": "0 (Theorem 1)", "paper": tg.spec["T2e"]["paper"], "leading term": cor1["lead"], "exact": cor1["exact"]}
+        {"x0": "0 (Theorem 1)", "paper": tg.spec[thm_id]["paper"], "leading term": cor1["lead"], "exact": cor1["exact"]}
     )
     glue_all(ga_tail4=sci(rows[1]["exact"]), ga_prefactor=cor1["prefactor"])
     show_table(rows, caption="sup over |x| >= x0 of |F_T(x) - Phi(x)|: paper vs ours", digits=4)
@@ -305,8 +305,20 @@ def ceiling_table(ceil_exact: float, ceil_gauss: float, eps_pld: dict[str, Any],
 
 
 # --------------------------------------------------------------------------- Model 1 at the paper's scale
-def headline(tg: Targets, head: dict[str, Any], full_scale: bool, reps: int, m: int, sigma: float, wb_dataset: str):
-    """Glue, record (T3a-f) and show the eps = 8 comparison of ``head`` (method -> bounds over runs)."""
+def headline(
+    tg: Targets,
+    ids: Sequence[str],
+    head: dict[str, Any],
+    full_scale: bool,
+    reps: int,
+    m: int,
+    sigma: float,
+    wb_dataset: str,
+):
+    """Glue, record and show the eps = 8 comparison of ``head`` (method -> bounds over runs). ``ids``: the
+    targets of the :data:`HEAD_METHODS` means, of the ratio ours / Steinke et al. and of the paper's GPU run
+    (not run: its reason names the data of the CPU run)."""
+    *mean_ids, ratio_id, gpu_id = ids
     head_mean = {k: float(v.mean()) for k, v in head.items()}
     glue_all(
         ga_head_gauss=head_mean["gauss"],
@@ -316,17 +328,17 @@ def headline(tg: Targets, head: dict[str, Any], full_scale: bool, reps: int, m: 
     )
     ratio = head_mean["gauss"] / head_mean["steinke-uncorrected"]
     if full_scale:
-        for k, id_ in HEAD_IDS.items():
+        for k, id_ in zip(HEAD_METHODS, mean_ids):
             tg.record(id_, head_mean[k], fmt=dict(reps=reps))
-        tg.record("T3e", ratio)
+        tg.record(ratio_id, ratio)
     else:
-        for k, id_ in HEAD_IDS.items():
+        for id_ in mean_ids:
             sp = tg.spec[id_]
             tg.not_run(id_, sp["what"].format(reps=reps), reason=SMOKE, paper=sp["paper"], source=sp["source"])
-        tg.not_run("T3e", "eps = 8: ratio ours / Steinke et al.", reason=SMOKE, paper=2.0)
+        tg.not_run(ratio_id, "eps = 8: ratio ours / Steinke et al.", reason=SMOKE, paper=2.0)
     # the white-box run's data (below): Fashion-MNIST, else the fallback found
     kind = dpdata.classification_kind() if wb_dataset == "fashion-mnist" else "synthetic-blobs"
-    tg.record("T3f", fmt=dict(data=dpdata.classification_label(kind)))
+    tg.record(gpu_id, fmt=dict(data=dpdata.classification_label(kind)))
     show_table(
         [
             {
@@ -379,6 +391,7 @@ def fig1a_table(eps_targets: Any, theo: Any, fig1a: dict[str, list[float]]) -> N
 
 def record_fig1a(
     tg: Targets,
+    ids: Sequence[str],
     full_scale: bool,
     eps_targets: Any,
     theo: list[float],
@@ -391,19 +404,20 @@ def record_fig1a(
     eps_pld: float,
     reps: int,
 ) -> None:
-    """Record the Fig. 1(a) targets T4a-h (at the paper's four epsilons and full scale, else not run): the
-    ellipsoid bound per epsilon (T4b: the authors' setup ``r_csv``), the ordering ellipsoid > f-DP > Steinke
-    (T4e), the range of the gains over the uncorrected baselines (T4f) and of the fractions of the PLD
-    epsilon (T4g, T4h, also glued)."""
+    """Record the eight Fig. 1(a) targets ``ids`` (at the paper's four epsilons and full scale, else not run): the
+    ellipsoid bound per epsilon (the second: the authors' setup ``r_csv``), the ordering ellipsoid > f-DP >
+    Steinke, the range of the gains over the uncorrected baselines and the smallest and largest fraction of
+    the PLD epsilon (also glued)."""
+    t_1, t_2, t_4, t_8, t_order, t_gain, t_lo, t_hi = ids
     if not (full_scale and list(eps_targets) == PAPER_EPS):
         src = src_repo("fig/bootstrap/auditing_comparison_final.csv", "Fig. 1(a)")
-        record_not_run(tg, [f"T4{c}" for c in "abcdefgh"], "Fig. 1(a) at eps = 1, 2, 4, 8", source=src)
+        record_not_run(tg, ids, "Fig. 1(a) at eps = 1, 2, 4, 8", source=src)
         return
-    for j, id_ in zip((0, 2, 3), ("T4a", "T4c", "T4d")):
+    for j, id_ in zip((0, 2, 3), (t_1, t_4, t_8)):
         tg.record(id_, fig1a["gauss"][j])
     f1 = {k: v[1] for k, v in fig1a.items()}  # the eps = 2 point
     tg.record(
-        "T4b",
+        t_2,
         float(r_csv.mean()),
         fmt=dict(
             s_csv=sigma_csv,
@@ -427,13 +441,13 @@ def record_fig1a(
     order = [a > b > c for a, b, c in zip(g, fd, st)]
     r4e = min(a / b for a, b in zip(g, fd))
     fails = ", ".join(f"{e:g}" for e, o in zip(PAPER_EPS, order) if not o)
-    tg.record("T4e", round(r4e, 3) if all(order) else r4e, ok=all(order), fmt=dict(fails=fails))
+    tg.record(t_order, round(r4e, 3) if all(order) else r4e, ok=all(order), fmt=dict(fails=fails))
     gains = [a / b for a, b in zip(g, fd)] + [a / c for a, c in zip(g, st)]
-    tg.record("T4f", max(gains), ok=min(gains) >= 1 and max(gains) <= 2.3, fmt=dict(lo=min(gains), hi=max(gains)))
+    tg.record(t_gain, max(gains), ok=min(gains) >= 1 and max(gains) <= 2.3, fmt=dict(lo=min(gains), hi=max(gains)))
     frac = [a / b for a, b in zip(g, theo)]
     fracs = ", ".join(f"{f:.0%}" for f in frac)
-    tg.record("T4g", min(frac), fmt=dict(fracs=fracs))
-    tg.record("T4h", max(frac), fmt=dict(fracs=fracs))
+    tg.record(t_lo, min(frac), fmt=dict(fracs=fracs))
+    tg.record(t_hi, max(frac), fmt=dict(fracs=fracs))
     glue_all(ga_frac_lo=min(frac), ga_frac_hi=max(frac))
 
 
@@ -514,6 +528,7 @@ def budget_table(ms_budget: Any, curve: dict[str, Any], methods: Any, n_sub: int
 
 def record_budget(
     tg: Targets,
+    ids: Sequence[str],
     run_all: bool,
     ms_budget: Any,
     curve: dict[str, Any],
@@ -523,38 +538,41 @@ def record_budget(
     n_sub: int,
     n_sub_paper: int,
 ) -> None:
-    """Record the targets of Figs 1(b) and 7 (T5a-k, T7b-c at the paper's budgets and full scale, else not
-    run; T7a always): module docstring of the notebook's section for what each compares."""
-    ids = [f"T5{c}" for c in "abcdefghijk"] + ["T7b", "T7c"]
+    """Record the 14 targets ``ids`` of Figs 1(b) and 7, in the order the notebook's section describes them:
+    the authors' protocol at m = 50, 100, 1000; the headline means of the ellipsoid, Steinke et al. and f-DP;
+    ours at m = 100 against Steinke et al. and f-DP at m >= 2000; the rise from m = 1000 to 5000 of the pooled
+    ellipsoid, Steinke et al. and f-DP; the box at m = 50 and at 5000 (these 13 at the paper's budgets and full
+    scale, else not run); last, the ellipsoid at least the box at every m (always)."""
+    a50, a100, a1000, h_g, h_st, h_fdp, v_st, v_fdp, r_g, r_st, r_fdp, box50, box5000, order_id = ids
     if run_all:
         at = dict(zip(ms_budget, range(len(ms_budget))))
         unp = dict(zip(ms_budget, curve["gauss"]))
-        for id_, mb in (("T5a", 50), ("T5b", 100), ("T5c", 1000)):
+        for id_, mb in ((a50, 50), (a100, 100), (a1000, 1000)):
             val = pp_at["gauss-pooled"][mb]
             tg.record(id_, val, fmt=dict(n_sub_paper=n_sub_paper, val=val, unp=unp[mb], n_sub=n_sub))
-        tg.record("T5d", head_mean["gauss"])
-        tg.record("T5e", head_mean["steinke-uncorrected"])
-        tg.record("T5f", head_mean["fdp-uncorrected"])
+        tg.record(h_g, head_mean["gauss"])
+        tg.record(h_st, head_mean["steinke-uncorrected"])
+        tg.record(h_fdp, head_mean["fdp-uncorrected"])
         ours100 = pp_at["gauss-pooled"][100]
-        for id_, k in (("T5g", "steinke-uncorrected"), ("T5h", "fdp-uncorrected")):
+        for id_, k in ((v_st, "steinke-uncorrected"), (v_fdp, "fdp-uncorrected")):
             best = max(curve[k][at[mb]] for mb in ms_budget if mb >= 2000)
             gap = CSV_AT["gauss-pooled"][100] - max(v for mb, v in CSV_AT[k].items() if mb >= 2000)
             tg.record(id_, ours100 - best, ok=ours100 >= best, fmt=dict(ours100=ours100, best=best, gap=gap))
         glue("ga_csv_gap_fdp", gap)  # the f-DP gap, the last of the loop
-        for id_, k in (("T5i", "gauss-pooled"), ("T5j", "steinke-uncorrected"), ("T5k", "fdp-uncorrected")):
+        for id_, k in ((r_g, "gauss-pooled"), (r_st, "steinke-uncorrected"), (r_fdp, "fdp-uncorrected")):
             tg.record(
                 id_,
                 head_mean[k] - pp_at[k][1000],
                 paper=CSV_AT[k][5000] - CSV_AT[k][1000],
                 fmt=dict(v1000=pp_at[k][1000], v5000=head_mean[k]),
             )
-        tg.record("T7b", curve["gauss-bonferroni"][at[50]])
-        tg.record("T7c", head_mean["gauss-bonferroni"])
+        tg.record(box50, curve["gauss-bonferroni"][at[50]])
+        tg.record(box5000, head_mean["gauss-bonferroni"])
     else:
         src = src_repo("fig/bootstrap/sample_complexity.csv", "Fig. 1(b)")
-        record_not_run(tg, ids, "Figs 1(b) / 7 at the paper's budgets", source=src)
+        record_not_run(tg, ids[:-1], "Figs 1(b) / 7 at the paper's budgets", source=src)
     ordered = all(a >= b - 0.05 for a, b in zip(curve["gauss"], curve["gauss-bonferroni"]))
-    tg.record("T7a", condition=ordered)
+    tg.record(order_id, condition=ordered)
 
 
 # --------------------------------------------------------------------------- steps T (Fig. 3)
@@ -572,9 +590,18 @@ def draw_fig3(Ts: Any, ceil_T: Any, ceil_T_gauss: Any, abl: dict[str, list[float
 
 
 def fig3_table(
-    tg: Targets, full_scale: bool, Ts: Any, sigmas_T: Any, reps_used: Any, ceil_T: Any, abl: dict[str, list[float]]
+    tg: Targets,
+    ids: Sequence[str],
+    full_scale: bool,
+    Ts: Any,
+    sigmas_T: Any,
+    reps_used: Any,
+    ceil_T: Any,
+    abl: dict[str, list[float]],
 ) -> None:
-    """Show Fig. 3 against the authors' CSV and record T6a-g (at the paper's T and full scale, else not run)."""
+    """Show Fig. 3 against the authors' CSV and record ``ids`` (at the paper's T and full scale, else not run):
+    the pooled bound at each T, the ellipsoid rising with T, the exact ceilings."""
+    *pooled_ids, rise_id, ceil_id = ids
     rows = [
         {
             "T": t_,
@@ -591,25 +618,31 @@ def fig3_table(
         caption="Fig. 3: simulated means vs the values behind the paper's figure (the authors' CSV, CIFAR-10)",
         digits=3,
     )
-    ids = ("T6a", "T6b", "T6c", "T6d", "T6e", "T6f", "T6g")
     if full_scale and list(Ts) == [50, 100, 500, 1000, 2500]:
-        for id_, v in zip(ids, abl["gauss-pooled"]):
+        for id_, v in zip(pooled_ids, abl["gauss-pooled"]):
             tg.record(id_, v)
         g = abl["gauss"]
-        tg.record("T6f", condition=all(a < b for a, b in zip(g, g[1:])))
+        tg.record(rise_id, condition=all(a < b for a, b in zip(g, g[1:])))
         # the ceilings themselves (which bound every auditor, asserted in the notebook) against the
         # independent integration of our notes (2e-3)
-        tg.record("T6g", ceil_T)
+        tg.record(ceil_id, ceil_T)
     else:
         record_not_run(tg, ids, "Fig. 3 at T = 50 ... 2500", source="paper, Fig. 3")
 
 
 # --------------------------------------------------------------------------- coverage, null runs, bugs
 def region_coverage_table(
-    tg: Targets, region_cov: dict[int, dict[str, int]], reps: int, alpha: float, B: int, k_min: int, coverage_ms: Any
+    tg: Targets,
+    ids: Sequence[str],
+    region_cov: dict[int, dict[str, int]],
+    reps: int,
+    alpha: float,
+    B: int,
+    k_min: int,
+    coverage_ms: Any,
 ) -> None:
-    """Show the regions' coverage of theta* with the one-sided binomial test and record T10a-d (at the book's
-    settings, else not run)."""
+    """Show the regions' coverage of theta* with the one-sided binomial test and record ``ids`` (the box at
+    m = 100 and 1000, the ellipsoid at 1000 and 100; at the book's settings, else not run)."""
     show_table(
         [
             {
@@ -630,13 +663,13 @@ def region_coverage_table(
     tol = (1 - alpha) - k_min / reps
     src = "our independent computation (coverage simulation); paper, Proposition 2"
     run_all = list(coverage_ms) == [100, 1000] and reps >= 400
-    ids = {
-        (100, "Bonferroni box"): "T10a",
-        (1000, "Bonferroni box"): "T10b",
-        (1000, "bootstrap ellipsoid"): "T10c",
-        (100, "bootstrap ellipsoid"): "T10d",
-    }
-    for (mc, name), id_ in ids.items():
+    cases = (
+        (100, "Bonferroni box"),
+        (1000, "Bonferroni box"),
+        (1000, "bootstrap ellipsoid"),
+        (100, "bootstrap ellipsoid"),
+    )
+    for (mc, name), id_ in zip(cases, ids):
         k_ = region_cov.get(mc, {}).get(name)
         fmt = dict(reps=reps, k=k_)
         if not run_all:
@@ -674,8 +707,8 @@ def exceedance_table(cov: dict[str, Any], k_max: int, reps: int, alpha: float) -
     glue("ga_unc_exceed_max", max(unc))
 
 
-def null_table(tg: Targets, null_zero: dict[str, int], reps: int, m: int, alpha: float, k_null: int) -> None:
-    """Show the null runs' fraction of zero bounds and record T10e (20 seeds or more, else not run)."""
+def null_table(tg: Targets, id_: str, null_zero: dict[str, int], reps: int, m: int, alpha: float, k_null: int) -> None:
+    """Show the null runs' fraction of zero bounds and record target ``id_`` (20 seeds or more, else not run)."""
     show_table(
         [{"method": k, "seeds": reps, "bound = 0": v / reps} for k, v in null_zero.items()],
         caption=f"Null runs (m = {m}, no canary signal); H0: P[bound > 0] <= {alpha}, accepted up to {k_null} of"
@@ -683,9 +716,9 @@ def null_table(tg: Targets, null_zero: dict[str, int], reps: int, m: int, alpha:
     )
     if reps >= 20:
         null_pos = 1 - min(null_zero.values()) / reps  # worst method
-        tg.record("T10e", null_pos, paper=alpha, tol=k_null / reps - alpha)
+        tg.record(id_, null_pos, paper=alpha, tol=k_null / reps - alpha)
     else:
-        tg.not_run("T10e", "null runs: bound = 0 almost always", reason=SMOKE, paper=alpha)
+        tg.not_run(id_, "null runs: bound = 0 almost always", reason=SMOKE, paper=alpha)
 
 
 def bug_table(bug_res: dict[str, dict[str, float]], claimed: float) -> None:
@@ -783,9 +816,11 @@ def draw_wb_histograms(wb: Any) -> None:
     plt.show()
 
 
-def ks_table(tg: Targets, wb: Any, fit: dict[str, Any], ks: dict[str, float], ks_crit: dict[str, float]) -> None:
+def ks_table(
+    tg: Targets, ids: Sequence[str], wb: Any, fit: dict[str, Any], ks: dict[str, float], ks_crit: dict[str, float]
+) -> None:
     """Show the trained scores against Model 1 with their KS distances and Lilliefors critical values, record
-    T8-IN and T8-OUT and glue the four numbers."""
+    ``ids`` (IN, OUT) and glue the four numbers."""
     z = fit["z_ordered"]
     sides = (("IN", wb.in_scores, fit["in_model"]), ("OUT", wb.out_scores, fit["out_model"]))
     show_table(
@@ -806,7 +841,7 @@ def ks_table(tg: Targets, wb: Any, fit: dict[str, Any], ks: dict[str, float], ks
         f" {np.mean(np.abs(z) <= 4.5):.4f})",
         digits=4,
     )
-    for name, id_ in (("IN", "T8-IN"), ("OUT", "T8-OUT")):
+    for name, id_ in zip(("IN", "OUT"), ids):
         tg.record(id_, ks[name], ok=ks[name] < ks_crit[name], paper=ks_crit[name], fmt=wb_fmt(wb))
     glue_all(ga_ks_in=ks["IN"], ga_ks_out=ks["OUT"], ga_ks_crit_in=ks_crit["IN"], ga_ks_crit_out=ks_crit["OUT"])
 
@@ -824,9 +859,12 @@ def draw_fig456(wb: Any, fit: dict[str, Any]) -> None:
     plt.show()
 
 
-def trained_vs_paper(tg: Targets, wb: Any, m: int, bounds: dict[str, float], rho6: float, crit6: float):
-    """Show the paper's trained run next to ours, record T8 (not run), T8c (Fig. 6's trend) and T8d (not run),
-    glue Spearman's rho and its critical value; returns our side of the table."""
+def trained_vs_paper(
+    tg: Targets, ids: Sequence[str], wb: Any, m: int, bounds: dict[str, float], rho6: float, crit6: float
+):
+    """Show the paper's trained run next to ours, record ``ids`` (the paper-scale comparison, not run; Fig. 6's
+    trend; the utility claims, not run), glue Spearman's rho and its critical value; returns our side."""
+    gpu_id, trend_id, utility_id = ids
     ours = {
         "OUT mean": float(wb.out_scores.mean()),
         "OUT sd": float(wb.out_scores.std(ddof=1)),
@@ -848,10 +886,10 @@ def trained_vs_paper(tg: Targets, wb: Any, m: int, bounds: dict[str, float], rho
         " paper's are uncorrected, ours use the split selection)",
         digits=4,
     )
-    tg.record("T8", fmt=wb_fmt(wb))
-    tg.record("T8c", abs(rho6), paper=crit6, fmt=wb_fmt(wb))
+    tg.record(gpu_id, fmt=wb_fmt(wb))
+    tg.record(trend_id, abs(rho6), paper=crit6, fmt=wb_fmt(wb))
     glue_all(ga_rho6=rho6, ga_crit6=crit6)
-    tg.record("T8d")  # the utility claims need the paper's network and data
+    tg.record(utility_id)  # the utility claims need the paper's network and data
     return ours
 
 
@@ -908,13 +946,13 @@ def draw_wb_budget(budgets: Any, curve: dict[str, Any], epsilon_theory: float) -
 
 
 # --------------------------------------------------------------------------- DP-FTRL
-def ftrl_sigma_table(tg: Targets, T: int, delta: float, eps: Any, sigma_nodes: Any, L: int) -> None:
-    """Record T9a (the node sigmas against our notes, at T = 128 and delta 1e-5, else not run) and show the
+def ftrl_sigma_table(tg: Targets, id_: str, T: int, delta: float, eps: Any, sigma_nodes: Any, L: int) -> None:
+    """Record target ``id_`` (the node sigmas against our notes, at T = 128 and delta 1e-5, else not run) and show the
     calibrated node noise with its mu-GDP."""
     if T == 128 and delta == 1e-5 and all(e in NOTE_SIGMA_NODE for e in eps):
-        tg.record("T9a", sigma_nodes, paper=[NOTE_SIGMA_NODE[e] for e in eps])
+        tg.record(id_, sigma_nodes, paper=[NOTE_SIGMA_NODE[e] for e in eps])
     else:
-        tg.not_run("T9a", "DP-FTRL σ of a tree node", reason="anchors hold at T = 128, δ = 10⁻⁵")
+        tg.not_run(id_, "DP-FTRL σ of a tree node", reason="anchors hold at T = 128, δ = 10⁻⁵")
     show_table(
         [
             {"target eps": e, "sigma_node": s_n, "mu-GDP": math.sqrt(L) / s_n, "L": L}
@@ -926,12 +964,13 @@ def ftrl_sigma_table(tg: Targets, T: int, delta: float, eps: Any, sigma_nodes: A
 
 
 def ideal_ftrl_table(
-    tg: Targets, ideal: dict[str, Any], eps: Any, *, m: int, T: int, reps: int, alpha: float
+    tg: Targets, ids: Sequence[str], ideal: dict[str, Any], eps: Any, *, m: int, T: int, reps: int, alpha: float
 ) -> dict[str, list[float]]:
-    """Show the idealised DP-FTRL means, record T9b (the ellipsoid beats Andrew et al. at epsilon >= 2, >= 4
-    with fewer than 5000 canaries), T9c (against our notes at m = 5000, T = 128, else not run) and T9d (the
-    ellipsoid above the target in at most a fraction alpha of all runs, one-sided binomial test at 1%); glue
-    the epsilon-8 means. Returns method -> means over runs."""
+    """Show the idealised DP-FTRL means, record ``ids``: the ellipsoid beats Andrew et al. at epsilon >= 2
+    (>= 4 with fewer than 5000 canaries); its means against our notes (at m = 5000, T = 128, else not run); it
+    exceeds the target in at most a fraction alpha of all runs (one-sided binomial test at 1%). Glue the
+    epsilon-8 means. Returns method -> means over runs."""
+    beats_id, notes_id, valid_id = ids
     mean = {k: v.mean(axis=1).tolist() for k, v in ideal.items()}
     show_table(
         [{"target eps": e, **{k: mean[k][i] for k in ideal}} for i, e in enumerate(eps)],
@@ -939,16 +978,16 @@ def ideal_ftrl_table(
         digits=3,
     )
     beats = [mean["gauss"][i] > mean["andrew"][i] for i, e in enumerate(eps) if e >= 4 or (e >= 2 and m >= 5000)]
-    tg.record("T9b", condition=all(beats))
+    tg.record(beats_id, condition=all(beats))
     if m >= 5000 and T == 128 and all(e in NOTE_IDEAL for e in eps):
-        tg.record("T9c", mean["gauss"], paper=[NOTE_IDEAL[e] for e in eps])
+        tg.record(notes_id, mean["gauss"], paper=[NOTE_IDEAL[e] for e in eps])
     else:
         src = "our independent computation (exact-Gaussian simulation, m 5000)"
-        tg.not_run("T9c", "DP-FTRL idealised at m = 5000", reason=SMOKE, source=src)
+        tg.not_run(notes_id, "DP-FTRL idealised at m = 5000", reason=SMOKE, source=src)
     n9 = ideal["gauss"].size
     k9 = int(np.sum(ideal["gauss"] > np.array(eps)[:, None]))
     k9_ok = binom_accept_max(n9, alpha)
-    tg.record("T9d", k9 / n9, ok=k9 <= k9_ok, paper=alpha, tol=k9_ok / n9 - alpha, fmt=dict(n=n9, k=k9))
+    tg.record(valid_id, k9 / n9, ok=k9 <= k9_ok, paper=alpha, tol=k9_ok / n9 - alpha, fmt=dict(n=n9, k=k9))
     if 8.0 in eps:
         glue_all(ga_ftrl_gauss8=mean["gauss"][eps.index(8.0)], ga_ftrl_andrew8=mean["andrew"][eps.index(8.0)])
     return mean
