@@ -40,6 +40,7 @@ from ..errors import (
     check_positive_int,
     check_probability,
 )
+from .gaussian_pair import epsilon_pair
 
 __all__ = [
     "simulate_scores",
@@ -52,6 +53,9 @@ __all__ = [
     "kolmogorov_leading_term",
     "tail_deviation_leading_term",
     "exact_sup_deviation",
+    "gaussian_score_epsilon",
+    "edgeworth_deviations",
+    "kolmogorov_rates",
     "theoretical_epsilon",
     "calibrate_sigma",
 ]
@@ -258,6 +262,72 @@ def exact_sup_deviation(
     up = np.max(np.abs(exact_standardized_sf(xs, T, q, sigma, C) - special.ndtr(-xs)))
     lo = np.max(np.abs(exact_standardized_cdf(-xs, T, q, sigma, C) - special.ndtr(-xs)))
     return float(max(up, lo))
+
+
+def gaussian_score_epsilon(
+    delta: float, T: int, q: float, sigma: float, C: float = 1.0, *, pooled: bool = False
+) -> np.ndarray | float:
+    """The epsilon of the Gaussian surrogate of the Model-1 score pair: ``eps_theta(delta)`` (Eq. (2) of
+    {cite}`gauss_audit`) at ``theta = (mu_in, sigma_in, 0, sigma_out)`` of Proposition 1
+    (:func:`score_pair_theta`), OUT = N(0, sigma^2 C^2), IN = N(sqrt(T) q C, sigma^2 C^2 + q(1-q) C^2).
+
+    ``pooled=True`` gives both Gaussians the pooled sd ``sqrt((sigma_out^2 + sigma_in^2) / 2)`` (the
+    equal-variance, mu-GDP pair that the authors' code evaluates). Compare :func:`exact_score_epsilon`,
+    the exact pair (Binomial mixture vs Gaussian) that no auditor of the summed score can exceed."""
+    th = score_pair_theta(T, q, sigma, C)
+    if pooled:
+        s_pool = math.sqrt((th["sigma_out"] ** 2 + th["sigma_in"] ** 2) / 2)
+        return epsilon_pair(delta, 0.0, s_pool, th["mu_in"], s_pool)
+    return epsilon_pair(delta, 0.0, th["sigma_out"], th["mu_in"], th["sigma_in"])
+
+
+def edgeworth_deviations(T: int, q: float, sigma: float, x0s=(3, 4, 5), C: float = 1.0) -> dict[str, Any]:
+    """Theorem 1 and Corollary 1 of {cite}`gauss_audit` next to the exact mixture, for one setting.
+
+    Returns ``prefactor`` ``q(1-q)|1-2q| C^3 / (6 sqrt(T) tau^3)`` with ``tau^2 = sigma^2 C^2 + q(1-q) C^2``
+    (the skewness term of the Edgeworth expansion), ``lead`` (Theorem 1's leading term of the Kolmogorov
+    distance, the prefactor over sqrt(2 pi)), ``exact`` (the Kolmogorov distance of the exact mixture,
+    :func:`exact_sup_deviation`) and ``tails``: for each ``x0`` of ``x0s`` a dict with ``x0``, ``leading
+    term`` (Corollary 1: prefactor * phi(x0)(x0^2 - 1)) and ``exact`` (sup over |x| >= x0 of the exact
+    deviation)."""
+    T, q, sigma, C = _check(T, q, sigma, C)
+    tau3 = ((sigma * C) ** 2 + q * (1 - q) * C * C) ** 1.5
+    prefactor = q * (1 - q) * abs(1 - 2 * q) * C**3 / (6 * math.sqrt(T) * tau3)
+    tails = [
+        {
+            "x0": x0,
+            "leading term": tail_deviation_leading_term(x0, T, q, sigma, C),
+            "exact": exact_sup_deviation(T, q, sigma, C, x0=x0),
+        }
+        for x0 in x0s
+    ]
+    return {
+        "prefactor": prefactor,
+        "lead": kolmogorov_leading_term(T, q, sigma, C),
+        "exact": exact_sup_deviation(T, q, sigma, C),
+        "tails": tails,
+    }
+
+
+def kolmogorov_rates(Ts, q0: float, sigma: float, T0: int, *, n_grid: int = 1500, x_max: float = 8.0) -> dict[str, Any]:
+    """The rates of Theorem 1 of {cite}`gauss_audit` on the exact mixture: the Kolmogorov distance of the
+    standardised IN score at each T of ``Ts`` in two regimes, q fixed at ``q0`` (distance ~ T^{-1/2}) and
+    ``q = q0 sqrt(T0 / T)`` (distance ~ (1-q)(1-2q) / T, nearly 1/T), exact (:func:`exact_sup_deviation` on
+    ``n_grid`` points up to ``x_max``) and by the leading term (:func:`kolmogorov_leading_term`).
+
+    Returns ``T``, ``q_scaled``, ``exact_fixed``, ``exact_scaled``, ``lead_fixed``, ``lead_scaled`` (lists)
+    and the least-squares slopes of log distance on log T, ``slope_fixed`` and ``slope_scaled``."""
+    Ts = np.asarray(Ts)
+    q_scaled = q0 * np.sqrt(T0 / Ts)
+    kw = dict(n_grid=n_grid, x_max=x_max)
+    out: dict[str, Any] = {"T": Ts, "q_scaled": q_scaled}
+    out["exact_fixed"] = [exact_sup_deviation(t, q0, sigma, **kw) for t in Ts]
+    out["exact_scaled"] = [exact_sup_deviation(t, qs, sigma, **kw) for t, qs in zip(Ts, q_scaled)]
+    out["lead_fixed"] = [kolmogorov_leading_term(t, q0, sigma) for t in Ts]
+    out["lead_scaled"] = [kolmogorov_leading_term(t, qs, sigma) for t, qs in zip(Ts, q_scaled)]
+    out["slope_fixed"] = np.polyfit(np.log(Ts), np.log(out["exact_fixed"]), 1)[0]
+    out["slope_scaled"] = np.polyfit(np.log(Ts), np.log(out["exact_scaled"]), 1)[0]
+    return out
 
 
 # --- the mechanism's epsilon (the accountant's upper bound) ---------------------------------------

@@ -37,6 +37,7 @@ __all__ = [
     "audit_methods",
     "replicate",
     "subsample_curve",
+    "budget_curve",
     "paper_subsample_curve",
     "coverage",
     "mc_upper",
@@ -164,6 +165,36 @@ def subsample_curve(
         for k in methods:
             res[k][j] = float(np.mean(acc[k]))
     return res
+
+
+def budget_curve(
+    in_scores,
+    out_scores,
+    ms: Iterable[int],
+    n_sub: int,
+    methods=ALL_METHODS,
+    *,
+    delta: float = 1e-5,
+    alpha: float = 0.05,
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+    whole: dict[str, float] | None = None,
+) -> tuple[list[int], dict[str, np.ndarray]]:
+    """The canary-budget curve of one run (Figs 1(b) and 7 of {cite}`gauss_audit`): the budgets of ``ms`` that the
+    run holds, and for each the mean bound over ``n_sub`` subsamples (:func:`subsample_curve`), except at the
+    run's own size ``m = len(in_scores) + len(out_scores)``, where every subsample would be (almost) the whole run:
+    there the curve is one audit of the whole run (``whole``, a ``method -> bound`` dict already computed, or
+    :func:`audit_methods` with ``seed``). Returns ``(budgets, method -> array over budgets)``."""
+    total = len(in_scores) + len(out_scores)
+    small = [mb for mb in ms if mb < total]
+    curve = subsample_curve(
+        in_scores, out_scores, small, n_sub, methods, delta=delta, alpha=alpha, n_bootstrap=n_bootstrap, seed=seed
+    )
+    if total not in list(ms):
+        return small, curve
+    if whole is None:
+        whole = audit_methods(in_scores, out_scores, methods, delta, alpha, n_bootstrap, seed)
+    return small + [total], {k: np.append(curve[k], whole[k]) for k in methods}
 
 
 def paper_subsample_curve(

@@ -52,6 +52,7 @@ __all__ = [
     "WhiteboxSizes",
     "fit_whitebox_sizes",
     "mlp_parameter_count",
+    "model1_fit",
 ]
 
 
@@ -392,3 +393,24 @@ def audit_whitebox(
     return audit_all(
         run.in_scores, run.out_scores, run.delta, alpha, selection=selection, n_bootstrap=n_bootstrap, seed=seed
     )
+
+
+def model1_fit(run: WhiteboxRun) -> dict[str, object]:
+    """The Gaussians that Model 1 of {cite}`gauss_audit` (Proposition 1) assigns to a trained run's scores, with
+    the observed background drift, and the scores standardised by them (the paper's Figs 4(b), 5 and 6).
+
+    ``drift`` is the mean OUT score (the background gradients at the canary coordinates);
+    ``out_model = (drift, sigma C)`` and ``in_model = (drift + sqrt(T) q C, sqrt(sigma^2 C^2 + q(1-q) C^2))``
+    are ``(mean, sd)`` pairs; ``z_ordered`` holds every canary's score standardised by the Gaussian of its
+    side, the canaries ordered by their parameter coordinate (Fig. 6)."""
+    if not isinstance(run, WhiteboxRun):
+        raise DPValueError(f"run must be a WhiteboxRun, got {type(run).__name__}")
+    T, q, C, s = run.T, run.q, run.clip, run.sigma
+    drift = float(run.out_scores.mean())
+    in_model = (drift + math.sqrt(T) * q * C, math.sqrt(s**2 * C**2 + q * (1 - q) * C**2))
+    out_model = (drift, s * C)
+    scores = np.concatenate([run.in_scores, run.out_scores])
+    is_in = np.r_[np.ones(len(run.in_scores), bool), np.zeros(len(run.out_scores), bool)]
+    order = np.argsort(np.concatenate([run.in_coords, run.out_coords]))
+    z = np.where(is_in, (scores - in_model[0]) / in_model[1], (scores - out_model[0]) / out_model[1])
+    return {"drift": drift, "in_model": in_model, "out_model": out_model, "z_ordered": z[order]}
