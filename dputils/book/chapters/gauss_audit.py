@@ -28,7 +28,6 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Markdown, display
 from matplotlib.ticker import NullFormatter
@@ -37,7 +36,7 @@ from scipy import stats
 from ... import data as dpdata
 from ...audit.simulate import binom_accept_max
 from .. import plotting
-from ..results import glue
+from ..results import glue, glue_all
 from ..scorecard import Targets
 from ..tables import sci, show_table
 
@@ -207,12 +206,6 @@ NOTE_IDEAL = {1.0: 0.6, 2.0: 1.7, 4.0: 3.6, 8.0: 7.45}
 FTRL_CSV = {1.0: 0.8162, 2.0: 2.4022, 4.0: 4.5042, 8.0: 7.6063}
 
 
-def glue_all(**values: Any) -> None:
-    """Glue each ``name=value`` (:func:`dputils.book.results.glue`)."""
-    for k, v in values.items():
-        glue(k, v)
-
-
 # --------------------------------------------------------------------------- validation
 def lemma1_table(tg: Targets, ids: Sequence[str], delta: float, e_both: float, e_one: float, e_gdp: float) -> None:
     """Glue, record (the targets ``ids`` of the three anchors, at delta 1e-5 only, else not run) and show the three
@@ -275,7 +268,7 @@ def corollary1_table(tg: Targets, ids: Sequence[str], cor1: dict[str, Any], pape
     return rows
 
 
-def draw_rates(rates: dict[str, Any]) -> None:
+def draw_rates(rates: dict[str, Any]) -> Any:
     """The Kolmogorov distance against T in both regimes of :func:`dputils.audit.model1.kolmogorov_rates`:
     exact (markers) and Theorem 1's leading term (grey lines), log-log."""
     fig, ax = plotting.new_figure()
@@ -288,7 +281,7 @@ def draw_rates(rates: dict[str, Any]) -> None:
     ax.set_xlabel("steps T")
     ax.set_ylabel("Kolmogorov distance to the Gaussian")
     ax.legend(loc="best", framealpha=1)
-    plt.show()
+    return fig
 
 
 def ceiling_table(ceil_exact: float, ceil_gauss: float, eps_pld: dict[str, Any], T: int, q: float, sigma: float):
@@ -356,7 +349,7 @@ def headline(
     return head_mean
 
 
-def draw_fig1a(eps_targets: Any, theo: Any, fig1a: dict[str, list[float]]) -> None:
+def draw_fig1a(eps_targets: Any, theo: Any, fig1a: dict[str, list[float]]) -> Any:
     """The paper's Fig. 1(a): the auditors' mean bounds against the theoretical (PLD) epsilon, the authors'
     values as grey crosses."""
     fig, ax = plotting.new_figure()
@@ -367,7 +360,7 @@ def draw_fig1a(eps_targets: Any, theo: Any, fig1a: dict[str, list[float]]) -> No
     ax.set_xlabel("theoretical epsilon")
     ax.set_ylabel("empirical epsilon lower bound")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
-    plt.show()
+    return fig
 
 
 def fig1a_table(eps_targets: Any, theo: Any, fig1a: dict[str, list[float]]) -> None:
@@ -482,7 +475,7 @@ def paper_protocol_table(
     return pp_at
 
 
-def draw_budget(ms_budget: Any, curve: dict[str, Any], methods: Any) -> None:
+def draw_budget(ms_budget: Any, curve: dict[str, Any], methods: Any) -> Any:
     """The paper's Figs 1(b) (every auditor) and 7 (ellipsoid against box) side by side, with the authors'
     CSV values."""
     fig, axs = plotting.new_figure(ncols=2)
@@ -506,7 +499,7 @@ def draw_budget(ms_budget: Any, curve: dict[str, Any], methods: Any) -> None:
         mark_target_epsilon(ax, "canaries m", title=title)
         ax.legend(fontsize=7, loc="lower right", framealpha=1)
     axs[0].set_ylabel("empirical epsilon")
-    plt.show()
+    return fig
 
 
 def budget_table(ms_budget: Any, curve: dict[str, Any], methods: Any, n_sub: int) -> None:
@@ -576,7 +569,7 @@ def record_budget(
 
 
 # --------------------------------------------------------------------------- steps T (Fig. 3)
-def draw_fig3(Ts: Any, ceil_T: Any, ceil_T_gauss: Any, abl: dict[str, list[float]]) -> None:
+def draw_fig3(Ts: Any, ceil_T: Any, ceil_T_gauss: Any, abl: dict[str, list[float]]) -> Any:
     """The paper's Fig. 3: the auditors' mean bounds against T under the two ceilings, the authors' values as
     grey crosses."""
     fig, ax = plotting.new_figure()
@@ -586,7 +579,7 @@ def draw_fig3(Ts: Any, ceil_T: Any, ceil_T_gauss: Any, abl: dict[str, list[float
     mark_target_epsilon(ax, "steps T")
     ax.set_ylabel("empirical epsilon")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
-    plt.show()
+    return fig
 
 
 def fig3_table(
@@ -808,12 +801,12 @@ def shift_table(wb: Any, shift: float, se: float) -> None:
     )
 
 
-def draw_wb_histograms(wb: Any) -> None:
+def draw_wb_histograms(wb: Any) -> Any:
     """The trained run's IN and OUT score histograms with Model 1's shift sqrt(T) q C."""
     fig, ax = plotting.new_figure()
     title = f"T = {wb.T}, q = {wb.q:.3f}, sigma = {wb.sigma}"
     draw_score_histograms(ax, wb.in_scores, wb.out_scores, math.sqrt(wb.T) * wb.q * wb.clip, title)
-    plt.show()
+    return fig
 
 
 def ks_table(
@@ -851,12 +844,12 @@ def wb_fmt(wb: Any) -> dict[str, str]:
     return dict(model=wb.model, data=wb.data.split(":")[0])
 
 
-def draw_fig456(wb: Any, fit: dict[str, Any]) -> None:
+def draw_fig456(wb: Any, fit: dict[str, Any]) -> Any:
     """The paper's Figs 4(b), 5 and 6 from the trained run and its Model-1 fit."""
     fig, axs = plotting.new_figure(ncols=3, width=14, height=4.6)
     draw_scores_against_model(axs, wb.in_scores, wb.out_scores, fit["in_model"], fit["out_model"], fit["z_ordered"])
     fig.tight_layout()
-    plt.show()
+    return fig
 
 
 def trained_vs_paper(
@@ -931,7 +924,7 @@ def whitebox_results(wb: Any, fit_sizes: Any, m: int, data_warning: str | None, 
     }
 
 
-def draw_wb_budget(budgets: Any, curve: dict[str, Any], epsilon_theory: float) -> None:
+def draw_wb_budget(budgets: Any, curve: dict[str, Any], epsilon_theory: float) -> Any:
     """The paper's Fig. 7 on the trained scores: ellipsoid against box over the canary budgets, with the run's
     PLD epsilon."""
     fig, ax = plotting.new_figure()
@@ -942,7 +935,7 @@ def draw_wb_budget(budgets: Any, curve: dict[str, Any], epsilon_theory: float) -
     ax.set_xlabel("canaries m")
     ax.set_ylabel("empirical epsilon")
     ax.legend(fontsize=7, loc="lower right", framealpha=1)
-    plt.show()
+    return fig
 
 
 # --------------------------------------------------------------------------- DP-FTRL
@@ -1029,7 +1022,7 @@ def draw_ftrl(eps: Any, ideal: dict[str, Any], trained: dict[str, Any], m: int, 
     """The paper's Fig. 2 (DP-FTRL), :func:`draw_ftrl_bounds` on a new figure."""
     fig, ax = plotting.new_figure()
     draw_ftrl_bounds(ax, eps, ideal, trained, m, train_m, f"DP-FTRL, T = {T}, delta = {sci(delta, 1)}")
-    plt.show()
+    return fig
 
 
 # --------------------------------------------------------------------------- input-space canaries
