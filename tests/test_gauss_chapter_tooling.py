@@ -3,11 +3,15 @@ the chapter's target table, and its record helpers record every target of their 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from dputils.book.chapters import gauss_audit as ch
 from dputils.book.scorecard import Targets
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -84,3 +88,34 @@ def test_a_broken_ordering_of_the_budget_curve_fails_t7a(tg):
     with pytest.raises(AssertionError, match="T7a"):
         ch.record_budget(tg, IDS_BUDGET, False, [100, 600], curve, {}, {}, n_sub=1, n_sub_paper=2)
     assert tg.records[-1]["id"] == "T7a" and tg.records[-1]["status"] == "fail"
+
+
+def _gpu_record(gauss_correct: float) -> dict:
+    run = dict(device="cuda (test)", model="wrn16-4", data="synthetic-images", n_params=10, T=12, q=0.08,
+               sigma=2.6, epsilon_theory=2.0, steps_per_second=3.0, train_seconds=4.0)  # fmt: skip
+    return {
+        "T12": {
+            "correct": {**run, "bounds": dict(gauss=gauss_correct, steinke=0.5)},
+            "noise_div_4": {**run, "steps_per_second": 2.0, "bounds": dict(gauss=9.0, steinke=3.0)},
+        }
+    }
+
+
+def test_gpu_whitebox_reads_the_recording_and_checks_what_an_audit_promises(tmp_path):
+    import json
+
+    p = tmp_path / "gpu.json"
+    p.write_text(json.dumps(_gpu_record(1.5)))
+    got = ch.gpu_whitebox(p)
+    assert got["steps_per_second"] == [2.0, 3.0] and got["T"] == [12]
+    assert got["gauss_over_pld"] == [0.75]
+    # a "correct" run certified above its accountant's epsilon is a broken recording (or a broken accountant)
+    p.write_text(json.dumps(_gpu_record(2.5)))
+    with pytest.raises(AssertionError):
+        ch.gpu_whitebox(p)
+    assert ch.gpu_whitebox(tmp_path / "absent.json") == {}
+
+
+def test_the_recorded_gpu_audit_is_shipped_and_passes_its_checks():
+    got = ch.gpu_whitebox(ROOT / ch.GPU_WHITEBOX)
+    assert got["model"] == "wrn16-4" and min(got["T"]) > 0
