@@ -13,7 +13,7 @@ import numpy as np
 
 from ...matrix.panels import FAMILIES
 from .. import plotting
-from ..results import glue, glue_all, save
+from ..results import glue, glue_all
 from ..tables import sci, show_table
 
 
@@ -202,10 +202,10 @@ _RESULTS = dict(
 )  # fmt: skip
 
 
-def save_results(targets: Any, ns: Mapping[str, Any]) -> None:
-    """Save ``results/matrix_allocation.json``: the targets ``targets`` and, under each key of :data:`_RESULTS`,
+def results_values(ns: Mapping[str, Any]) -> dict[str, Any]:
+    """The values of ``results/matrix_allocation.json`` besides the targets: under each key of :data:`_RESULTS`,
     the notebook variable (from its namespace ``ns``) it names, through :func:`str_keys`."""
-    save("matrix_allocation", targets=targets, **str_keys({k: ns[v] for k, v in _RESULTS.items()}))
+    return str_keys({k: ns[v] for k, v in _RESULTS.items()})
 
 
 def str_keys(values: Mapping[str, Any], drop: tuple[str, ...] = ("samples",)) -> dict[str, Any]:
