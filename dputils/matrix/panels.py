@@ -436,8 +436,9 @@ def condcomp_sigmas(
     union bound, Theorem 4.6; PLD grid ``discretization``) certifies ``delta(eps) <= delta`` (Lemma 4.1).
 
     The search at each eps starts at ``r`` times that eps' Renyi sigma (``renyi_sigmas``), with ``r`` the ratio
-    calibrated / Renyi sigma found at the previous eps (``start_ratio`` at the first): the ratio varies slowly with
-    eps, so the searches start close. Returns ``{eps: sigma}`` in the order given."""
+    calibrated / Renyi sigma found at the previous eps (``start_ratio`` at the first), a warm start: it changes only
+    the number of accountant evaluations and, within the bracket width ``rel_tol``, which sigma is returned.
+    Returns ``{eps: sigma}`` in the order given."""
     dl = check_delta(delta)
     if len(epsilons) != len(renyi_sigmas):
         raise DPValueError("epsilons and renyi_sigmas must have the same length")
