@@ -66,6 +66,19 @@ def test_not_run_and_kind_overrides_keep_the_table_texts():
     assert by_id["T3"]["status"] == "not run" and by_id["T3"]["paper"] == 2.0 and by_id["T3"]["reason"] == "off"
 
 
+def test_the_table_can_give_the_not_run_reason():
+    spec = {**SPEC, "T5": {**SPEC["T1"], "not_run": "smoke profile (N = {n})"}}
+    tg, tg2, tg3 = (Targets("demo", spec=spec) for _ in range(3))
+    assert tg.record("T5", ran=False, fmt={"sigma": 1, "n": 20}) is False  # the table's text, fields filled
+    assert tg2.record("T5", 1.0, fmt={"sigma": 1, "n": 20}) is True  # ran: the text plays no part
+    tg3.record("T5", ran=False, not_run_reason="option off", fmt={"sigma": 1, "n": 20})  # the keyword wins
+    assert tg.records[0]["reason"] == "smoke profile (N = 20)" and tg.records[0]["status"] == "not run"
+    assert tg2.records[0]["status"] == "pass" and "not_run" not in tg2.records[0]
+    assert tg3.records[0]["reason"] == "option off" and tg3.records[0]["what"] == "ε at σ = 1"
+    with pytest.raises(ValueError, match="not_run_reason"):
+        tg.record("T1", ran=False)  # neither the keyword nor the table
+
+
 def test_arguments_override_the_table_and_missing_fields_are_named():
     tg = Targets("demo", spec=SPEC)
     tg.record("T1", 3.0, paper=3.0, fmt={"sigma": 1})

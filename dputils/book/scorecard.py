@@ -127,7 +127,8 @@ class Targets:
         failing ``check`` raises ``AssertionError`` as there.
 
         * ``ran=False``: the run did not compute it (a smaller profile, an option off): recorded as not run with the
-          table's texts and ``not_run_reason``.
+          table's texts and ``not_run_reason``, by default the table's ``not_run`` text (``{name}`` fields filled from
+          ``fmt`` too). The table's ``not_run`` is used for nothing else.
         * A ``not_reproduced`` entry, or any entry given ``ok=``, is an outcome: it passes (as a check, or a
           qualitative check when ``tol`` is null) when ``ok`` holds (by default: ``ours`` within ``tol`` of
           ``paper``), and is recorded as not reproduced with the table's ``reason`` otherwise. The ledger
@@ -135,9 +136,11 @@ class Targets:
 
         Returns ``True`` when the target passed."""
         spec = dict(self.spec.get(id, {}))
+        not_run_text = spec.pop("not_run", None)
         if not ran:
+            not_run_reason = not_run_reason or not_run_text
             if not not_run_reason:
-                raise ValueError(f"{self.chapter} target {id}: ran=False needs not_run_reason")
+                raise ValueError(f"{self.chapter} target {id}: ran=False needs not_run_reason (or a not_run text)")
             keep = ("what", "paper", "source", "section")
             fields = {**{k: v for k, v in fields.items() if k in keep}, "kind": "not_run", "reason": not_run_reason}
             ours, ok = None, None
@@ -375,7 +378,7 @@ def target_spec_path(chapter: str, root: Path | None = None) -> Path:
 
 def read_target_spec(path: Path) -> dict[str, dict[str, Any]]:
     """A chapter's target table: a YAML mapping ``id -> {kind, what, source, section, paper, tol, mode, reason,
-    note}`` (see :meth:`Targets.record`). Raises ``ValueError`` naming the file for anything else."""
+    note, not_run}`` (see :meth:`Targets.record`). Raises ``ValueError`` naming the file for anything else."""
     import yaml
 
     try:
@@ -388,7 +391,7 @@ def read_target_spec(path: Path) -> dict[str, dict[str, Any]]:
         kind = entry.get("kind", "check")
         if kind not in _KINDS:
             raise ValueError(f"{path}: target {tid}: kind {kind!r} is not one of {', '.join(_KINDS)}")
-        extra = sorted(set(entry) - {"kind"} - set(_KINDS[kind]) - _OPTIONAL[kind])
+        extra = sorted(set(entry) - {"kind", "not_run"} - set(_KINDS[kind]) - _OPTIONAL[kind])
         if extra:
             raise ValueError(f"{path}: target {tid} ({kind}): unexpected field(s) {', '.join(extra)}")
     return {str(k): dict(v) for k, v in data.items()}

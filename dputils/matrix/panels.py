@@ -13,7 +13,9 @@ only calls it and checks the claim:
 * Conditional composition (Section 4): :func:`participant_weights` (the weight of the participating slot per
   step), :func:`condcomp_allocations` (epsilon at a sigma per allocation of ``delta_E``),
   :func:`condcomp_at_sigmas` (Figures 3a-f: the epsilon certified at the Renyi-calibrated sigmas; below the
-  target means conditional composition needs less noise there), :func:`mc_delta` (the Monte Carlo curve of
+  target means conditional composition needs less noise there), :func:`renyi_and_condcomp_at_sigma` (both
+  accountants' epsilon at one sigma, Figures 2b-2c and 2f), :func:`condcomp_sigmas` (the calibrated sigma of a
+  factorisation, Figure 2d), :func:`mc_delta` (the Monte Carlo curve of
   Figures 3d-e, an estimate with its empirical-Bernstein bracket, not a bound).
 * Figures 4-6: :func:`hybrid_best_fraction` (the share of steps at which the hybrid allocation of
   :func:`~.posterior_paths.allocation_paths` is lowest), :func:`distances_to_participant` (Appendix E.1),
@@ -56,6 +58,7 @@ __all__ = [
     "bruteforce_agreement",
     "condcomp_allocations",
     "condcomp_at_sigmas",
+    "condcomp_sigmas",
     "distances_to_participant",
     "dp_cost",
     "errata_numbers",
@@ -69,6 +72,7 @@ __all__ = [
     "participant_weights",
     "plain_gaussian_sigma",
     "remove_divergence_mc",
+    "renyi_and_condcomp_at_sigma",
     "renyi_optimal_order",
     "renyi_sigma_curve",
     "ternary_loss_spread",
@@ -415,6 +419,78 @@ def distances_to_participant(means: np.ndarray, step: int) -> np.ndarray:
     order = np.argsort(means[:, step - 1], kind="stable")
     mu = means[order, : step - 1]
     return ((mu[:-1] - mu[-1]) ** 2).sum(axis=1)
+
+
+def condcomp_sigmas(
+    strategy: Strategy,
+    epsilons: Sequence[float],
+    renyi_sigmas: Sequence[float],
+    delta: float,
+    rel_tol: float,
+    discretization: float = 2e-3,
+    start_ratio: float = 2.0,
+) -> dict[float, float]:
+    """Calibrated noise of conditional composition at each target ``eps``: the smallest sigma (rounded up to the
+    relative precision ``rel_tol`` by :func:`~.noise_curves.secant_calibrate`) at which
+    :class:`~dputils.matrix.condcomp.ConditionalCompositionAccountant` (``delta_E = delta / 2``, Appendix B.2;
+    union bound, Theorem 4.6; PLD grid ``discretization``) certifies ``delta(eps) <= delta`` (Lemma 4.1).
+
+    The search at each eps starts at ``r`` times that eps' Renyi sigma (``renyi_sigmas``), with ``r`` the ratio
+    calibrated / Renyi sigma found at the previous eps (``start_ratio`` at the first), a warm start: it changes only
+    the number of accountant evaluations and, within the bracket width ``rel_tol``, which sigma is returned.
+    Returns ``{eps: sigma}`` in the order given."""
+    dl = check_delta(delta)
+    if len(epsilons) != len(renyi_sigmas):
+        raise DPValueError("epsilons and renyi_sigmas must have the same length")
+    make = sigma_family(
+        ConditionalCompositionAccountant, strategy, delta_e=dl / 2, progress=False, discretization=discretization
+    )
+    out, ratio = {}, check_positive("start_ratio", start_ratio)
+    for e, r in zip(epsilons, renyi_sigmas):
+        out[e] = secant_calibrate(make, e, dl, ratio * r, rel_tol)
+        ratio = out[e] / r
+    return out
+
+
+def renyi_and_condcomp_at_sigma(
+    strategy: Strategy,
+    sigma: float,
+    delta: float,
+    orders: Sequence[int],
+    tier_budget: float,
+    discretization: float = 2e-3,
+) -> dict[str, float]:
+    """The epsilon that Algorithm 3 and conditional composition each certify at ``delta`` for one noise
+    multiplier ``sigma``: where calibrating sigma is too expensive, the accountant that certifies the smaller
+    epsilon at the same sigma is the one that needs less noise at that epsilon (both are non-increasing in sigma).
+
+    Renyi: :class:`~dputils.matrix.allocation.MatrixRenyiAccountant` over integer ``orders`` (work budget
+    ``tier_budget`` per DP tier), ``eps = min_alpha [rho(alpha) + (log(1/delta) - log(alpha - 1) + alpha
+    log(1 - 1/alpha)) / (alpha - 1)]`` with ``rho = max(rho_remove, rho_add)`` (Theorem 3.1, Algorithm 3).
+    Conditional composition: :class:`~dputils.matrix.condcomp.ConditionalCompositionAccountant` with
+    ``delta_E = delta / 2`` (Appendix B.2) and the union bound (Theorem 4.6). Returns ``sigma``,
+    ``renyi_epsilon``, ``renyi_order`` (the minimising alpha), ``renyi_bands`` (the effective bandwidth at that
+    order), ``condcomp_epsilon`` and the seconds each took (``renyi_seconds``, ``condcomp_seconds``)."""
+    dl = check_delta(delta)
+    sig = check_positive("sigma", sigma)
+    t0 = time.perf_counter()
+    res = (
+        MatrixRenyiAccountant(tier_budget=tier_budget, orders=orders)
+        .compose(BallsInBinsMatrixMechanism(strategy, sig))
+        .get_epsilon(dl)
+    )
+    t1 = time.perf_counter()
+    cc = ConditionalCompositionAccountant(delta_e=dl / 2, progress=False, discretization=discretization)
+    eps_cc = float(cc.compose(BallsInBinsMatrixMechanism(strategy, sig)).get_epsilon(dl))
+    return {
+        "sigma": sig,
+        "renyi_epsilon": float(res),
+        "renyi_order": res.details["order"],
+        "renyi_bands": res.details["effective_bands"],
+        "condcomp_epsilon": eps_cc,
+        "renyi_seconds": t1 - t0,
+        "condcomp_seconds": time.perf_counter() - t1,
+    }
 
 
 def condcomp_allocations(

@@ -184,6 +184,30 @@ def glue_parameters(params: Mapping[str, Any]) -> None:
     )
 
 
+#: the keys of ``results/matrix_allocation.json`` -> the notebook variables that hold them (in the file's order)
+_RESULTS = dict(
+    dp_bruteforce_worst_rel_error="worst", dp_bruteforce_cases="n_cases", feldman_shenfeld="fs_rows",
+    epsilons="epsilons", delta="delta", sigma_dpsgd_renyi="sig_dpsgd", sigma_dpsgd_multi_epoch_renyi="sig_multi",
+    sigma_dpsgd_large_renyi="sig_large", sigma_dpsgd_mc="sig_mc", sigma_dpsgd_mc_standard_error="sig_mc_se",
+    sigma_poisson_pld="sig_poisson", factorisations="fact", dp_timing="timing", r2_add_mc="r2_add_mc",
+    condcomp_lambda_b="lam4", condcomp_fig4_hybrid_best_fraction="best_frac", condcomp_epsilons="cc_eps",
+    sigma_dpsgd_condcomp="sig_cc", sigma_bsr_condcomp="cc_bsr", sigma_bsr_prior_weights="prior_bsr",
+    condcomp_wide_band="wide", sigma_bsr_renyi_paper_bands="ren_pe", condcomp_bisr="bisr",
+    fig6_option13_gain_at_epoch_ends="gain6", renyi_mc_gap_bsr="gaps_bsr", condcomp_calibration_seconds="cc_seconds",
+    fig5_ternary_loss="fig5", condcomp_multi_epoch="cc_multi", condcomp_gain_vs_batches="cc_gain",
+    add_r2_exact_dpsgd="add_exact", sigma_dpsgd_renyi_tight="sig_dpsgd_tight",
+    sigma_dpsgd_remove_only="sig_dpsgd_remove", sigma_bsr_renyi="sig_bsr_renyi", sigma_bsr_renyi_tight="sig_bsr_tight",
+    sigma_bsr_mc="sig_bsr_mc", sigma_bsr_mc_standard_error="sig_bsr_mc_se", tight_noise_saving_dpsgd="saving_dpsgd",
+    tight_noise_saving_bsr="saving_bsr",
+)  # fmt: skip
+
+
+def results_values(ns: Mapping[str, Any]) -> dict[str, Any]:
+    """The values of ``results/matrix_allocation.json`` besides the targets: under each key of :data:`_RESULTS`,
+    the notebook variable (from its namespace ``ns``) it names, through :func:`str_keys`."""
+    return str_keys({k: ns[v] for k, v in _RESULTS.items()})
+
+
 def str_keys(values: Mapping[str, Any], drop: tuple[str, ...] = ("samples",)) -> dict[str, Any]:
     """``values`` ready for :func:`dputils.book.results.save`: every mapping's keys as strings (σ, ε, p keys become
     ``"2.0"``, ``"0.5"``, ``"4"``), arrays as lists, and the raw samples (keys in ``drop``) left out."""
@@ -414,6 +438,15 @@ def report_multi_epoch(cc_multi: Mapping[str, Any], n: int, k: int, delta: float
         + [{"accountant": "Rényi (Algorithm 3)", "ε at the Rényi σ": cc_multi["renyi_epsilon"]}],
         caption=f"DP-SGD, N = {k * n}, k = {k}, σ = {cc_multi['sigma']:.4f}",
     )  # fmt: skip
+
+
+def gain_row(c: Mapping[str, float]) -> dict[str, float]:
+    """One ``(ε, b)`` entry of the Figure 2b-against-2a comparison from
+    :func:`~dputils.matrix.panels.renyi_and_condcomp_at_sigma`: σ, both certified ε, the gain
+    ``1 − ε_CondComp / ε_Rényi`` and the seconds of the conditional-composition evaluation."""
+    gain = 1 - c["condcomp_epsilon"] / c["renyi_epsilon"]
+    return {"sigma": c["sigma"], "renyi": c["renyi_epsilon"], "condcomp": c["condcomp_epsilon"], "gain": gain,
+            "seconds": c["condcomp_seconds"]}  # fmt: skip
 
 
 def gain_table(cc_gain: Mapping[str, Mapping[str, Mapping[str, float]]]) -> None:
