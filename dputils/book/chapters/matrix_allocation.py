@@ -544,3 +544,66 @@ def plot_tight(epsilons, delta, n, bands, dpsgd, bsr):
             curves.append(("remove", "remove-only (lower limit)", epsilons, sig[3]))
         panels.append((delta_title(title, delta), curves))
     return plot_sigma_curves(panels, epsilons)
+
+
+# --------------------------------------------------------------------------- target records (bookkeeping)
+
+
+def record_condcomp_curve(tg, cc_eps, sig_cc, sig_renyi, sig_mc, se_mc, gaps, ran: bool) -> None:
+    """Record T5-cc, T5-cross, T5-mc-lowest and T5-gap (criteria in the chapter's text): conditional
+    composition's calibrated σ at ``cc_eps`` against the Rényi and Monte Carlo σ (and its standard error) at the
+    same ε, and the relative gaps Rényi/MC - 1 over all the chapter's ε."""
+    rows = list(zip(cc_eps, sig_cc, sig_renyi, sig_mc, se_mc))
+    tg.record("T5-cc", sig_cc, ran=ran)
+    tg.record(
+        "T5-cross",
+        condition=all((sc < r) if e <= 1 else (r <= sc) for e, sc, r, _, _ in rows if e <= 1 or e >= 2),
+        ours="CondComp/Rényi = " + ", ".join(f"{sc / r:.3f}" for _, sc, r, _, _ in rows),
+        ran=ran,
+    )
+    tg.record("T5-mc-lowest", condition=all(m <= min(sc, r) + 3 * s for _, sc, r, m, s in rows), ran=ran)
+    tg.record("T5-gap", condition=bool(np.all(np.diff(gaps) < 0)), ours=", ".join(f"{g:.0%}" for g in gaps), ran=ran)
+
+
+def record_wide_band(tg, wide: Mapping[Any, Any], eps_wide, bands: int, pe2: int, wide_bands: int, n: int) -> None:
+    """Record T6b (conditional composition's ε at the Rényi σ of BSR with ``wide_bands`` bands, ``p_eff`` up to
+    ``bands``) and T6b-p2-* (at the σ of ``p_eff = pe2``); not run when the panel was not computed."""
+    if not wide:
+        for tid in ("T6b", "T6b-p2-0.5", "T6b-p2-1"):
+            tg.not_run(tid, "BSR p=64: conditional composition below Rényi at small ε (Figure 2e)",
+                       reason="wide_bands = 0 in this profile")  # fmt: skip
+        return
+    fmt = dict(wide=wide_bands, n=n, bands=bands, pe=pe2, eps=", ".join(f"{e:g}" for e in eps_wide))
+    tg.record("T6b", [round(wide[bands][e]["condcomp_epsilon"], 4) for e in eps_wide], paper=eps_wide, fmt=fmt)
+    for tid, e in zip(("T6b-p2-0.5", "T6b-p2-1"), eps_wide):
+        tg.record(tid, round(wide[pe2][e]["condcomp_epsilon"], 4), paper=e, fmt=dict(fmt, e=e))
+
+
+def record_bisr(tg, bisr: Mapping[Any, Any], bands: int, pe2: int) -> None:
+    """Record T6c and T6c-p2: the ε conditional composition certifies for BISR at the Rényi σ of ε = 0.5 (``p_eff``
+    up to ``bands``, and ``pe2``); not run when the panel was not computed."""
+    for pe, tid in ((bands, "T6c"), (pe2, "T6c-p2")):
+        tg.record(
+            tid,
+            round(bisr[pe]["condcomp_epsilon"], 4) if bisr else None,
+            fmt=dict(pe=pe2, sigma=bisr[pe]["sigma_renyi"] if bisr else 0),
+            ran=bool(bisr),
+        )
+
+
+def record_remaining_panels(tg, rest: Mapping[str, Mapping[str, Any]], eps: float, n: int, bands: int, wide: int):
+    """Record T6e (BLT, BandMF p=``wide``), T6f (BandInvMF p=``bands``) and T6c-wide (BISR p=``wide``): the ε
+    conditional composition certifies at each strategy's Rényi σ of ``eps`` (not run when not computed)."""
+    for tid, keys, fig in (
+        ("T6e", ["BLT", f"BandMF p={wide}"], "Figures 3d, 3e"),
+        ("T6f", [f"BandInvMF p={bands}"], "Figure 3f"),
+        ("T6c-wide", [f"BISR p={wide}"], "Figure 3b"),
+    ):
+        sigmas = ", ".join(f"σ = {rest[k]['sigma']:.3f}" for k in keys) if rest else ""
+        tg.record(
+            tid,
+            [round(rest[k]["condcomp_epsilon"], 4) for k in keys] if rest else None,
+            paper=[eps] * len(keys),
+            fmt=dict(keys=", ".join(keys), n=n, e=eps, fig=fig, sigmas=sigmas),
+            ran=bool(rest),
+        )
