@@ -251,7 +251,7 @@ def gdp_mu(epsilon: float, delta: float) -> float:
             raise NumericalError("gdp_mu: could not bracket mu")
     # certified bisection to 1e-14 relative; the lower end: delta_mu(eps) <= delta there
     return bisect_monotone(
-        lambda mu: gdp_delta(epsilon, mu) <= delta, lo, hi, keep="lo", tol=1e-14, ends_checked=True, scale="relative"
+        lambda mu: gdp_delta(epsilon, mu) <= delta, lo, hi, keep="lo", tol=1e-14, ends_checked=True, floor=0.0
     )
 
 

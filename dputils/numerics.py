@@ -33,7 +33,7 @@ def log_diff_exp(a, b):
 
 
 #: How :func:`bisect_monotone` measures the bracket's width against ``tol`` (see its ``scale`` argument).
-BISECT_SCALES = ("ends", "lo", "relative")
+BISECT_SCALES = ("ends", "lo")
 
 
 def bisect_monotone(
@@ -49,6 +49,7 @@ def bisect_monotone(
     ends_checked: bool = False,
     return_bracket: bool = False,
     scale: str = "ends",
+    floor: float = 1.0,
     min_halvings: int = 0,
 ):
     r"""Certified bisection of a monotone predicate: the end of the final bracket on the side where ``pred`` holds.
@@ -85,16 +86,17 @@ def bisect_monotone(
             are evaluated here.
         return_bracket: return the final bracket ``(lo, hi)`` (the crossing lies in it; ``pred`` holds at the
             ``keep`` end) instead of its ``keep`` end.
-        scale: what the width is relative to: ``"ends"`` (default) :math:`s = \max(1, |lo|, |hi|)` (relative
-            above 1, absolute below); ``"lo"``: :math:`s = \max(1, |lo|)`; ``"relative"``:
-            :math:`s = \max(|lo|, |hi|)` (relative at every magnitude, for a positive quantity such as a
-            GDP parameter).
+        scale: what the width is relative to: ``"ends"`` (default) :math:`s = \max(f, |lo|, |hi|)`, ``"lo"``:
+            :math:`s = \max(f, |lo|)`, with :math:`f` = ``floor``.
+        floor: the magnitude below which ``tol`` is an absolute width (default 1: relative above 1, absolute
+            below; 0: relative at every magnitude, for a positive quantity such as a GDP parameter).
         min_halvings: halve at least this many times before the width is first tested (a caller whose
             starting bracket may already be narrow but wants it narrowed anyway).
 
     Raises:
         DPValueError: ``keep`` not ``"hi"``/``"lo"``, a bracket with ``lo > hi`` or non-finite ends, ``log`` with
-            ``lo <= 0``, an unknown ``scale``, a negative ``min_halvings``, or integer bisection of arrays.
+            ``lo <= 0``, an unknown ``scale``, a negative ``floor`` or ``min_halvings``, or integer bisection of
+            arrays.
         NumericalError: (when the ends are evaluated here) the bracket does not contain a crossing: ``pred`` is
             false at the end that should hold, or true at the other one (vectorised: for some bracket).
     """
@@ -102,12 +104,16 @@ def bisect_monotone(
         raise DPValueError(f"bisect_monotone: keep must be 'hi' or 'lo', got {keep!r}")
     if scale not in BISECT_SCALES:
         raise DPValueError(f"bisect_monotone: scale must be one of {BISECT_SCALES}, got {scale!r}")
+    if not (math.isfinite(floor) and floor >= 0):
+        raise DPValueError(f"bisect_monotone: floor must be finite and >= 0, got {floor!r}")
     if isinstance(min_halvings, bool) or not isinstance(min_halvings, int) or min_halvings < 0:
         raise DPValueError(f"bisect_monotone: min_halvings must be an integer >= 0, got {min_halvings!r}")
     if np.ndim(lo) or np.ndim(hi):
         if integer:
             raise DPValueError("bisect_monotone: integer bisection takes scalar ends, not arrays")
-        return _bisect_arrays(pred, lo, hi, keep, tol, max_iter, log, ends_checked, return_bracket, scale, min_halvings)
+        return _bisect_arrays(
+            pred, lo, hi, keep, tol, max_iter, log, ends_checked, return_bracket, scale, floor, min_halvings
+        )
     if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
         raise DPValueError(f"bisect_monotone: need a finite bracket lo <= hi, got [{lo!r}, {hi!r}]")
     if log and not integer and not lo > 0:
@@ -133,7 +139,7 @@ def bisect_monotone(
                 break
             mid = math.sqrt(lo) * math.sqrt(hi)
         else:
-            if i >= min_halvings and not hi - lo > tol * _width_scale(scale, lo, hi):
+            if i >= min_halvings and not hi - lo > tol * _width_scale(scale, floor, lo, hi):
                 break
             mid = 0.5 * (lo + hi)
         if not lo < mid < hi:  # adjacent floats: nothing left to halve
@@ -147,16 +153,16 @@ def bisect_monotone(
     return hi if upper else lo
 
 
-def _width_scale(scale: str, lo, hi):
+def _width_scale(scale: str, floor: float, lo, hi):
     """The ``s`` of :func:`bisect_monotone`'s stopping rule ``hi - lo <= tol * s`` (floats or arrays)."""
-    if scale == "lo":
-        return np.maximum(1.0, np.abs(lo)) if np.ndim(lo) else max(1.0, abs(lo))
-    if scale == "relative":
-        return np.maximum(np.abs(lo), np.abs(hi)) if np.ndim(lo) else max(abs(lo), abs(hi))
-    return np.maximum(1.0, np.maximum(np.abs(lo), np.abs(hi))) if np.ndim(lo) else max(1.0, abs(lo), abs(hi))
+    if np.ndim(lo):
+        if scale == "lo":
+            return np.maximum(floor, np.abs(lo))
+        return np.maximum(floor, np.maximum(np.abs(lo), np.abs(hi)))
+    return max(floor, abs(lo)) if scale == "lo" else max(floor, abs(lo), abs(hi))
 
 
-def _bisect_arrays(pred, lo, hi, keep, tol, max_iter, log, ends_checked, return_bracket, scale, min_halvings):
+def _bisect_arrays(pred, lo, hi, keep, tol, max_iter, log, ends_checked, return_bracket, scale, floor, min_halvings):
     """:func:`bisect_monotone` over arrays of brackets, halved in lockstep (its docstring)."""
     lo, hi = (np.array(a, dtype=float) for a in np.broadcast_arrays(np.asarray(lo, float), np.asarray(hi, float)))
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
@@ -171,7 +177,7 @@ def _bisect_arrays(pred, lo, hi, keep, tol, max_iter, log, ends_checked, return_
             raise NumericalError("bisect_monotone: the predicate is already true at the other end of some bracket")
     for i in range(max_iter):
         if i >= min_halvings:
-            wide = hi > lo * (1.0 + tol) if log else hi - lo > tol * _width_scale(scale, lo, hi)
+            wide = hi > lo * (1.0 + tol) if log else hi - lo > tol * _width_scale(scale, floor, lo, hi)
             if not np.any(wide):
                 break
         mid = np.sqrt(lo) * np.sqrt(hi) if log else 0.5 * (lo + hi)

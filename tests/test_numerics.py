@@ -160,12 +160,12 @@ def test_vectorised_refusals():
         bisect_monotone(lambda x: x >= 3, np.array([0.0, 5.0]), np.array([1.0, 4.0]), keep="hi", ends_checked=True)
 
 
-def test_relative_scale_resolves_a_small_root_relatively():
+def test_floor_zero_resolves_a_small_root_relatively():
     # x >= 3e-9 on [0, 1]: with the default scale the width stops at tol absolute (below 1), far above the root's
-    # own size; "relative" narrows to tol times the root
+    # own size; floor = 0 narrows to tol times the root
     root = 3e-9
     x_ends = bisect_monotone(lambda x: x >= root, 0.0, 1.0, keep="hi", tol=1e-6)
-    x_rel = bisect_monotone(lambda x: x >= root, 1e-12, 1.0, keep="hi", tol=1e-6, scale="relative")
+    x_rel = bisect_monotone(lambda x: x >= root, 1e-12, 1.0, keep="hi", tol=1e-6, floor=0.0)
     assert x_ends - root > 1e-7  # absolute: much wider than the root
     assert 0 <= x_rel - root <= 1e-6 * x_rel
 
@@ -184,7 +184,9 @@ def test_lo_scale_and_min_halvings():
     assert len(calls) == 3 and out == 20.375 and out >= root
 
 
-@pytest.mark.parametrize("kwargs", [dict(scale="abs"), dict(min_halvings=-1), dict(min_halvings=1.5)])
-def test_bad_scale_or_min_halvings_is_refused(kwargs):
+@pytest.mark.parametrize(
+    "kwargs", [dict(scale="abs"), dict(floor=-1.0), dict(floor=math.nan), dict(min_halvings=-1), dict(min_halvings=1.5)]
+)
+def test_bad_scale_floor_or_min_halvings_is_refused(kwargs):
     with pytest.raises(DPValueError):
         bisect_monotone(lambda x: x >= 1, 0.0, 2.0, keep="hi", **kwargs)
