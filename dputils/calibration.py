@@ -12,8 +12,20 @@ search works on ``g(x) = log(value(x)) - log(target)`` over ``log x``:
    evaluating the accountant there: for a noise multiplier the upper end, for steps or a rate the lower end.
    So an upper-bound accountant gives a certified answer; the bracket and the value achieved are reported.
 
+``method="secant"`` replaces steps 1-2 by secant steps on the same ``g`` (the search of the matrix chapter's
+noise curves, :func:`dputils.matrix.noise_curves.secant_calibrate`): from ``start`` the bracket is found with
+secant steps of at most 0.4 in ``log x``, then each round evaluates ``g`` just either side of the secant
+estimate (so one round usually closes the bracket to ``rel_tol``) and bisects once when a round removed less
+than half of it. From a good ``start`` (e.g. the answer at a neighbouring target) and on a smooth ``log value``
+this needs about half the evaluations of a bisection; the answer is again an end of the final bracket at which
+the target was met (step 3), so both methods give the same guarantee.
+
 An evaluation that raises :class:`~dputils.errors.NumericalError`, or returns infinity or NaN, counts as not
 meeting the target. The number of accountant evaluations is bounded (``max_evaluations``) and reported.
+
+The front doors :func:`calibrate_noise`, :func:`dputils.audit.model1.calibrate_sigma`,
+:func:`dputils.matrix.allocation.calibrate_sigma`, :func:`dputils.matrix.condcomp.calibrate` and
+:func:`dputils.matrix.noise_curves.secant_calibrate` are thin wrappers over :func:`calibrate`.
 """
 
 from __future__ import annotations
@@ -36,12 +48,24 @@ from .errors import (
 )
 from .numerics import bisect_monotone
 
-__all__ = ["Calibration", "calibrate", "calibrate_noise", "check_rel_tol", "REL_TOL_RANGE", "MAX_EVALUATIONS"]
+__all__ = [
+    "Calibration",
+    "calibrate",
+    "calibrate_noise",
+    "check_rel_tol",
+    "REL_TOL_RANGE",
+    "MAX_EVALUATIONS",
+    "METHODS",
+]
 
 #: Allowed relative width of the final bracket.
 REL_TOL_RANGE = (1e-12, 0.5)
 #: Default bound on accountant evaluations.
 MAX_EVALUATIONS = 200
+#: The searches of :func:`calibrate`: Brent's method (default) or secant steps (module docstring).
+METHODS = ("brent", "secant")
+#: Largest secant step in ``log x`` (a factor 1.5), and where :func:`calibrate`'s secant floors the value.
+_SECANT_MAX_STEP, _SECANT_FLOOR = 0.4, 1e-300
 
 
 @dataclass(frozen=True)
@@ -91,6 +115,8 @@ def calibrate(
     max_evaluations: int = MAX_EVALUATIONS,
     name: str = "x",
     failures: str = "miss",
+    method: str = "brent",
+    secant_step: float = 0.03,
 ) -> Calibration:
     """The ``x`` in ``limits`` at which ``value(x) <= target`` holds at the conservative end (module docstring).
 
@@ -107,10 +133,20 @@ def calibrate(
         name: the parameter's name in messages.
         failures: ``"miss"`` (default): an evaluation raising :class:`NumericalError` counts as not meeting
             the target; ``"raise"``: it propagates.
+        method: ``"brent"`` (default: bracket by factors of 2, then Brent) or ``"secant"`` (secant steps on
+            ``log value`` against ``log x`` from ``start``, module docstring; real ``x`` only). With
+            ``"secant"`` the search raises :class:`NumericalError` when a bracket step leaves ``limits``
+            (instead of reporting an answer at a limit).
+        secant_step: the first step in ``log x`` of the secant's bracket search (``method="secant"``).
     """
     target = check_positive("target", target)
     check_choice("monotone", monotone, ("decreasing", "increasing"))
     check_choice("failures", failures, ("miss", "raise"))
+    check_choice("method", method, METHODS)
+    if method == "secant":
+        secant_step = check_positive("secant_step", secant_step)
+        if integer:
+            raise DPValueError("calibrate: method='secant' searches a real x; use method='brent' for integers")
     rel_tol = check_rel_tol(rel_tol)
     max_evaluations = check_positive_int("max_evaluations", max_evaluations)
     if isinstance(limits, (str, bytes)) or not hasattr(limits, "__len__") or len(limits) != 2:
@@ -145,6 +181,11 @@ def calibrate(
 
     def meets(x: float) -> bool:
         return f(x) <= target
+
+    if method == "secant":
+        good, other = _secant(f, target, start, (lo_lim, hi_lim), rel_tol, increasing, secant_step, name)
+        lo, hi = sorted((good, other))
+        return _result(good, f(good), target, len(cache), rel_tol, {"bracket": (lo, hi), "method": "secant"})
 
     # 1. bracket: `good` meets the target, `bad` does not
     factor = 2.0
@@ -242,6 +283,75 @@ def calibrate(
     return _result(good, f(good), target, len(cache), rel_tol, {"bracket": (lo, hi)})
 
 
+def _secant(
+    f: Callable[[float], float],
+    target: float,
+    start: float,
+    limits: tuple[float, float],
+    rel_tol: float,
+    increasing: bool,
+    step: float,
+    name: str,
+) -> tuple[float, float]:
+    """:func:`calibrate`'s secant search: ``(good, bad)``, the ends of the final bracket that meet and miss the target.
+
+    It works on ``u = log x`` (``u = -log x`` when ``increasing``, so that ``h(u) = log max(value, 1e-300) -
+    log target`` is non-increasing in ``u`` either way), keeps ``h(lo) > 0 >= h(hi)`` and stops at
+    ``hi - lo <= log(1 + rel_tol)``; ``hi`` is the end that meets the target.
+    """
+    sgn = -1.0 if increasing else 1.0
+    tol, log_t = math.log1p(rel_tol), math.log(target)
+    u_min, u_max = sorted((sgn * math.log(limits[0]), sgn * math.log(limits[1])))
+
+    def x_of(u: float) -> float:
+        return math.exp(-u) if increasing else math.exp(u)
+
+    def h(u: float) -> float:
+        return math.log(max(f(x_of(u)), _SECANT_FLOOR)) - log_t
+
+    def inside(u: float) -> float:
+        if not u_min <= u <= u_max:
+            raise NumericalError(
+                f"calibrate {name}: no bracket of the target {target:g} within [{limits[0]:g}, {limits[1]:g}] "
+                f"(secant steps from {name} = {start:g})"
+            )
+        return u
+
+    u0 = sgn * math.log(start)
+    ua, ha = u0, h(u0)
+    ub = inside(ua + (step if ha > 0 else -step))
+    hb = h(ub)
+    while (ha > 0) == (hb > 0):  # bracket: secant steps, at most _SECANT_MAX_STEP each
+        us = ub - hb * (ub - ua) / (hb - ha) if hb != ha else ub + (ub - ua)
+        if (us - ub) * (ub - ua) > 0:
+            us = ub + max(min(us - ub, _SECANT_MAX_STEP), -_SECANT_MAX_STEP)
+        else:
+            us = ub + (ub - ua)
+        ua, ha, ub = ub, hb, inside(us)
+        hb = h(ub)
+    (lo, hlo), (hi, hhi) = sorted([(ua, ha), (ub, hb)])  # h(lo) > 0 >= h(hi)
+    while hi - lo > tol:
+        width = hi - lo
+        us = lo + width * hlo / (hlo - hhi)  # linear interpolation of log value
+        for u in (us - 0.45 * tol, us + 0.45 * tol):  # straddle the estimate: one round usually closes it
+            u = min(max(u, lo + 0.05 * width), hi - 0.05 * width)
+            if hi - lo <= tol or not lo < u < hi:
+                continue
+            hu = h(u)
+            if hu > 0:
+                lo, hlo = u, hu
+            else:
+                hi, hhi = u, hu
+        if hi - lo > 0.5 * width and hi - lo > tol:  # slow progress: bisect once
+            u = 0.5 * (lo + hi)
+            hu = h(u)
+            if hu > 0:
+                lo, hlo = u, hu
+            else:
+                hi, hhi = u, hu
+    return x_of(hi), x_of(lo)
+
+
 def _result(
     value: float, achieved: float, target: float, n: int, rel_tol: float, details: dict[str, Any]
 ) -> Calibration:
@@ -270,7 +380,8 @@ def calibrate_noise(
     max_evaluations: int = MAX_EVALUATIONS,
 ) -> Calibration:
     """The smallest noise multiplier sigma (to ``rel_tol``, rounded up) at which the accountant
-    ``make_accountant(sigma)`` certifies (epsilon, delta).
+    ``make_accountant(sigma)`` certifies (epsilon, delta): a thin wrapper over :func:`calibrate`
+    (``monotone="decreasing"``, Brent's method).
 
     ``quantity="epsilon"`` compares ``get_epsilon(delta)`` with epsilon; ``"delta"`` compares
     ``get_delta(epsilon)`` with delta (one evaluation is then a single delta(eps), which is cheaper for some

@@ -23,7 +23,7 @@ import numpy as np
 from scipy import special
 
 from .errors import DPValueError, NumericalError, check_delta, check_finite, check_nonnegative, check_positive
-from .numerics import log_diff_exp
+from .numerics import bisect_monotone, log_diff_exp
 
 _LOG_NDTR = special.log_ndtr
 
@@ -249,15 +249,10 @@ def gdp_mu(epsilon: float, delta: float) -> float:
         hi *= 2.0
         if hi > 1e6:
             raise NumericalError("gdp_mu: could not bracket mu")
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if gdp_delta(epsilon, mid) <= delta:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-14 * hi:
-            break
-    return lo
+    # certified bisection to 1e-14 relative; the lower end: delta_mu(eps) <= delta there
+    return bisect_monotone(
+        lambda mu: gdp_delta(epsilon, mu) <= delta, lo, hi, keep="lo", tol=1e-14, ends_checked=True, floor=0.0
+    )
 
 
 def gdp_tradeoff(alpha, mu: float):
@@ -317,15 +312,8 @@ def epsilon_from_delta(
             raise NumericalError(
                 f"no epsilon <= {eps_max:g} achieves delta={delta:g} (delta(eps={eps_max:g}) is still above it)"
             )
-    for _ in range(300):
-        if hi - lo <= tol * max(1.0, hi):
-            break
-        mid = 0.5 * (lo + hi)
-        if val(mid) <= target:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    # certified bisection (width tol, relative above eps = 1); the upper end meets the target
+    return bisect_monotone(lambda e: val(e) <= target, lo, hi, keep="hi", tol=tol, max_iter=300, ends_checked=True)
 
 
 def tradeoff_from_profile(alpha, eps_grid, delta_values):

@@ -36,7 +36,7 @@ from scipy import special
 
 from ._records import record_init
 from .errors import DPValueError, NumericalError, check_choice, check_positive, check_probability
-from .numerics import log_diff_exp
+from .numerics import bisect_monotone, log_diff_exp
 
 DIRECTIONS = ("remove", "add")
 
@@ -126,20 +126,22 @@ class PrivacyLossPair(ABC):
         log_tail = math.log(tail)
 
         def find(fn, start, step_sign):
-            # expand until fn(x) <= log_tail, then bisect
+            # expand until fn(x) <= log_tail, then 100 halvings keeping the end where fn(x) <= log_tail
             a = start
             step = 1.0
             for _ in range(200):
                 b = a + step_sign * step
                 if fn(b) <= log_tail:
                     lo_, hi_ = (a, b) if step_sign > 0 else (b, a)
-                    for _ in range(100):
-                        m = 0.5 * (lo_ + hi_)
-                        if (fn(m) <= log_tail) == (step_sign > 0):
-                            hi_ = m
-                        else:
-                            lo_ = m
-                    return hi_ if step_sign > 0 else lo_
+                    return bisect_monotone(
+                        lambda x: fn(x) <= log_tail,
+                        lo_,
+                        hi_,
+                        keep="hi" if step_sign > 0 else "lo",
+                        tol=0.0,
+                        max_iter=100,
+                        ends_checked=True,
+                    )
                 a = b
                 step *= 2.0
             raise NumericalError(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import mpmath as mp
+import numpy as np
 import pytest
 
 from dputils.curves import gdp_delta
@@ -120,3 +121,72 @@ def test_a_bracket_without_a_crossing_is_refused(pred, keep):
 def test_bad_arguments_are_refused(kwargs):
     with pytest.raises(DPValueError):
         bisect_monotone(lambda x: x > 0.5, **kwargs)
+
+
+# vectorised brackets, the stopping scales and min_halvings -----------------------------------------------------------
+def test_vectorised_brackets_each_end_on_the_true_side_of_its_cube_root():
+    targets = np.array([0.5, 2.0, 7.0, 1e3, 5e3])
+    seen = []
+
+    def pred(x):
+        seen.append(x.copy())
+        return x**3 >= targets
+
+    x = bisect_monotone(pred, np.zeros(5), np.full(5, 20.0), keep="hi", tol=1e-12)
+    roots = np.cbrt(targets)
+    assert np.all(x**3 >= targets)
+    assert np.all(x - roots >= 0) and np.all(x - roots <= 1e-12 * np.maximum(1.0, x) + 4 * np.spacing(roots))
+    # every returned end is a point where the predicate was evaluated true (or the given upper end)
+    evaluated = np.array(seen)
+    assert all(np.any(evaluated[:, i] == x[i]) for i in range(5))
+    lo, hi = bisect_monotone(pred, np.zeros(5), np.full(5, 20.0), keep="hi", tol=1e-12, return_bracket=True)
+    assert np.all(lo < roots) and np.all(roots <= hi) and np.array_equal(hi, x)
+
+
+def test_vectorised_keep_lo_and_scalar_agree_elementwise_when_run_to_the_same_width():
+    levels = np.array([0.9, 0.3, 1e-3])
+    vec = bisect_monotone(lambda x: np.exp(-x) >= levels, -1.0, np.full(3, 50.0), keep="lo", tol=0.0, max_iter=60)
+    for lv, v in zip(levels, vec):
+        s = bisect_monotone(lambda x: np.exp(-x) >= lv, -1.0, 50.0, keep="lo", tol=0.0, max_iter=60)
+        assert v == s and np.exp(-v) >= lv and 0 <= -math.log(lv) - v <= 51 * 2.0**-60 + 4 * math.ulp(7.0)
+
+
+def test_vectorised_refusals():
+    with pytest.raises(NumericalError, match="some bracket"):
+        bisect_monotone(lambda x: x >= np.array([1.0, 30.0]), np.zeros(2), np.full(2, 20.0), keep="hi")
+    with pytest.raises(DPValueError, match="integer"):
+        bisect_monotone(lambda x: x >= 3, np.zeros(2), np.full(2, 20.0), keep="hi", integer=True)
+    with pytest.raises(DPValueError, match="lo <= hi"):
+        bisect_monotone(lambda x: x >= 3, np.array([0.0, 5.0]), np.array([1.0, 4.0]), keep="hi", ends_checked=True)
+
+
+def test_floor_zero_resolves_a_small_root_relatively():
+    # x >= 3e-9 on [0, 1]: with the default scale the width stops at tol absolute (below 1), far above the root's
+    # own size; floor = 0 narrows to tol times the root
+    root = 3e-9
+    x_ends = bisect_monotone(lambda x: x >= root, 0.0, 1.0, keep="hi", tol=1e-6)
+    x_rel = bisect_monotone(lambda x: x >= root, 1e-12, 1.0, keep="hi", tol=1e-6, floor=0.0)
+    assert x_ends - root > 1e-7  # absolute: much wider than the root
+    assert 0 <= x_rel - root <= 1e-6 * x_rel
+
+
+def test_lo_scale_and_min_halvings():
+    # scale "lo" measures the width against max(1, |lo|) only: on [10, 30] with tol 1e-3 it stops once the width
+    # is <= 0.01, where "ends" (max(1, |lo|, |hi|) ~ 20) allows up to 0.02
+    root = 20.0 + 1 / 3
+    w_lo = bisect_monotone(lambda x: x >= root, 10.0, 30.0, keep="hi", tol=1e-3, scale="lo", return_bracket=True)
+    assert w_lo[1] - w_lo[0] <= 1e-3 * w_lo[0] and w_lo[0] < root <= w_lo[1]
+    # a bracket already narrower than tol is returned as it is, unless min_halvings asks for halvings anyway
+    calls = []
+    pred = lambda x: calls.append(x) or x >= root
+    assert bisect_monotone(pred, 20.0, 20.5, keep="hi", tol=0.1, ends_checked=True) == 20.5 and not calls
+    out = bisect_monotone(pred, 20.0, 20.5, keep="hi", tol=0.1, ends_checked=True, min_halvings=3)
+    assert len(calls) == 3 and out == 20.375 and out >= root
+
+
+@pytest.mark.parametrize(
+    "kwargs", [dict(scale="abs"), dict(floor=-1.0), dict(floor=math.nan), dict(min_halvings=-1), dict(min_halvings=1.5)]
+)
+def test_bad_scale_floor_or_min_halvings_is_refused(kwargs):
+    with pytest.raises(DPValueError):
+        bisect_monotone(lambda x: x >= 1, 0.0, 2.0, keep="hi", **kwargs)

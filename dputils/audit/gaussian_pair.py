@@ -3,7 +3,7 @@
 The Gaussian auditor evaluates ``eps_theta(delta)`` at thousands of parameter points
 ``theta = (mu_out, sigma_out, mu_in, sigma_in)`` while it searches a confidence region, so this module
 computes the hockey-stick divergence in log space for whole arrays of pairs at once and inverts it with
-a vectorised bisection.
+the package's certified bisection, vectorised (:func:`dputils.numerics.bisect_monotone`).
 
 Maths. For ``P = N(m_p, s_p^2)`` and ``Q = N(m_q, s_q^2)`` the privacy loss is quadratic,
 
@@ -31,6 +31,7 @@ import numpy as np
 
 from .. import curves as _curves
 from ..errors import NumericalError, check_choice, check_delta, check_positive_int
+from ..numerics import bisect_monotone
 from ..truth import gaussian_pair_hockey_stick_mpmath
 
 __all__ = ["log_delta_directed", "log_delta_pair", "delta_pair", "epsilon_pair", "delta_crosscheck", "DIRECTIONS"]
@@ -100,14 +101,17 @@ def _epsilon_pair_raw(
             break
     bad = hi > eps_max
     hi = np.minimum(hi, 2 * eps_max)
-    for _ in range(n_iter):
-        if np.all(hi - lo <= tol * np.maximum(hi, 1.0)):
-            break
-        mid = 0.5 * (lo + hi)
-        above = log_delta_pair(mid, mo, so, mi, si, direction) > ld
-        lo = np.where(above, mid, lo)
-        hi = np.where(above, hi, mid)
-    res = hi  # delta(hi) <= delta: the conservative (upper) end of the final bracket
+    # lockstep bisection of "delta(eps) <= delta" (written "not above", so a NaN counts as meeting it, as the
+    # bracket above does), width tol relative above eps = 1; the upper end: delta(hi) <= delta, conservative
+    res = bisect_monotone(
+        lambda e: ~(log_delta_pair(e, mo, so, mi, si, direction) > ld),
+        lo,
+        hi,
+        keep="hi",
+        tol=tol,
+        max_iter=n_iter,
+        ends_checked=True,
+    )
     res[bad] = np.inf
     out[idx] = res
     return out.reshape(shape)

@@ -49,6 +49,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_positive_int, check_probability
+from ..numerics import bisect_monotone
 from ..resources import check_work
 from .gauss import AuditResult, check_scores, check_seed
 
@@ -104,13 +105,8 @@ def _bisect_sup(ok, hi0: float = 1.0, n_iter: int = 40, eps_max: float = 1e3) ->
         lo, hi = hi, 2 * hi
         if hi > eps_max:
             raise NumericalError("one-run bound: no upper bracket for epsilon below 1e3")
-    for _ in range(n_iter):
-        mid = 0.5 * (lo + hi)
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo  # the lower end: ok(lo) holds, so the reported bound is itself rejected at level alpha
+    # n_iter halvings (tol = 0); the lower end: ok(lo) holds, so the reported bound is itself rejected at level alpha
+    return bisect_monotone(ok, lo, hi, keep="lo", tol=0.0, max_iter=n_iter, ends_checked=True)
 
 
 def steinke_epsilon(m: int, r: int, v: int, delta: float, alpha: float = 0.05) -> float:

@@ -47,6 +47,7 @@ from ..errors import (
     check_positive_int,
     check_probability,
 )
+from ..numerics import bisect_monotone
 from ..parallel import map_chunks
 from ..resources import available_memory_bytes, check_memory, check_work
 from .factorizations import truncate_gram
@@ -97,16 +98,10 @@ def _largest_fitting(p: int, b: int, wrap: bool, top: int, budget: float, memory
 
     if top < 2 or not fits(2):
         return 0
-    lo, hi = 2, top
-    if fits(hi):
-        return hi
-    while hi - lo > 1:  # fits(lo) and not fits(hi)
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    if fits(top):
+        return top
+    # integer bisection: fits(2) and not fits(top); the largest order that fits
+    return int(bisect_monotone(lambda a: fits(int(a)), 2, top, keep="lo", integer=True, ends_checked=True))
 
 
 # ---------------------------------------------------------------------------------------------- Renyi
@@ -566,15 +561,10 @@ class MatrixMonteCarloAccountant(Accountant):
             lo, hi = hi, hi * 2
             if hi > 1e3:
                 raise NumericalError("matrix-mc: no epsilon <= 1e3 reaches the target delta with these samples")
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            if d_at(mid) > delta:
-                lo = mid
-            else:
-                hi = mid
-            if hi - lo < 1e-6 * max(hi, 1e-3):
-                break
-        return hi
+        # bisection to 1e-6 relative (absolute 1e-9 below eps = 1e-3), the upper end: d_at(hi) <= delta
+        return bisect_monotone(
+            lambda e: not d_at(e) > delta, lo, hi, keep="hi", tol=1e-6, max_iter=60, ends_checked=True, floor=1e-3
+        )
 
     def get_epsilon(self, delta: float) -> AccountingResult:
         dl = check_delta(delta)

@@ -76,8 +76,10 @@ from ..errors import (
     check_probability,
 )
 from ..mechanisms import GaussianMixtureMechanism
+from ..numerics import bisect_monotone
 from ..progress import progress_bar
 from ..resources import check_memory, check_work
+from .allocation import calibrate_sigma
 from .factorizations import Strategy
 from .mechanism import BallsInBinsMatrixMechanism, check_matrix_mechanism, check_one_run
 
@@ -202,14 +204,18 @@ def _tail_quantiles(
         if step > 1e12:
             raise NumericalError("conditional composition: no tail-bound bracket")
         bad = f(lo) > beta_i
-    for _ in range(_BISECTION_STEPS):
-        mid = 0.5 * (lo + hi)
-        good = f(mid) <= beta_i
-        lo = np.where(good, mid, lo)
-        hi = np.where(good, hi, mid)
-        if np.all(hi - lo <= 1e-11 * np.maximum(1.0, np.abs(lo))):
-            break
-    return lo
+    # lockstep bisection keeping f(lo) <= beta_i; at least one halving, then until width <= 1e-11 max(1, |lo|)
+    return bisect_monotone(
+        lambda tau: f(tau) <= beta_i,
+        lo,
+        hi,
+        keep="lo",
+        tol=1e-11,
+        max_iter=_BISECTION_STEPS,
+        ends_checked=True,
+        scale="lo",
+        min_halvings=1,
+    )
 
 
 def _hazards_sorted(
@@ -370,14 +376,18 @@ def option2_hazard_bound(
         step_ *= 10
         if step_ > 1e12:
             raise NumericalError("option 2: no tail-bound bracket")
-    for _ in range(_BISECTION_STEPS):
-        mid = 0.5 * (lo + hi)
-        if f(mid) <= beta_i:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-11 * max(1.0, abs(lo)):
-            break
+    # bisection keeping f(lo) <= beta_i, as in _tail_quantiles
+    lo = bisect_monotone(
+        lambda tau: f(tau) <= beta_i,
+        lo,
+        hi,
+        keep="lo",
+        tol=1e-11,
+        max_iter=_BISECTION_STEPS,
+        ends_checked=True,
+        scale="lo",
+        min_halvings=1,
+    )
     return float(expit(-math.log(i) - lo))
 
 
@@ -1093,13 +1103,11 @@ def calibrate(
 ) -> float:
     """Smallest sigma (rounded up to ``rel_tol``) at which the accountant certifies (epsilon, delta).
 
-    ``delta_E = delta_e_fraction * delta``; reuses the search of
-    :func:`dputils.matrix.allocation.calibrate_sigma`, whose returned sigma meets the target (the upper
-    end of the final bracket), over the mechanisms ``BallsInBinsMatrixMechanism(strategy, sigma)``.
+    ``delta_E = delta_e_fraction * delta``; a thin wrapper over :func:`dputils.matrix.allocation.calibrate_sigma`
+    (itself :func:`dputils.calibration.calibrate`: Brent's method on log sigma, the end of the final bracket
+    that meets the target) over the accountants of ``BallsInBinsMatrixMechanism(strategy, sigma)``.
     ``kwargs`` go to :class:`ConditionalCompositionAccountant`.
     """
-    from .allocation import calibrate_sigma
-
     dl = check_delta(delta)
     f = check_probability("delta_e_fraction", delta_e_fraction, allow_one=False)
     kwargs.setdefault("progress", False)

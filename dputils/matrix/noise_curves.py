@@ -2,10 +2,11 @@
 accountant meets ``delta(eps) <= delta``, for a list of target epsilons (Figures 2-3 of Schuchardt and Kalinin,
 "Matrix mechanisms under random allocation"), and the reference accountants these curves are compared with.
 
-* :func:`secant_calibrate`: the search for sigma. It keeps a bracket ``[lo, hi]`` on ``log sigma`` whose upper
-  end meets the target and whose lower end fails, and narrows it to the relative width ``rel_tol`` with secant
-  steps on ``log delta(eps)`` against ``log sigma`` (smooth, so about half the evaluations of a bisection). The
-  answer is the upper end: for an upper-bound accountant a certified sigma, rounded up.
+* :func:`secant_calibrate`: the search for sigma, :func:`dputils.calibration.calibrate` with its secant method.
+  It keeps a bracket ``[lo, hi]`` on ``log sigma`` whose upper end meets the target and whose lower end fails,
+  and narrows it to the relative width ``rel_tol`` with secant steps on ``log delta(eps)`` against
+  ``log sigma`` (smooth, so about half the evaluations of a bisection). The answer is the upper end: for an
+  upper-bound accountant a certified sigma, rounded up.
 * :func:`renyi_sigma`: the calibrated sigma of Algorithm 3 (Rényi DP with the DP of Lemma 3.3 for "remove" and
   Lemma 3.4, or the tight add bound, for "add"), with the high orders added only when they can matter.
 * :class:`ImportanceMonteCarlo`: an importance-sampling estimate of the remove-direction delta of one-epoch
@@ -28,13 +29,17 @@ from scipy.special import logsumexp
 
 from ..accountants.pld import PLDAccountant
 from ..accountants.rdp import rdp_to_delta
-from ..errors import DPValueError, NumericalError
+from ..calibration import MAX_EVALUATIONS, calibrate
+from ..errors import DPValueError
 from ..mechanisms import GaussianMixtureMechanism
 from ..optional import require
 from .allocation import MatrixMonteCarloAccountant, MatrixRenyiAccountant, MatrixRenyiTightAccountant
 from .factorizations import Strategy
 from .mechanism import BallsInBinsMatrixMechanism
 from .renyi import rho_add_lemma34, rho_add_tight, rho_remove, truncate_gram
+
+#: :func:`secant_calibrate` searches sigma within a factor ``e^8`` of its guess.
+_SECANT_RANGE = 8.0
 
 __all__ = [
     "sigma_family",
@@ -71,62 +76,49 @@ def secant_calibrate(
     bracket: bool = False,
     step: float = 0.03,
 ) -> float | tuple[float, float]:
-    """Smallest sigma, rounded up to relative precision ``rel_tol``, with ``delta(eps) <= delta``.
+    """Smallest sigma, rounded up to relative precision ``rel_tol``, with ``delta(eps) <= delta``: a thin wrapper
+    over :func:`dputils.calibration.calibrate` with ``method="secant"``.
 
-    ``f(x) = log delta(eps) - log delta`` at ``sigma = e^x`` (``make_accountant(sigma).get_delta(eps)``, floored
-    at 1e-300) is assumed non-increasing in ``x``. From ``x = log guess`` the search brackets the root with
-    secant steps of at most 0.4 in ``x`` (a factor 1.5), then narrows ``[lo, hi]`` with ``f(lo) > 0 >= f(hi)``
-    until ``hi - lo <= log(1 + rel_tol)``: each round evaluates ``f`` at the secant estimate plus and minus
-    0.45 of the tolerance (so one round usually closes it), and bisects once when a round removed less than
-    half the bracket. Returns ``e^hi`` (the end that meets the target), or ``(e^hi, e^lo)`` when ``bracket``.
-    ``cache`` (optional) keeps the accountant built at each sigma. Raises :class:`NumericalError` when no
-    bracket exists within a factor ``e^8`` of ``guess``.
+    ``delta(eps)`` is ``make_accountant(sigma).get_delta(eps)``, assumed non-increasing in sigma. The secant
+    (its description is in :mod:`dputils.calibration`) works on ``log delta(eps)`` (floored at 1e-300) against
+    ``log sigma`` from ``sigma = guess``, first step ``step``, searching within a factor ``e^8`` of ``guess``,
+    and stops at a bracket ``[lo, hi]`` with ``hi / lo <= 1 + rel_tol`` whose upper end meets the target and
+    whose lower end fails. Returns ``hi`` (for an upper-bound accountant a certified sigma, rounded up), or
+    ``(hi, lo)`` when ``bracket``. ``cache`` (optional) keeps the accountant built at each sigma. Errors of the
+    accountant propagate; a NaN delta counts as missing the target. Raises :class:`NumericalError` when no
+    bracket exists within a factor ``e^8`` of ``guess``, :class:`DPValueError` for ``guess <= 0``, ``delta``
+    outside (0, 1) or ``rel_tol`` outside :data:`dputils.calibration.REL_TOL_RANGE`.
     """
     if not (guess > 0 and rel_tol > 0 and 0 < delta < 1):
         raise DPValueError(
             f"secant_calibrate needs guess > 0, rel_tol > 0, 0 < delta < 1, got {guess}, {rel_tol}, {delta}"
         )
-    tol = math.log1p(rel_tol)
+    if not (math.isfinite(step) and step > 0):
+        raise DPValueError(f"secant_calibrate needs a finite step > 0, got {step!r}")
 
-    def f(x: float) -> float:
-        s = math.exp(x)
+    def value(s: float) -> float:
         acc = cache.get(s) if cache is not None else None
         if acc is None:
             acc = make_accountant(s)
             if cache is not None:
                 cache[s] = acc
-        return math.log(max(float(acc.get_delta(eps)), 1e-300)) - math.log(delta)
+        return float(acc.get_delta(eps))
 
-    xa, fa = (math.log(guess), f(math.log(guess)))
-    xb = xa + (step if fa > 0 else -step)
-    fb = f(xb)
-    while (fa > 0) == (fb > 0):  # bracket: secant steps, at most a factor 1.5 each
-        xs = xb - fb * (xb - xa) / (fb - fa) if fb != fa else xb + (xb - xa)
-        xs = xb + max(min(xs - xb, 0.4), -0.4) if (xs - xb) * (xb - xa) > 0 else xb + (xb - xa)
-        if abs(xs - math.log(guess)) > 8:
-            raise NumericalError(f"secant_calibrate: no bracket within a factor e^8 of sigma = {guess:g}")
-        xa, fa, xb, fb = xb, fb, xs, f(xs)
-    (lo, flo), (hi, fhi) = sorted([(xa, fa), (xb, fb)])  # f(lo) > 0 >= f(hi)
-    while hi - lo > tol:
-        width = hi - lo
-        xs = lo + width * flo / (flo - fhi)  # linear interpolation of log delta
-        for x in (xs - 0.45 * tol, xs + 0.45 * tol):  # straddle the estimate: one round usually closes it
-            x = min(max(x, lo + 0.05 * width), hi - 0.05 * width)
-            if hi - lo <= tol or not lo < x < hi:
-                continue
-            fx = f(x)
-            if fx > 0:
-                lo, flo = x, fx
-            else:
-                hi, fhi = x, fx
-        if hi - lo > 0.5 * width and hi - lo > tol:  # slow progress: bisect once
-            x = 0.5 * (lo + hi)
-            fx = f(x)
-            if fx > 0:
-                lo, flo = x, fx
-            else:
-                hi, fhi = x, fx
-    return (math.exp(hi), math.exp(lo)) if bracket else math.exp(hi)
+    c = calibrate(
+        value,
+        delta,
+        monotone="decreasing",
+        start=guess,
+        limits=(guess * math.exp(-_SECANT_RANGE), guess * math.exp(_SECANT_RANGE)),
+        rel_tol=rel_tol,
+        # where delta(eps) is flat the bracket search moves by `step` at a time: room for crossing the range
+        max_evaluations=math.ceil(2 * _SECANT_RANGE / step) + MAX_EVALUATIONS,
+        name="sigma",
+        failures="raise",
+        method="secant",
+        secant_step=step,
+    )
+    return (c.bracket[1], c.bracket[0]) if bracket else c.value
 
 
 def renyi_sigma(

@@ -68,6 +68,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from ..errors import DPValueError, NumericalError, check_positive, check_positive_int
+from ..numerics import bisect_monotone
 from ..resources import check_memory, check_work
 from .factorizations import truncate_gram
 
@@ -742,15 +743,18 @@ def _log_laplace_lognormal(log_u: np.ndarray, v: float, points: int = _LAPLACE_P
     hstar = -x / a - x * x / 2  # h(z*), using u e^{a z* - v/2} = x / a
     w = 1.0 / np.sqrt(1.0 + a * x)
     z_right = zs + 10.0 * w  # right of z*: curvature >= 1/w^2, so the drop at 10 w is >= 50
-    # left of z*: bisection for the point where h has dropped by 50 (at most 10 away: curvature >= 1)
-    lo, hi = np.zeros_like(zs), np.full_like(zs, 10.0)
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        drop = hstar - hz((zs - mid)[:, None])[:, 0]
-        big = drop >= 50.0
-        hi = np.where(big, mid, hi)
-        lo = np.where(big, lo, mid)
-    z_left = zs - hi
+    # left of z*: bisection (40 halvings of [0, 10], lockstep) for the distance at which h has dropped by 50;
+    # the drop is 0 at 0 and >= 50 at 10 (curvature >= 1), and the far end (drop >= 50) is kept
+    dist = bisect_monotone(
+        lambda d: hstar - hz((zs - d)[:, None])[:, 0] >= 50.0,
+        np.zeros_like(zs),
+        np.full_like(zs, 10.0),
+        keep="hi",
+        tol=0.0,
+        max_iter=40,
+        ends_checked=True,
+    )
+    z_left = zs - dist
     n = points + 1 if points % 2 == 0 else points  # odd count: the coarse rule uses every other point
     frac = np.linspace(0.0, 1.0, n)
     z = z_left[:, None] + (z_right - z_left)[:, None] * frac[None, :]

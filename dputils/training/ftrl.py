@@ -176,7 +176,13 @@ def tree_epsilon(sigma_node: float, T: int, delta: float, clip: float = 1.0) -> 
 def calibrate_sigma_node(epsilon: float, delta: float, T: int, clip: float = 1.0) -> float:
     """Per-node noise std (absolute, includes C) for exact (epsilon, delta)-DP: ``sqrt(L) C / mu(epsilon, delta)``,
     with ``mu(epsilon, delta)`` the largest GDP parameter meeting (epsilon, delta) (Balle-Wang analytic Gaussian).
-    At T = 128, delta = 1e-5, C = 1: 10.5518 / 5.6394 / 3.0580 / 1.6977 for epsilon = 1 / 2 / 4 / 8."""
+    At T = 128, delta = 1e-5, C = 1: 10.5518 / 5.6394 / 3.0580 / 1.6977 for epsilon = 1 / 2 / 4 / 8.
+
+    Not a search over an accountant, so not :func:`dputils.calibration.calibrate`: the tree release is a
+    Gaussian mechanism of L2 sensitivity ``sqrt(L) C``, whose profile is the closed-form GDP curve, so the
+    noise is the closed form above and the one search is :func:`dputils.curves.gdp_mu`'s certified bisection
+    (:func:`dputils.numerics.bisect_monotone`, 1e-14 relative, on the side that meets (epsilon, delta)):
+    ``calibrate``'s Brent search stops at 1e-12 relative at best and would move the chapter's numbers."""
     epsilon = check_positive("epsilon", epsilon)
     return tree_sensitivity(T, clip) / gdp_mu(epsilon, check_delta(delta))
 
