@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special, stats
 
+from ..accountants.pld import PLDAccountant
 from ..calibration import calibrate
 from ..errors import (
     DPValueError,
@@ -40,6 +41,7 @@ from ..errors import (
     check_positive_int,
     check_probability,
 )
+from ..mechanisms import SubsampledGaussianMechanism
 from .gaussian_pair import epsilon_pair
 
 __all__ = [
@@ -338,30 +340,17 @@ def theoretical_epsilon(
 ) -> dict[str, Any]:
     """Upper bound on epsilon of T-fold Poisson-subsampled Gaussian DP-SGD (noise multiplier sigma).
 
-    Uses the book's PLD accountant (:mod:`dputils.accountants.pld`) when it is installed and falls back
-    to Google's ``dp_accounting`` PLD accountant otherwise (both directions, pessimistic discretisation:
-    an upper bound up to the discretisation). Returns ``{"epsilon", "accountant"}``.
+    The book's PLD accountant (:mod:`dputils.accountants.pld`, both directions, pessimistic discretisation):
+    the certified upper end of its bracket. Returns ``{"epsilon", "accountant"}``.
     """
     sigma = check_positive("sigma", sigma)
     q = check_probability("q", q)
     T = check_positive_int("T", T)
     delta = check_delta(delta)
-    try:
-        from ..accountants.pld import PLDAccountant  # type: ignore
-        from ..mechanisms import SubsampledGaussianMechanism
-
-        acc = PLDAccountant(discretization=discretization)
-        acc.compose(SubsampledGaussianMechanism(sigma, q), T)
-        res = acc.get_epsilon(delta)
-        return {"epsilon": float(res.upper if res.upper is not None else res.value), "accountant": "dputils-pld"}
-    except ImportError:
-        pass
-    from dp_accounting import dp_event
-    from dp_accounting.pld import pld_privacy_accountant
-
-    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=discretization)
-    acc.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), T)
-    return {"epsilon": float(acc.get_epsilon(delta)), "accountant": "dp_accounting-pld"}
+    acc = PLDAccountant(discretization=discretization)
+    acc.compose(SubsampledGaussianMechanism(sigma, q), T)
+    res = acc.get_epsilon(delta)
+    return {"epsilon": float(res.upper if res.upper is not None else res.value), "accountant": "dputils-pld"}
 
 
 def calibrate_sigma(
