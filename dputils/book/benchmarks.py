@@ -290,15 +290,20 @@ def validate_accountants(data: Mapping[str, Any]) -> dict[str, Any]:
     return dict(data)
 
 
-def _read(path: Path | str) -> dict[str, Any]:
-    """A relative path is tried from the cwd, the repository around it, then the repository holding dputils."""
+def find_recorded(path: Path | str) -> Path:
+    """A recorded file's place: a relative path is tried from the cwd (a chapter runs in ``book/methods``), the
+    repository around it, then the repository holding dputils; returned as given when none has it."""
     p = Path(path)
     if not p.is_absolute() and not p.is_file():
         for base in (repo_root(), repo_root(Path(__file__).resolve().parent)):
             if (base / p).is_file():
-                p = base / p
-                break
-    with open(p) as fh:
+                return base / p
+    return p
+
+
+def _read(path: Path | str) -> dict[str, Any]:
+    """Read a recorded JSON file (a relative path: :func:`find_recorded`)."""
+    with open(find_recorded(path)) as fh:
         return json.load(fh)
 
 

@@ -38,7 +38,7 @@ from scipy import stats
 from ... import data as dpdata
 from ...audit.simulate import binom_accept_max
 from .. import plotting
-from ..benchmarks import RESULTS_DIR
+from ..benchmarks import RESULTS_DIR, find_recorded
 from ..results import glue, glue_all
 from ..scorecard import Targets
 from ..tables import sci, show_table
@@ -914,7 +914,7 @@ def gpu_whitebox(path: Path | str = GPU_WHITEBOX) -> dict[str, Any]:
     reason. Checks what the audit promises: a correct run's bounds stay below its PLD epsilon, and the run whose
     noise is divided by 4 is caught (Gaussian bound above that epsilon). Returns the summary saved with the results
     (``{}`` when the file is absent, say in a copy without the recorded benchmarks)."""
-    path = Path(path)
+    path = find_recorded(path)
     if not path.exists():
         display(Markdown(f"*No GPU recording found ({path}).*"))
         return {}
