@@ -51,6 +51,7 @@ from ..jsonio import dumps, jsonable  # noqa: F401  (the command line's strict J
 from ..mechanisms import MECHANISM_NAMES, make_mechanism
 from ..optional import message_for
 from ..resources import check_memory
+from . import audit as audit_cli
 from .parse import NEGATIVE_NUMBER as _NEGATIVE_NUMBER  # noqa: F401  (read by tests)
 from .parse import Parser as _Parser
 from .runs import register as _register_runs
@@ -388,8 +389,6 @@ def _calibrate(argv: Sequence[str]) -> dict[str, Any]:
 
 
 def _audit(argv: Sequence[str]) -> dict[str, Any]:
-    from . import audit as audit_cli  # a missing optional package is reported by main() in one line
-
     p = _Parser(prog="python -m dputils audit")
     audit_cli.add_arguments(p)
     return audit_cli.run(p.parse_args(argv))
