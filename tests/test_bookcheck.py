@@ -509,3 +509,11 @@ def test_a_wide_table_may_scroll_in_its_own_box(site):
         "const b = document.querySelector('.dpbook-scroll'); return [b.scrollWidth, b.clientWidth];"
     )
     assert width[0] > width[1]  # it does scroll
+
+
+def test_a_finding_cut_inside_a_surrogate_pair_prints():
+    """A snippet the browser cut after the first half of a math letter (U+1D465 is '\\ud835\\udc65' in UTF-16)
+    must not make the report unprintable; a whole pair becomes the letter again."""
+    cut = bc.Finding("overflow", "sup \ud835")
+    assert str(cut).encode("utf-8") and "\ud835" not in cut.detail
+    assert bc.Finding("overflow", "x = \ud835\udc65").detail == "x = \U0001d465"

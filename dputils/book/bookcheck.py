@@ -94,6 +94,13 @@ class Finding:
     kind: str  # one of KINDS
     detail: str
 
+    def __post_init__(self) -> None:
+        # texts read from the page are UTF-16 in the browser: a snippet cut inside a surrogate pair (a math
+        # letter such as U+1D465) would make the report unprintable; pairs are joined, a lone half replaced
+        object.__setattr__(
+            self, "detail", str(self.detail).encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        )
+
     def __str__(self) -> str:
         return f"[{self.kind}] {self.detail}"
 
