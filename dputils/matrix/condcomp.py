@@ -149,6 +149,23 @@ def _phi_terms(tau: np.ndarray, nu: np.ndarray, xi: np.ndarray) -> np.ndarray:
     return ndtr(z)
 
 
+def _bisect_tail(f, beta, lo, hi):
+    """The tail-bound bisection of :func:`_tail_quantiles` and :func:`option2_hazard_bound`: the largest ``tau``
+    found with ``f(tau) <= beta`` (the bracket's ``lo`` end, certified), after at least one halving and until the
+    width is at most ``1e-11 max(1, |lo|)``; ``lo``/``hi`` may be arrays, bisected in lockstep."""
+    return bisect_monotone(
+        lambda tau: f(tau) <= beta,
+        lo,
+        hi,
+        keep="lo",
+        tol=1e-11,
+        max_iter=_BISECTION_STEPS,
+        ends_checked=True,
+        scale="lo",
+        min_halvings=1,
+    )
+
+
 def _tail_quantiles(
     nu: np.ndarray,
     xi: np.ndarray,
@@ -204,18 +221,7 @@ def _tail_quantiles(
         if step > 1e12:
             raise NumericalError("conditional composition: no tail-bound bracket")
         bad = f(lo) > beta_i
-    # lockstep bisection keeping f(lo) <= beta_i; at least one halving, then until width <= 1e-11 max(1, |lo|)
-    return bisect_monotone(
-        lambda tau: f(tau) <= beta_i,
-        lo,
-        hi,
-        keep="lo",
-        tol=1e-11,
-        max_iter=_BISECTION_STEPS,
-        ends_checked=True,
-        scale="lo",
-        min_halvings=1,
-    )
+    return _bisect_tail(f, beta_i, lo, hi)  # in lockstep over the array of brackets
 
 
 def _hazards_sorted(
@@ -376,18 +382,7 @@ def option2_hazard_bound(
         step_ *= 10
         if step_ > 1e12:
             raise NumericalError("option 2: no tail-bound bracket")
-    # bisection keeping f(lo) <= beta_i, as in _tail_quantiles
-    lo = bisect_monotone(
-        lambda tau: f(tau) <= beta_i,
-        lo,
-        hi,
-        keep="lo",
-        tol=1e-11,
-        max_iter=_BISECTION_STEPS,
-        ends_checked=True,
-        scale="lo",
-        min_halvings=1,
-    )
+    lo = _bisect_tail(f, beta_i, lo, hi)
     return float(expit(-math.log(i) - lo))
 
 
