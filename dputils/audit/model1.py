@@ -190,7 +190,10 @@ def exact_score_log_delta(
 
 def exact_score_epsilon(delta: float, T: int, q: float, sigma: float, C: float = 1.0, direction: str = "both") -> float:
     """Exact eps(delta) of the Model-1 score pair (the information ceiling of any auditor of the summed
-    score, m -> infinity). ``direction="both"`` is the max over the two orientations."""
+    score, m -> infinity). ``direction="both"`` is the max over the two orientations.
+
+    The root of the exact log delta(eps) = log delta is found by Brent's method to ``xtol = 1e-10``: a reference
+    value accurate to that width on either side, not the safe end of a certified bracket."""
     delta = check_delta(delta)
     ld = math.log(delta)
 
