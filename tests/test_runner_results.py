@@ -337,57 +337,6 @@ def test_repeated_or_abbreviated_options_refused(args, fragment, tmp_path, capsy
     assert not (root / "book").exists() and not (root / "_build").exists()
 
 
-def test_publish_failing_halfway_leaves_the_old_pair(tmp_path, monkeypatch):
-    """The results and the notebook are published together: a failure at the notebook (the last rename) or in
-    preparing leaves the old notebook beside its old results, and no temporary files behind."""
-    from dputils.book import run
-
-    m_dir, r_dir, stage = tmp_path / "methods", tmp_path / "results", tmp_path / "stage"
-    for d in (m_dir, r_dir, stage):
-        d.mkdir()
-    (m_dir / "demo.ipynb").write_text("old notebook")
-    (r_dir / "demo.json").write_text("old results")
-    (r_dir / "other.json").write_text("another notebook's results")
-
-    def staged():
-        (stage / "demo.json").write_text("new results")
-        (stage / "extra.json").write_text("new extra")
-        (stage / "demo.ipynb").write_text("new notebook")
-        return [
-            (stage / "demo.json", r_dir / "demo.json"),
-            (stage / "extra.json", r_dir / "extra.json"),
-            (stage / "demo.ipynb", m_dir / "demo.ipynb"),
-        ]
-
-    real_replace = os.replace
-
-    def failing_replace(src, dst):
-        if Path(dst) == m_dir / "demo.ipynb":
-            raise OSError(28, "No space left on device")
-        return real_replace(src, dst)
-
-    monkeypatch.setattr(run.os, "replace", failing_replace)
-    with pytest.raises(OSError, match="No space left"):
-        run.publish_atomically(staged())
-
-    def listing():
-        return sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
-
-    assert (m_dir / "demo.ipynb").read_text() == "old notebook" and (r_dir / "demo.json").read_text() == "old results"
-    assert listing() == [
-        "methods/demo.ipynb",
-        "results/demo.json",
-        "results/other.json",
-        "stage/demo.ipynb",
-        "stage/demo.json",
-        "stage/extra.json",
-    ]  # staged files back in staging, nothing else
-    monkeypatch.setattr(run.os, "replace", real_replace)
-    run.publish_atomically(staged() + [(None, r_dir / "other.json")])
-    assert (m_dir / "demo.ipynb").read_text() == "new notebook" and (r_dir / "demo.json").read_text() == "new results"
-    assert listing() == ["methods/demo.ipynb", "results/demo.json", "results/extra.json"]
-
-
 def _proc_table():
     out = {}
     for d in Path("/proc").glob("[0-9]*"):

@@ -305,18 +305,30 @@ def write_success(
 ) -> Path:
     """Record a successful, published run: its inputs and the hashes of what it published."""
     nb = Path(methods_dir) / f"{name}.ipynb"
-    rec = {
+    p = record_path(methods_dir, name)
+    _write(p, _success(nb, {f: Path(results_dir) / f for f in results_files}, inputs, seconds))
+    return p
+
+
+def write_success_at(notebook: Path, results: dict[str, Path], inputs: dict[str, Any], seconds: float) -> Path:
+    """The record of a successful run written as ``inputs.json`` beside ``notebook`` (in the generation folder that
+    :func:`dputils.book.publish.publish` then switches to, so the record is published with the copy and its
+    results); ``results`` maps each results file's name to its path."""
+    p = Path(notebook).parent / "inputs.json"
+    _write(p, _success(Path(notebook), results, inputs, seconds))
+    return p
+
+
+def _success(nb: Path, results: dict[str, Path], inputs: dict[str, Any], seconds: float) -> dict[str, Any]:
+    return {
         "version": RECORD_VERSION,
         "ok": True,
         "finished": _now(),
         "seconds": float(seconds),
         "inputs": inputs,
         "executed": sha256_file(nb),
-        "results": {f: sha256_file(Path(results_dir) / f) for f in sorted(results_files)},
+        "results": {f: sha256_file(results[f]) for f in sorted(results)},
     }
-    p = record_path(methods_dir, name)
-    _write(p, rec)
-    return p
 
 
 def write_failure(methods_dir: Path, name: str, error: str) -> Path:

@@ -21,9 +21,11 @@ are moved into place with ``os.replace`` only when the whole notebook succeeded.
 last good copy and results untouched and keeps its own executed copy in staging for inspection; the
 report gives the notebook, the code cell, the source line (``notebooks/NAME.md:LINE``) and the exception.
 ``results.load`` inside a staged notebook falls back to the published results (``DPBOOK_RESULTS_PUBLISHED``).
-Publishing is all or nothing (:func:`publish_atomically`): every file is first put beside its destination
-under a hidden name and the old files are backed up, then the renames run, the notebook last; a failure
-at any step leaves the old notebook and its results in place. A pool worker whose run was killed
+Publishing is one step (:mod:`dputils.book.publish`): the executed copy, its results and its record of inputs
+are moved into a new generation folder (``RESULTS/.gen/NAME/g.PID.NS/``) that the published names link to
+through one ``current`` link, and that link is replaced with one rename; a reader sees the old three or the new
+three, never a mix, whenever the publisher is killed. Leftovers of killed publishes are removed by the next run.
+A pool worker whose run was killed
 (``kill -9``) notices within a second, publishes nothing and exits with its kernel; staging folders of
 killed runs (their process gone) are removed when the next run starts.
 
@@ -59,6 +61,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import errno
 import math
 import os
@@ -80,8 +83,9 @@ import yaml
 from ..cli.parse import Parser as _Parser  # one line on errors, no abbreviations, an option given twice refused
 from ..errors import DPValueError
 from ..jsonio import write_text_atomic
-from . import bookcheck, booksources, scorecard
+from . import bookcheck, booksources, publish, runlock, scorecard
 from . import changed as chg
+from .publish import pid_alive
 from .results import repo_root
 from .scorecard import write_page
 
@@ -91,6 +95,8 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PROFILES = ("smoke", "full", "paper")
 KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]  # silences "Kernel is running over TCP without encryption"
 HEARTBEAT_S = 300.0
+#: exit status of a run stopped because another holds the lock of its outputs (BSD's EX_TEMPFAIL: try again)
+LOCK_BUSY_EXIT = 75
 
 
 class RootError(ValueError):
@@ -526,81 +532,6 @@ def merge_parameter_cells(nb: Any, profile: str | None = None) -> bool:
 # --------------------------------------------------------------------------- staging and publishing
 
 
-def _move_into_place(src: Path, dst: Path) -> None:
-    """``os.replace`` ``src`` onto ``dst``; across file systems via a temporary copy beside ``dst``."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.replace(src, dst)
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:
-            raise
-        tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
-        shutil.copy2(src, tmp)
-        os.replace(tmp, dst)
-        os.unlink(src)
-
-
-def publish_atomically(moves: Sequence[tuple[Path | None, Path]], tag: str | None = None) -> None:
-    """Put each ``src`` at its ``dst`` (``src`` None: remove ``dst``), all or nothing.
-
-    1. prepare: each ``src`` is moved (a rename; across file systems a copy) to ``.NAME.TAG.new`` beside its
-       ``dst``; 2. back up: each existing ``dst`` is hard-linked (else copied) to ``.NAME.TAG.old``; 3. commit:
-       ``os.replace`` of each ``.new`` onto its ``dst`` (a rename within one folder), in the order given (the
-       notebook last); 4. the backups are removed. A failure in 1 or 2 changes no ``dst``; a failure in 3
-       restores the destinations already replaced from their backups. The error is raised again (OSError).
-    """
-    tag = tag or f"{os.getpid()}.{time.time_ns()}"
-    prepared: list[tuple[Path | None, Path | None, Path]] = []  # (src, tmp, dst)
-    backups: dict[Path, Path] = {}
-    done: list[tuple[Path | None, Path]] = []
-    try:
-        for src, dst in moves:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            if src is None:
-                prepared.append((None, None, dst))
-                continue
-            tmp = dst.with_name(f".{dst.name}.{tag}.new")
-            _move_into_place(src, tmp)
-            prepared.append((src, tmp, dst))
-        for _, _, dst in prepared:
-            if dst.exists():
-                bak = dst.with_name(f".{dst.name}.{tag}.old")
-                try:
-                    os.link(dst, bak)
-                except OSError:
-                    shutil.copy2(dst, bak)
-                backups[dst] = bak
-        for src, tmp, dst in prepared:
-            if tmp is None:
-                if dst.exists():
-                    os.unlink(dst)
-            else:
-                os.replace(tmp, dst)
-            done.append((src, dst))
-    except BaseException:
-        for src, dst in reversed(done):  # undo the commits: the new file back to staging, the old one back
-            try:
-                if src is not None:
-                    os.replace(dst, src)
-                if dst in backups:
-                    os.replace(backups.pop(dst), dst)
-            except OSError:
-                pass
-        for src, tmp, _ in prepared:  # the staged files go back where they were, for inspection
-            if tmp is not None and src is not None and tmp.exists():
-                try:
-                    os.replace(tmp, src)
-                except OSError:
-                    pass
-        raise
-    finally:
-        for bak in backups.values():
-            try:
-                os.unlink(bak)
-            except OSError:
-                pass
-
-
 #: The pid of the process that started this pool worker (set by :func:`_watch_owner`); None outside pools.
 _OWNER: int | None = None
 
@@ -649,17 +580,6 @@ def _watch_owner(owner: int, interval: float = 0.5) -> None:
     threading.Thread(target=watch, name="dputils-owner-watch", daemon=True).start()
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (on this machine)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 _RUN_ID = re.compile(r"^\d{8}-\d{6}-(\d+)$")
 FINISHED_MARK = ".finished"
 
@@ -691,11 +611,13 @@ def run_staged(
     root: Path,
     profile: str | None = None,
     replace_results: bool = False,
+    inputs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Execute into ``staging/NAME/`` and publish the copy and its results (:func:`publish_atomically`) only if
-    the notebook passed, and only while the run that started this worker is alive. ``replace_results``: the
-    results folder belongs to this notebook alone (a sweep point), so result files the new run did not write
-    are removed in the same publish."""
+    """Execute into ``staging/NAME/`` and publish the copy and its results (:func:`dputils.book.publish.publish`, one
+    step) only if the notebook passed, and only while the run that started this worker is alive. ``replace_results``:
+    the results folder belongs to this notebook alone (a sweep point), so result files the new run did not write
+    are removed in the same publish. ``inputs``: the chapter's inputs (:func:`dputils.book.changed.chapter_inputs`),
+    whose record is then published with the copy and its results (the report says ``recorded``)."""
     name = source.stem
     stage = staging / name
     if stage.exists():
@@ -723,17 +645,25 @@ def run_staged(
         )
         return report
     new = sorted(stage_results.glob("*.json"))
-    moves: list[tuple[Path | None, Path]] = [(f, results_dir / f.name) for f in new]
-    if replace_results:
-        names = {f.name for f in new}
-        moves += [(None, f) for f in sorted(results_dir.glob("*.json")) if f.name not in names]
-    moves.append((staged_nb, methods_dir / f"{name}.ipynb"))
+
+    def record(nb: Path, files: dict[str, Path]) -> None:
+        chg.write_success_at(nb, files, inputs or {}, report["seconds"])
+
     try:
-        publish_atomically(moves)
+        publish.publish(
+            name,
+            methods_dir,
+            results_dir,
+            staged_nb,
+            new,
+            record=record if inputs is not None else None,
+            replace_results=replace_results,
+        )
         shutil.rmtree(stage, ignore_errors=True)
     except OSError as exc:
         report.update(ok=False, error=f"publishing failed (nothing replaced): {exc}", output=str(staged_nb))
         return report
+    report["recorded"] = inputs is not None
     report["output"] = str(methods_dir / f"{name}.ipynb")
     report["results_files"] = [f.name for f in new]
     return report
@@ -882,6 +812,8 @@ def execute_all(
     staging = root / "_build" / "staging" / run_id
     for d in clean_stale_staging(staging.parent):
         _say(f"removed the staging folder of a killed run: {_rel(d, root)}")
+    for d in publish.clean_leftovers(m_dir, r_dir):
+        _say(f"removed the leftover of a killed publish: {_rel(d, root)}")
     n, workers = len(sources), max(1, min(jobs, len(sources)))
     _say(
         f"running {_plural(n, 'notebook')} (profile {profile}, {_plural(workers, 'job')}): "
@@ -902,7 +834,16 @@ def execute_all(
                 i = n - len(pending)
                 _say(f"[start  {i}/{n}] {src.stem}")
                 fut = pool.submit(
-                    run_staged, src, m_dir, r_dir, params.get(src.stem, {}), timeout, staging, root, profile
+                    run_staged,
+                    src,
+                    m_dir,
+                    r_dir,
+                    params.get(src.stem, {}),
+                    timeout,
+                    staging,
+                    root,
+                    profile,
+                    inputs=inputs[src.stem],
                 )
                 started[fut] = (src.stem, time.perf_counter(), i)
             done, _ = wait(list(started), timeout=min(heartbeat, 60.0), return_when=FIRST_COMPLETED)
@@ -949,6 +890,8 @@ def execute_all(
 def _record(chg: Any, m_dir: Path, r_dir: Path, name: str, inputs: dict[str, Any], rep: dict[str, Any]) -> None:
     """Write the chapter's record after its run (never raises: a record that cannot be written means a rerun)."""
     try:
+        if rep["ok"] and rep.get("recorded"):
+            return  # published with the copy and its results
         if rep["ok"]:
             chg.write_success(m_dir, r_dir, name, inputs, rep.get("results_files", []), rep["seconds"])
         else:
@@ -1188,6 +1131,12 @@ def _parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=int, default=3600, help="per-cell timeout in seconds (default 3600)")
     p.add_argument("--root", default=None, metavar="PATH", help="repository root (holds notebooks/ and params/)")
     p.add_argument(
+        "--wait",
+        action="store_true",
+        help="when another run or book on the same root and outputs holds the lock, wait for it instead of "
+        "stopping (see dputils.book.runlock)",
+    )
+    p.add_argument(
         "--changed",
         action="store_true",
         help="rerun a notebook only when its inputs changed since its last successful run (its source, "
@@ -1230,7 +1179,8 @@ def _parser(command: str) -> argparse.ArgumentParser:
 
 
 def cli_main(command: str, argv: Sequence[str]) -> int:
-    """``python -m dputils run|book ARGS``: 0 all passed, 1 a notebook failed, 2 bad input, else the build's rc."""
+    """``python -m dputils run|book ARGS``: 0 all passed, 1 a notebook failed, 2 bad input, 75 (``EX_TEMPFAIL``) another run holds the
+    lock of the same root and outputs (:mod:`dputils.book.runlock`; ``--wait`` waits for it), else the build's rc."""
     if command not in ("run", "book"):
         sys.stderr.write(f"error: unknown command {command!r}; expected run or book\n")
         return 2
@@ -1250,6 +1200,25 @@ def cli_main(command: str, argv: Sequence[str]) -> int:
         root = find_root(args.root)
         output = "book" if command == "book" else args.output
         rpath = report_path(command, args.profile, root, output, args.report)
+    except ValueError as exc:  # RootError included
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    lock = contextlib.ExitStack()
+    try:
+        lock.enter_context(runlock.hold(root, runlock.lock_key(args.profile, output), wait=args.wait, say=_say))
+    except runlock.LockBusy as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return LOCK_BUSY_EXIT
+    except OSError as exc:
+        sys.stderr.write(f"error: cannot take the run lock under {root / '_build'}: {exc.strerror or exc}\n")
+        return 2
+    with lock:
+        return _cli_locked(command, args, root, output, rpath, t_wall)
+
+
+def _cli_locked(command: str, args: Any, root: Path, output: Any, rpath: Path, t_wall: float) -> int:
+    """The rest of :func:`cli_main`, while this run holds the lock of its outputs."""
+    try:
         reports = execute_all(
             profile=args.profile,
             only=args.only,
