@@ -130,7 +130,9 @@ def test_changed_reuses_unchanged_chapters_and_says_why_the_others_ran(tmp_path,
 
     # 6. a package file (the digests are those of dputils.book.changed.package_digests, checked below)
     real = chg.package_digests
-    monkeypatch.setattr(chg, "package_digests", lambda exclude=(): {**real(exclude), "audit/gauss.py": "0" * 64})
+    monkeypatch.setattr(
+        chg, "package_digests", lambda exclude=(), pkg=None: {**real(exclude, pkg), "audit/gauss.py": "0" * 64}
+    )
     rc, err, rep, ch = _run(root, capfd)
     assert ch["demo"]["reason"] == ch["other"]["reason"] == "dputils/audit/gauss.py changed"
     monkeypatch.setattr(chg, "package_digests", real)
