@@ -13,7 +13,11 @@ Where the outputs go (``python -m dputils run``):
   ``_build/paper/methods/`` and ``_build/paper/results/``: a quick check or a long paper-scale run never
   replaces what the book shows. ``--output DIR`` sends any profile to ``DIR/methods/`` and
   ``DIR/results/``; ``--output book`` sends it to the book's places (to publish a paper-scale run).
-* ``python -m dputils book`` always executes into the book's places, then builds the book.
+* ``python -m dputils book`` executes into the book's places and builds the book (``_build/html``); at another
+  profile (``book --profile smoke``) it executes into that profile's places and builds that profile's book from
+  them in ``_build/<profile>/site/`` (HTML in ``_build/<profile>/site/_build/html``), each page saying which
+  profile its numbers come from (:mod:`dputils.book.profilemark`), the book's own copies untouched.
+  ``book --build-only`` runs nothing and builds from the copies in place.
 
 Runs are atomic per notebook: each notebook executes into ``_build/staging/<run-id>/<NAME>/`` (its
 results in ``results/`` there, through ``DPBOOK_RESULTS_DIR``), and the executed copy and its results
@@ -30,9 +34,9 @@ A pool worker whose run was killed
 killed runs (their process gone) are removed when the next run starts.
 
 Rebuild only what changed (``--changed``): every chapter that runs leaves a record of its inputs beside its
-executed copy (``.NAME.inputs.json``: hashes of the notebook, the profile's values, the ``dputils`` sources, the
-data files it reads, the results of chapters it reads, the key dependencies' versions; see
-:mod:`dputils.book.changed`), written after a successful publish; with ``--changed`` a chapter whose inputs match its
+executed copy (``.NAME.inputs.json``: hashes of the notebook, the profile's values, the ``dputils`` sources that
+the kernels import, the data files it reads, the results of chapters it reads, the key dependencies' versions; see
+:mod:`dputils.book.changed`), published with the copy and its results; with ``--changed`` a chapter whose inputs match its
 record, and whose published copy and results are still the recorded ones, is reused, not run, and the output
 says why each other chapter ran. A chapter whose last run failed always reruns.
 
@@ -83,7 +87,7 @@ import yaml
 from ..cli.parse import Parser as _Parser  # one line on errors, no abbreviations, an option given twice refused
 from ..errors import DPValueError
 from ..jsonio import write_text_atomic
-from . import bookcheck, booksources, publish, runlock, scorecard
+from . import bookcheck, booksources, profilemark, publish, runlock, scorecard
 from . import changed as chg
 from .publish import pid_alive
 from .results import repo_root
@@ -399,6 +403,7 @@ def _finish_executed_copy(
     nb.metadata["papermill"] = meta
     if profile is not None:
         nb.metadata.setdefault("dputils", {})["profile"] = profile
+    profilemark.mark_profile(nb, profile)
     merge_parameter_cells(nb, profile)
     add_download_cell(nb, output.name, source, link_dir or output.parent)
     nbformat.write(nb, output)
@@ -756,11 +761,21 @@ def execute_all(
 
     # the inputs of each chapter (recorded after its run; with --changed, compared with the last record)
     t_check = time.perf_counter()
-    package, deps = chg.package_digests(exclude=chg.NOT_INPUTS), chg.dependency_versions()
+    kpkg = chg.kernel_package()
+    if kpkg is not None and kpkg != chg.RUNNER_PACKAGE:
+        _say(
+            f"note: the kernels import dputils from {kpkg}, not {chg.RUNNER_PACKAGE} (which runs this command); "
+            "the chapters run that code and --changed hashes it"
+        )
+    pkg = kpkg or chg.RUNNER_PACKAGE
+    package, deps = chg.package_digests(exclude=chg.NOT_INPUTS, pkg=pkg), chg.dependency_versions()
+    named = chg.package_files(root, pkg)
     inputs, why, reused, check_s = {}, {}, [], {}
     for src in sources:
         t0 = time.perf_counter()
-        inputs[src.stem] = chg.chapter_inputs(src, params.get(src.stem, {}), profile, root, r_dir, package, deps)
+        inputs[src.stem] = chg.chapter_inputs(
+            src, params.get(src.stem, {}), profile, root, r_dir, package, deps, named_by_package=named
+        )
         if changed:
             ok, why[src.stem] = chg.decide(m_dir, r_dir, src.stem, inputs[src.stem])
             if ok:
@@ -1080,20 +1095,49 @@ def book_log_line(line: str) -> str | None:
     return text
 
 
-def build_book(root: Path | None = None) -> int:
-    """``jupyter-book build . -W --all`` in the repository root; returns its exit status."""
+def profile_site(root: Path, profile: str, methods_dir: Path) -> Path:
+    """The source folder of the book of a profile other than the book's: ``_build/<profile>/site/``, made afresh
+    from links to the root's ``_config.yml``, ``_toc.yml``, ``_static/`` and ``book/`` pages, with copies of the
+    profile's executed notebooks (``methods_dir``) in ``book/methods/`` (their download section pointing from
+    there). The book's own ``book/methods/`` and ``results/`` are not touched."""
+    import nbformat
+
+    site = root / "_build" / profile / "site"
+    if site.is_symlink() or site.is_file():
+        site.unlink()
+    elif site.exists():
+        shutil.rmtree(site)
+    (site / "book" / "methods").mkdir(parents=True)
+    for name in ("_config.yml", "_toc.yml", "_static"):
+        if (root / name).exists():
+            os.symlink(root / name, site / name)
+    for entry in sorted((root / "book").iterdir()):
+        if entry.name not in ("methods", "scorecard.md", "_build") and not entry.name.startswith("."):
+            os.symlink(entry, site / "book" / entry.name)
+    for f in sorted(Path(methods_dir).glob("*.ipynb")):
+        nb = nbformat.read(f, as_version=4)
+        add_download_cell(nb, f.name, root / "notebooks" / f"{f.stem}.md", site / "book" / "methods")
+        nbformat.write(nb, site / "book" / "methods" / f.name)
+    return site
+
+
+def build_book(root: Path | None = None, site: Path | None = None, results_dir: Path | None = None) -> int:
+    """``jupyter-book build . -W --all`` in the repository root (or in ``site``, a profile's book:
+    :func:`profile_site`), the scorecard written from ``results_dir`` (default ``results/``); returns its exit
+    status."""
     root = root or find_root()
+    src = site or root
 
     toc = (root / "_toc.yml").read_text() if (root / "_toc.yml").is_file() else ""
     chapters = re.findall(r"book/methods/([A-Za-z0-9_]+)", toc) or [p.stem for p in notebook_paths(root)]
     titles = {}
     for c in chapters:  # each chapter's H1, for the scorecard's links (short form: before a subtitle)
-        src = root / "notebooks" / f"{c}.md"
-        heads = re.findall(r"^# (.+)$", src.read_text(), flags=re.M) if src.is_file() else []
+        nb_src = root / "notebooks" / f"{c}.md"
+        heads = re.findall(r"^# (.+)$", nb_src.read_text(), flags=re.M) if nb_src.is_file() else []
         if heads:
             titles[c] = heads[0].strip()
-    page = write_page(root / "results", root / "book" / "scorecard.md", chapters, titles)
-    _say(f"scorecard: {page}")
+    page = write_page(results_dir or root / "results", src / "book" / "scorecard.md", chapters, titles)
+    _say(f"scorecard: {_rel(page, root)}")
     exe = Path(sys.executable).with_name("jupyter-book")
     # -q: no Sphinx status lines (warnings still print, and -W makes them errors); --keep-going: every warning of
     # the build at once; NO_COLOR: plain text in logs
@@ -1101,9 +1145,9 @@ def build_book(root: Path | None = None) -> int:
     env = dict(os.environ)
     env.pop("MPLBACKEND", None)
     env["NO_COLOR"] = "1"
-    _say("$ " + " ".join(cmd))
+    _say("$ " + " ".join(cmd) + (f"  (in {_rel(src, root)})" if site else ""))
     with subprocess.Popen(
-        cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+        cmd, cwd=src, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
     ) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -1112,7 +1156,7 @@ def build_book(root: Path | None = None) -> int:
                 _say(kept)
         rc = proc.wait()
     if rc == 0:
-        _say(f"book: {root / '_build' / 'html' / 'index.html'}")
+        _say(f"book: {src / '_build' / 'html' / 'index.html'}")
     return rc
 
 
@@ -1162,6 +1206,12 @@ def _parser(command: str) -> argparse.ArgumentParser:
             "target's status differs from params/targets_ledger.yml",
         )
         p.add_argument(
+            "--build-only",
+            action="store_true",
+            help="run nothing: build the book from the executed copies already in place (the profile's: "
+            "book/methods for full, _build/<profile>/methods otherwise, e.g. those the smoke tests publish)",
+        )
+        p.add_argument(
             "--update-ledger",
             action="store_true",
             help="rewrite params/targets_ledger.yml from this run's targets (a target that now passes "
@@ -1198,7 +1248,11 @@ def cli_main(command: str, argv: Sequence[str]) -> int:
         if args.timeout < 1:
             raise ValueError(f"timeout must be >= 1 second, got {args.timeout}")
         root = find_root(args.root)
-        output = "book" if command == "book" else args.output
+        if command == "book" and args.update_ledger and args.profile != "full":
+            raise ValueError(
+                f"--update-ledger records the book's targets (profile full), not those of --profile {args.profile}"
+            )
+        output = ("book" if args.profile == "full" else None) if command == "book" else args.output
         rpath = report_path(command, args.profile, root, output, args.report)
     except ValueError as exc:  # RootError included
         sys.stderr.write(f"error: {exc}\n")
@@ -1218,16 +1272,21 @@ def cli_main(command: str, argv: Sequence[str]) -> int:
 
 def _cli_locked(command: str, args: Any, root: Path, output: Any, rpath: Path, t_wall: float) -> int:
     """The rest of :func:`cli_main`, while this run holds the lock of its outputs."""
+    m_dir, r_dir = output_dirs(args.profile, root, output)
     try:
-        reports = execute_all(
-            profile=args.profile,
-            only=args.only,
-            jobs=args.jobs,
-            timeout=args.timeout,
-            root=root,
-            output=output,
-            changed=args.changed,
-        )
+        if command == "book" and args.build_only:
+            reports: list[dict[str, Any]] = []
+            _say(f"building from the executed copies in {_rel(m_dir, root)} (--build-only: nothing runs)")
+        else:
+            reports = execute_all(
+                profile=args.profile,
+                only=args.only,
+                jobs=args.jobs,
+                timeout=args.timeout,
+                root=root,
+                output=output,
+                changed=args.changed,
+            )
     except ValueError as exc:  # RootError included
         sys.stderr.write(f"error: {exc}\n")
         return 2
@@ -1263,30 +1322,36 @@ def _cli_locked(command: str, args: Any, root: Path, output: Any, rpath: Path, t
         _say("book not built: a notebook failed")
         return finish(1, {"book": {"built": False}})
     t0 = time.perf_counter()
-    rc = build_book(root)
+    site = None if args.profile == "full" else profile_site(root, args.profile, m_dir)
+    rc = build_book(root, site, r_dir)
+    html = (site or root) / "_build" / "html"
     book = {"built": rc == 0, "build_exit_code": rc, "build_seconds": round(time.perf_counter() - t0, 2)}
     _say(timing_table(reports))
     _say(f"jupyter-book build: {book['build_seconds']:.1f} s (exit {rc})")
     if rc == 0 and args.check:
         t0 = time.perf_counter()
-        rc = bookcheck.main([str(root / "_build" / "html"), "--screenshots", str(root / "_build" / "screenshots")])
+        shots = root / "_build" / ("screenshots" if site is None else f"{args.profile}/screenshots")
+        rc = bookcheck.main([str(html), "--screenshots", str(shots)])
         book.update(check_exit_code=rc, check_seconds=round(time.perf_counter() - t0, 2))
         _say(f"bookcheck: {book['check_seconds']:.1f} s (exit {rc})")
+    chapters = [r["name"] for r in reports] or [p.stem for p in notebook_paths(root)]
     ledger_rc = check_ledger(
-        root, [r["name"] for r in reports], update=args.update_ledger, strict=args.check and args.profile == "full"
+        root, chapters, update=args.update_ledger, strict=args.check and args.profile == "full", results_dir=r_dir
     )
     book["ledger_exit_code"] = ledger_rc
     return finish(rc or ledger_rc, {"book": book})
 
 
-def check_ledger(root: Path, chapters: list[str], *, update: bool = False, strict: bool = False) -> int:
+def check_ledger(
+    root: Path, chapters: list[str], *, update: bool = False, strict: bool = False, results_dir: Path | None = None
+) -> int:
     """Compare the chapters' recorded targets with ``params/targets_ledger.yml`` (:mod:`dputils.book.scorecard`).
 
     Prints the totals and every difference; returns 1 when ``strict`` and they differ, else 0. With ``update``
     the ledger's entries for these chapters are rewritten from the run (others kept)."""
 
     path = root / scorecard.LEDGER_FILE
-    targets = scorecard.load_targets(root / "results")
+    targets = scorecard.load_targets(results_dir or root / "results")
     ran = {c: targets[c] for c in chapters if c in targets}
     _say("targets: " + ", ".join(f"{n} {s}" for s, n in scorecard.totals(ran).items()))
     ledger = scorecard.read_ledger(path)
