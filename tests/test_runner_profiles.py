@@ -100,3 +100,25 @@ def test_the_smoke_book_builds_apart_from_the_books_copies(tmp_path, capfd):
     rc = cli_main("book", ["--root", str(root), "--profile", "smoke", "--build-only"])
     err = capfd.readouterr().err
     assert rc == 0 and "[start" not in err and "--build-only: nothing runs" in err
+
+
+def test_paper_refuses_in_one_line_before_running_when_it_needs_a_gpu(tmp_path, capfd, monkeypatch):
+    """On a machine without CUDA, `book --profile paper` stops before any kernel starts, in one line naming the
+    chapter and its device parameter; the same chapters left out with --only run as usual."""
+    import torch
+
+    root = _root(tmp_path)
+    (root / "params" / "paper.yml").write_text("demo:\n  costly: true\n  train_device: auto\n")
+    p = nbformat.v4.new_code_cell("costly: bool = True  # the long part\ntrain_device: str = 'cpu'  # where")
+    p.metadata["tags"] = ["parameters"]
+    import jupytext
+
+    nb = jupytext.read(root / "notebooks" / "demo.md")
+    nb.cells[1] = p
+    jupytext.write(nb, root / "notebooks" / "demo.md", fmt="md:myst")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    rc = cli_main("book", ["--root", str(root), "--profile", "paper"])
+    err = capfd.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1
+    assert err[0].startswith("error: profile paper: demo (train_device: auto) in params/paper.yml runs at the")
+    assert not (root / "_build" / "staging").exists() and not (root / "_build" / "paper" / "methods").exists()

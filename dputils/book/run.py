@@ -756,6 +756,7 @@ def execute_all(
     if not sources:
         raise ValueError(f"no notebooks to run ({root / 'notebooks'} has no *.md)")
     params = check_profile(params, sources, profile)
+    check_devices(params, sources, profile)
     m_dir, r_dir = output_dirs(profile, root, output)
     m_dir, r_dir = out_dir or m_dir, results_dir or r_dir
 
@@ -938,6 +939,34 @@ def check_profile(
             raise ValueError(f"{where}: {exc}") from None
         out[src.stem] = check_parameters(values, declared, src, where)
     return out
+
+
+def check_devices(params: dict[str, dict[str, Any]], sources: Sequence[Path], profile: str) -> None:
+    """Refuse, before anything runs, a ``paper`` run of a chapter that the profile sends to a device (a ``*_device``
+    parameter: ``auto`` or ``cuda``) when no CUDA device is visible: the papers' scale on a CPU takes days (the gauss
+    chapter's WideResNet-16-4 for 208 epochs). One line naming the chapter, the parameter and the way out."""
+    if profile != "paper":
+        return
+    wants = [
+        (src.stem, k, v)
+        for src in sources
+        for k, v in (params.get(src.stem) or {}).items()
+        if k.endswith("_device") and (str(v).lower() in ("auto", "cuda") or str(v).lower().startswith("cuda:"))
+    ]
+    if not wants:
+        return
+    try:
+        import torch
+
+        cuda = bool(torch.cuda.is_available())
+    except Exception:  # no torch, or a broken CUDA set-up: no device
+        cuda = False
+    if not cuda:
+        names = ", ".join(f"{n} ({k}: {v})" for n, k, v in wants)
+        raise ValueError(
+            f"profile paper: {names} in params/paper.yml runs at the papers' scale on a CUDA GPU, and none is "
+            "visible here; run it on a GPU machine, or leave it out with --only"
+        )
 
 
 def run_notebooks(
