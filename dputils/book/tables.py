@@ -218,3 +218,22 @@ def show_table(
     except ImportError:  # pragma: no cover - IPython is always there in a notebook
         pass
     return t
+
+
+def show_parameters(
+    values: Mapping[str, Any], meanings: Mapping[str, str], caption: str = "The parameters of this run"
+) -> Table:
+    """The chapter's parameters for its reader: one row per name of ``meanings`` (in its order), with the value
+    this run used (from ``values``, e.g. ``globals()`` after papermill's injected cell) and its meaning. Floats at
+    3-4 significant digits (:func:`num`), powers of ten as ``10⁻⁵``; the ``parameters`` cell itself stays
+    collapsed. A name missing from ``values`` raises KeyError (the table must not invent a value)."""
+
+    def shown(v: Any) -> str:
+        if isinstance(v, float) and v > 0 and math.isfinite(v) and v < 1e-2:
+            return pow10(v) if math.isclose(v, 10.0 ** round(math.log10(v)), rel_tol=1e-9) else num(v, 4)
+        if isinstance(v, float):
+            return num(v, 4)
+        return fmt_value(v)
+
+    rows = [dict(parameter=k, value=shown(values[k]), meaning=m) for k, m in meanings.items()]
+    return show_table(rows, columns=["parameter", "value", "meaning"], caption=caption)
