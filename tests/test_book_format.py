@@ -68,3 +68,19 @@ def test_tick_labels_on_a_drawn_log_axis():
     ys = [t.get_text() for t in ax.get_yticklabels()]
     assert "10⁵" in ys and "100" in ys, ys
     plotting.plt.close(fig)
+
+
+def test_parameters_and_targets_tables():
+    from dputils.book.tables import show_parameters, show_targets
+
+    t = show_parameters({"delta": 1e-5, "sigma": 1.0, "n": 400000, "h": 2.5e-5}, {"delta": "target δ", "n": "samples"})
+    assert [r["parameter"] for r in t.rows] == ["delta", "n"] and [r["value"] for r in t.rows] == ["10⁻⁵", "400,000"]
+    assert show_parameters({"h": 2.5e-5}, {"h": "grid"}).rows[0]["value"] == "2.5×10⁻⁵"
+    with pytest.raises(KeyError):
+        show_parameters({}, {"delta": "target δ"})
+    recs = [
+        {"id": "T1", "what": "ε", "paper": 3.01, "ours": 3.008, "status": "pass", "source": "s", "tolerance": 0.005},
+        {"id": "T2", "what": "δ", "paper": 1.0, "ours": 2.0, "status": "not reproduced", "reason": "the grid"},
+    ]
+    t = show_targets(recs)
+    assert t.columns == ["id", "what", "paper", "ours", "status"] and t.rows[1]["what"] == "δ (the grid)"

@@ -237,3 +237,18 @@ def show_parameters(
 
     rows = [dict(parameter=k, value=shown(values[k]), meaning=m) for k, m in meanings.items()]
     return show_table(rows, columns=["parameter", "value", "meaning"], caption=caption)
+
+
+def show_targets(records: Iterable[Mapping[str, Any]], caption: str | None = None) -> Table:
+    """A chapter's reproduction targets in a table that fits the page's column: the id, what is reproduced (with
+    the reason after it where a target did not pass), the paper's and our value at 4 significant digits, and the
+    status; the source and the tolerance are on the scorecard. ``records`` are
+    :class:`dputils.book.scorecard.Targets`' records (dicts with ``id``, ``what``, ``paper``, ``ours``,
+    ``status`` and optionally ``reason``), shown in id order as recorded."""
+    rows = []
+    for r in records:
+        what = str(r.get("what") or "")
+        if r.get("reason"):
+            what = f"{what} ({r['reason']})"
+        rows.append(dict(id=r.get("id"), what=what, paper=r.get("paper"), ours=r.get("ours"), status=r.get("status")))
+    return show_table(rows, columns=["id", "what", "paper", "ours", "status"], caption=caption)
