@@ -26,6 +26,20 @@ the internet shows it. After MathJax has finished typesetting, each page is chec
 * ``caption-code``: identifiers in code font (a ``<code>``) inside a figure or table caption;
 * ``screenshot``: a screenshot tile that failed, or tiles that do not cover the whole page.
 
+The page as its reader sees it (issue 34, the :data:`READING_KINDS`; reported, counted in
+:attr:`PageResult.metrics`, and not failing by default until the book is clean of them):
+
+* ``table-width``: a table, or the box it scrolls in, with ``scrollWidth > clientWidth``: columns hidden
+  behind a horizontal scrollbar at the window's width (1280 px by default);
+* ``bare-output``: a cell output that is only ``True``, ``False``, ``None`` or ``N row(s)``;
+* ``bookkeeping``: a shown code cell that is mostly bookkeeping (imports, asserts, glue, target records,
+  table assembly; :func:`is_bookkeeping`), or a parameters cell shown in full;
+* ``target-id``: a reproduction-target id (``T3``, ``T1.2``, ``T8d``) in the running prose (tables, code,
+  outputs and maths excluded; the scorecard and API pages, :data:`TARGET_ID_PAGES`, are exempt);
+* ``digits``: a table cell with a number of :data:`DIGITS_MAX` or more significant digits;
+* ``code-share``: shown code taller than :data:`CODE_SHARE_MAX` of the page (on a page taller than
+  :data:`CODE_SHARE_MIN_PX`).
+
 Screenshots of every whole page go to ``--screenshots`` (default ``_build/screenshots``): one PNG, or for
 a page taller than :data:`TILE_HEIGHT` one PNG per tile (``page.01.png``, ``page.02.png``, ...). The report
 lists the findings per page; the exit status is 0 when there is no finding of a kind in :data:`FAIL_KINDS`
@@ -78,12 +92,30 @@ KINDS = (
     "markup",
     "caption-code",
     "screenshot",
+    "table-width",
+    "bare-output",
+    "bookkeeping",
+    "target-id",
+    "digits",
+    "code-share",
 )
+
+#: the kinds that measure the page for its reader (issue 34); reported and counted, not failing by default
+READING_KINDS = ("table-width", "bare-output", "bookkeeping", "target-id", "digits", "code-share")
+
+#: a table cell holding a number with this many significant digits or more is a ``digits`` finding
+DIGITS_MAX = 9
+#: the largest share of a page's height that shown code may take (a ``code-share`` finding above it) ...
+CODE_SHARE_MAX = 0.10
+#: ... on a page at least this tall (CSS px); a short page with one example is not measured
+CODE_SHARE_MIN_PX = 3000
+#: pages where target ids belong in the text: the scorecard and the API reference
+TARGET_ID_PAGES = ("scorecard", "book/api")
 
 #: The kinds that make the check fail (exit status 1, and so ``python -m dputils book --check``); kinds left out
 #: would be reported and counted but pass (the switch used while a new kind's findings are being fixed).
 #: ``--fail-on`` on the command line overrides it.
-FAIL_KINDS = frozenset(KINDS)  # every kind: the whole book is clean of each (split included, since 2026-11-25)
+FAIL_KINDS = frozenset(KINDS) - frozenset(READING_KINDS)  # the layout kinds: the book is clean of each since 2026-11-25
 
 #: directories of the build output that hold no pages
 SKIP_DIRS = {"_static", "_sources", "_images", "_downloads", "reports", ".doctrees", "_panels_static"}
@@ -112,6 +144,7 @@ class PageResult:
     screenshot: str | None = None  # the first (or only) PNG of the page
     seconds: float = 0.0
     screenshots: list[str] = dataclasses.field(default_factory=list)  # every tile, top to bottom
+    metrics: dict = dataclasses.field(default_factory=dict)  # the reading measures (check_reading)
 
     def counts(self) -> Counter:
         return Counter(f.kind for f in self.findings)
@@ -215,6 +248,72 @@ def external_urls(urls: Iterable[str], origin: str) -> list[str]:
         if u not in out:
             out.append(u)
     return out
+
+
+_NUMBER = re.compile(r"(?<![\w.])[-+−]?(\d[\d,]*(?:\.\d*)?|\.\d+)(?:[eE][-+−]?\d+)?(?![\w])")
+
+
+def significant_digits(token: str) -> int:
+    """The significant digits of a decimal number written with a point or an exponent (``0.000123456789`` has 9,
+    ``1.2e-05`` 2, ``3.0`` 2); an integer without either (a count, a seed, 14063 steps) is exact: 0."""
+    m = _NUMBER.fullmatch(token.strip())
+    if not m or not re.search(r"[.eE]", token):
+        return 0
+    digits = m.group(1).replace(",", "").replace(".", "").lstrip("0")
+    return len(digits)
+
+
+def long_numbers(text: str, limit: int = DIGITS_MAX) -> list[str]:
+    """The numbers in ``text`` with ``limit`` or more significant digits (:func:`significant_digits`)."""
+    return [m.group(0) for m in _NUMBER.finditer(text) if significant_digits(m.group(0)) >= limit]
+
+
+_BARE = re.compile(r"\(?\s*(?:True|False|None)(?:\s*,\s*(?:True|False|None))*\s*,?\s*\)?|\d+ rows?(?:\(s\))?")
+
+
+def is_bare_output(text: str) -> bool:
+    """An output that tells the reader nothing: ``True``, ``False``, ``None`` (or a tuple of them), ``3 row(s)``."""
+    t = text.strip()
+    return bool(t) and _BARE.fullmatch(t) is not None
+
+
+_TARGET_ID = re.compile(r"(?<![\w.\-])T\d+[a-z]?(?:\.\d+)?(?![\w])")
+
+
+def target_ids(text: str) -> list[str]:
+    """Reproduction-target ids (``T3``, ``T1.2``, ``T8d``, ``T12b.3``) in ``text``."""
+    return _TARGET_ID.findall(text)
+
+
+_BOOKKEEPING_CALL = re.compile(
+    r"\bglue\w*\s*\(|\.record\w*\s*\(|\bTargets\s*\(|\btg\.\w+|\bledger\b|\bTable\s*\(|\btable\s*\(|\btables\.\w+"
+    r"|\bsave_results?\s*\(|\bresults?\.(?:save|write|record|glue)\w*\s*\(|\.to_csv\s*\(|\bjson\.dump"
+)
+
+
+def is_bookkeeping(source: str, tags: Iterable[str] = ()) -> bool:
+    """A code cell the reader does not need to see: a ``parameters`` cell, or one whose top-level statements are
+    mostly (half or more) bookkeeping: imports, ``assert``, and statements that glue values, record targets,
+    assemble or save tables and results (:data:`_BOOKKEEPING_CALL`). A cell that is not Python (a magic) is
+    judged line by line."""
+    import ast
+
+    if {"parameters", "injected-parameters"} & set(tags):
+        return True
+    try:
+        tree = ast.parse(source)
+        stmts = [ast.get_source_segment(source, n) or "" for n in tree.body]
+        kinds = [
+            isinstance(n, ast.Import | ast.ImportFrom | ast.Assert) or bool(_BOOKKEEPING_CALL.search(seg))
+            for n, seg in zip(tree.body, stmts, strict=True)
+        ]
+    except SyntaxError:
+        lines = [ln for ln in source.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+        kinds = [
+            bool(re.match(r"\s*(?:import\s|from\s+\S+\s+import\s|assert\s)", ln) or _BOOKKEEPING_CALL.search(ln))
+            for ln in lines
+        ]
+    return bool(kinds) and 2 * sum(kinds) >= len(kinds)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -818,6 +917,146 @@ def check_caption_code(driver) -> list[Finding]:
     ]
 
 
+_JS_READING = r"""
+const clean = s => (s || '').replace(/\s+/g, ' ').trim();
+const col = column();
+const shown = el => el.getClientRects().length > 0
+  && (el.checkVisibility ? el.checkVisibility({visibilityProperty: true}) : el.offsetParent !== null);
+const top = el => Math.round(el.getBoundingClientRect().top + scrollY);
+const name = t => {
+  let n = t.caption ? clean(t.caption.textContent) : '';
+  if (!n) { const fig = t.closest('figure, .figure'); const fc = fig && fig.querySelector('figcaption, .caption');
+            if (fc) n = clean(fc.textContent); }
+  if (!n) { const first = t.tHead && t.tHead.rows.length ? t.tHead.rows[0] : t.rows[0];
+            n = first ? '[' + Array.from(first.cells).map(c => clean(c.textContent)).join(' | ') + ']' : ''; }
+  const sec = t.closest('section[id]');
+  return n.slice(0, 80) + (sec ? ' in #' + sec.id : '');
+};
+// ---- tables whose columns hide behind a scrollbar: the table, or a box around it in the column, scrolls
+const tables = Array.from(col.querySelectorAll('table')).filter(t =>
+  !t.closest('pre, .highlight, .highlighttable, .cell_input, mjx-container, script, template') && shown(t));
+const wide = [];
+for (const t of tables) {
+  let box = null;
+  for (let e = t; e && e !== col.parentElement; e = e.parentElement) {
+    if (e.scrollWidth > e.clientWidth + 1 && (e === t || ['auto', 'scroll', 'hidden'].includes(getComputedStyle(e).overflowX))) {
+      box = e; break;
+    }
+  }
+  if (box) wide.push({name: name(t), width: box.scrollWidth, shown: box.clientWidth, top: top(t)});
+}
+const cells = [];
+tables.forEach(t => { for (const row of t.rows) for (const c of row.cells)
+  cells.push({text: clean(c.innerText || c.textContent), table: name(t)}); });
+// ---- outputs, each as a whole (a nested output is part of its cell's)
+const outputs = Array.from(col.querySelectorAll('.cell_output > *')).filter(shown)
+  .map(e => ({text: (e.innerText || e.textContent || ''), top: top(e)}));
+// ---- shown code cells, their tags and heights
+const code = Array.from(col.querySelectorAll('.cell_input')).filter(shown).map(e => {
+  const cell = e.closest('.cell');
+  const tags = cell ? Array.from(cell.classList).filter(c => c.startsWith('tag_')).map(c => c.slice(4)) : [];
+  const pre = e.querySelector('pre');
+  return {text: (pre ? pre.textContent : e.textContent) || '', tags: tags,
+          height: Math.round(e.getBoundingClientRect().height), top: top(e)};
+});
+// ---- running prose: text outside code, tables, outputs and maths
+const SKIP = SKIP_CODE + ', table, .cell_output, .output, nav, .toctree-wrapper, .headerlink, .visually-hidden';
+const prose = [];
+const w = document.createTreeWalker(col, NodeFilter.SHOW_TEXT);
+let n;
+while ((n = w.nextNode())) {
+  const el = n.parentElement;
+  if (!el || !/T\d/.test(n.nodeValue) || el.closest(SKIP) || !shown(el)) continue;
+  const sec = el.closest('section[id]');
+  prose.push({text: n.nodeValue, where: sec ? '#' + sec.id : 'page'});
+}
+const colRect = col.getBoundingClientRect();
+return {wide: wide, cells: cells, outputs: outputs, code: code, prose: prose, tables: tables.length,
+        height: Math.round(colRect.height)};
+"""
+
+
+def check_reading(driver, page: str = "") -> tuple[list[Finding], dict]:
+    """The page for its reader (issue 34): findings of the :data:`READING_KINDS` and their counts.
+
+    One JavaScript pass measures, in the content column: every rendered table and the boxes around it (a
+    ``table-width`` finding where one scrolls sideways: ``scrollWidth > clientWidth``), every table cell's
+    text (``digits``: :func:`long_numbers`), every shown cell output (``bare-output``: :func:`is_bare_output`),
+    every shown code cell's source, tags and height (``bookkeeping``: :func:`is_bookkeeping`; ``code-share``:
+    their summed height over the column's), and the running prose (``target-id``: :func:`target_ids`, except on
+    the pages of :data:`TARGET_ID_PAGES`). A collapsed (``hide-input``) or removed cell is not shown.
+
+    Returns the findings and the metrics: ``tables``, ``wide_tables``, ``bare_outputs``, ``code_cells``,
+    ``bookkeeping_cells``, ``target_ids``, ``long_number_cells``, ``code_px``, ``page_px``, ``code_share``."""
+    res = _js(driver, _JS_READING)
+    found = [
+        Finding(
+            "table-width",
+            f'table "{t["name"]}" is {t["width"]} px wide in a {t["shown"]} px box: columns hidden behind a '
+            f"scrollbar (y = {t['top']} px)",
+        )
+        for t in res["wide"]
+    ]
+    bare = [o for o in res["outputs"] if is_bare_output(o["text"])]
+    found += [Finding("bare-output", f"output {o['text'].strip()!r} (y = {o['top']} px)") for o in bare]
+    books = [c for c in res["code"] if is_bookkeeping(c["text"], c["tags"])]
+    for c in books:
+        first = next((ln.strip() for ln in c["text"].splitlines() if ln.strip()), "")
+        tags = f" [{', '.join(c['tags'])}]" if c["tags"] else ""
+        found.append(
+            Finding("bookkeeping", f"shown code cell{tags}, {c['height']} px (y = {c['top']} px): {first[:70]!r}")
+        )
+    ids = []
+    if not any(x in page for x in TARGET_ID_PAGES):
+        for p in res["prose"]:
+            for tid in target_ids(p["text"]):
+                ids.append(tid)
+                found.append(
+                    Finding("target-id", f"{tid} in the prose of {p['where']}: {_snippet(p['text'], 0, 0, 60)!r}")
+                )
+    longs = 0
+    for c in res["cells"]:
+        nums = long_numbers(c["text"])
+        if nums:
+            longs += 1
+            found.append(Finding("digits", f'{", ".join(nums[:3])} in table "{c["table"]}"'))
+    code_px = sum(c["height"] for c in res["code"])
+    share = code_px / res["height"] if res["height"] else 0.0
+    if share > CODE_SHARE_MAX and res["height"] >= CODE_SHARE_MIN_PX:
+        found.append(
+            Finding(
+                "code-share",
+                f"shown code is {share:.0%} of the page's height ({code_px} of {res['height']} px, "
+                f"{len(res['code'])} cells; at most {CODE_SHARE_MAX:.0%})",
+            )
+        )
+    metrics = {
+        "tables": res["tables"],
+        "wide_tables": len(res["wide"]),
+        "bare_outputs": len(bare),
+        "code_cells": len(res["code"]),
+        "bookkeeping_cells": len(books),
+        "target_ids": len(ids),
+        "long_number_cells": longs,
+        "code_px": code_px,
+        "page_px": res["height"],
+        "code_share": round(share, 4),
+    }
+    return found, metrics
+
+
+def reading_line(m: dict) -> str:
+    """One line of a page's reading metrics (:func:`check_reading`)."""
+    if not m:
+        return ""
+    return (
+        f"reading: {m['wide_tables']} of {m['tables']} table(s) hide columns, {m['bare_outputs']} bare output(s), "
+        f"{m['bookkeeping_cells']} of {m['code_cells']} shown code cell(s) bookkeeping, {m['target_ids']} target "
+        f"id(s) in prose, {m['long_number_cells']} cell(s) with {DIGITS_MAX}+ digits, shown code "
+        f"{m['code_share']:.0%} of {m['page_px']} px"
+    )
+
+
 #: the tallest screenshot taken in one piece (CSS px): a taller page is tiled (Chromium's textures stop at 16,384 px)
 TILE_HEIGHT = 16000
 
@@ -940,13 +1179,17 @@ def check_page(browser: Browser, server: Server, rel: str, shots: Path | None = 
     findings += check_tables(drv)
     findings += check_markup(drv)
     findings += check_caption_code(drv)
+    reading, metrics = check_reading(drv, rel)
+    findings += reading
     files = []
     if shots is not None:
         files, shot_findings = screenshot(drv, Path(shots) / (rel[:-5].replace("/", "__") + ".png"), browser.width)
         findings += shot_findings
     findings += check_network(requested_urls(drv), server.origin)
     findings += check_console(drv)
-    return PageResult(rel, findings, str(files[0]) if files else None, time.time() - t0, [str(f) for f in files])
+    return PageResult(
+        rel, findings, str(files[0]) if files else None, time.time() - t0, [str(f) for f in files], metrics
+    )
 
 
 def pages(root: str | os.PathLike) -> list[str]:
@@ -995,6 +1238,8 @@ def report(results: list[PageResult], per_kind: int = 8, out=None, fail_kinds: I
             continue  # clean pages are named once, in the progress lines (main) and the summary count
         head = ", ".join(f"{k} {c[k]}" for k in KINDS if c[k])
         print(f"{r.page}: {head}  ({r.seconds:.1f} s)", file=out)
+        if r.metrics:
+            print(f"    {reading_line(r.metrics)}", file=out)
         for k in KINDS:
             fs = [f for f in r.findings if f.kind == k]
             for f in fs[:per_kind]:
@@ -1008,6 +1253,20 @@ def report(results: list[PageResult], per_kind: int = 8, out=None, fail_kinds: I
         f"bookcheck: {len(results)} page(s), {dirty} with findings, {n} finding(s)" + (f" ({kinds})" if n else ""),
         file=out,
     )
+    ms = [r.metrics for r in results if r.metrics]
+    if ms:
+        keys = ("wide_tables", "bare_outputs", "bookkeeping_cells", "code_cells", "target_ids", "long_number_cells")
+        t = {k: sum(m.get(k, 0) for m in ms) for k in keys}
+        over = sum(
+            1 for m in ms if m.get("code_share", 0) > CODE_SHARE_MAX and m.get("page_px", 0) >= CODE_SHARE_MIN_PX
+        )
+        print(
+            f"bookcheck reading: {t['wide_tables']} table(s) hiding columns, {t['bare_outputs']} bare output(s), "
+            f"{t['bookkeeping_cells']} of {t['code_cells']} shown code cell(s) bookkeeping, {t['target_ids']} target "
+            f"id(s) in prose, {t['long_number_cells']} table cell(s) with {DIGITS_MAX}+ digits, {over} page(s) with "
+            f"shown code over {CODE_SHARE_MAX:.0%} of the height",
+            file=out,
+        )
     advisory = [k for k in KINDS if total[k] and k not in fail]
     if advisory:
         nf = sum(total[k] for k in fail)

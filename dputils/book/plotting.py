@@ -231,6 +231,40 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float | None = None, heigh
 
 
 # --------------------------------------------------------------------------------------------------------
+# tick labels with the look of the tables: 10⁻⁵, 2.5×10⁻⁵, 0.01, 3.5
+
+
+def tick_label(x: float, pos: int | None = None, digits: int = 3, powers: bool = False) -> str:
+    """One tick label as the tables write numbers (:func:`dputils.book.tables.num`): a power of ten as
+    ``10⁻⁵`` (Unicode superscripts, no mathtext), other values at ``digits`` significant digits, plainly between
+    10⁻³ and 10⁶ and as ``a×10ⁿ`` outside; 0 as ``0``. 0.01, 0.1, 1, 10 and 100 are written plainly unless
+    ``powers`` (an axis of many decades: every power as ``10ⁿ``). ``pos`` is matplotlib's tick index (unused)."""
+    from .tables import num, pow10
+
+    x = float(x)
+    if x == 0 or not np.isfinite(x):
+        return "0" if x == 0 else ""
+    e = round(np.log10(abs(x)))
+    if (powers or abs(e) >= 3) and np.isclose(abs(x), 10.0**e, rtol=1e-9):  # 10⁻⁵ rather than 1e-05; 0.01 and 100 stay
+        return ("-" if x < 0 else "") + pow10(int(e))
+    return num(x, digits)
+
+
+def sci_ticks(ax, axis: str = "both", digits: int = 3, minor: bool = False, powers: bool = False) -> None:
+    """Label the ticks of ``ax``'s ``axis`` ("x", "y" or "both") with :func:`tick_label`: the same look as the
+    tables and legends (``10⁻⁵``), and short labels that stay legible at the column's width. On a log axis the
+    major ticks stay where matplotlib's locator puts them (powers of ten); the minor ones lose their labels
+    unless ``minor``. ``powers``: every power of ten as ``10ⁿ`` (:func:`tick_label`)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    fmt = FuncFormatter(lambda x, pos: tick_label(x, pos, digits, powers))
+    for name in ("x", "y") if axis == "both" else (axis,):
+        a = ax.xaxis if name == "x" else ax.yaxis
+        a.set_major_formatter(fmt)
+        a.set_minor_formatter(fmt if minor else NullFormatter())
+
+
+# --------------------------------------------------------------------------------------------------------
 # legends over the data: seen in matplotlib, not in the HTML image (dputils.book.bookcheck re-exports these)
 
 

@@ -41,6 +41,56 @@ def sci(x: float, digits: int = 2) -> str:
     return power if m == "1" else f"-{power}" if m == "-1" else f"{m}\u00d7{power}"
 
 
+def _sci_short(x: float, digits: int) -> str:
+    """:func:`sci` without trailing zeros in the mantissa (``1.50×10⁻⁵`` is ``1.5×10⁻⁵``, ``1.00×10⁶`` is ``10⁶``)."""
+    s = sci(x, digits)
+    if "\u00d7" not in s:
+        return s
+    m, p = s.split("\u00d7")
+    m = m.rstrip("0").rstrip(".") if "." in m else m
+    return p if m == "1" else f"-{p}" if m == "-1" else f"{m}\u00d7{p}"
+
+
+def num(x: float, digits: int = 3) -> str:
+    """``x`` for a reader, at ``digits`` significant digits (3 by default, 4 where the fourth matters): plain
+    between 10⁻³ and 10⁶ (``num(2.38177) == "2.38"``; an integer part longer than ``digits`` is kept whole,
+    ``num(14063.2) == "14,063"``), as ``a×10ⁿ`` outside (``num(4.6492e-5) == "4.65×10⁻⁵"``, ``num(1e6) ==
+    "10⁶"``). Trailing zeros are dropped. Plain text, to glue into prose (``glue("eps", num(eps))``) or to put in
+    a table, a header or a legend."""
+    x = float(x)
+    if not math.isfinite(x) or x == 0:
+        return sci(x)
+    d = max(int(digits), 1)
+    if 1e-3 <= abs(x) < 1e6:
+        if abs(x) >= 10 ** (d - 1):  # as many digits as the integer part has: no exponent for 14063
+            return f"{round(x):,}" if abs(x) >= 10_000 else str(round(x))
+        return f"{x:.{d}g}"
+    return _sci_short(x, d)
+
+
+def pow10(x: float) -> str:
+    """A power of ten in headers, legends and prose as ``10⁻⁵`` (Unicode superscripts): ``pow10(1e-5) ==
+    "10⁻⁵"``; an ``int`` is the exponent itself (``pow10(-6) == "10⁻⁶"``); a float that is not a power of ten
+    is ``a×10ⁿ`` at 3 digits (``pow10(2.5e-5) == "2.5×10⁻⁵"``). Non-positive values raise ValueError."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return "10" + str(x).translate(_SUPERSCRIPT)
+    x = float(x)
+    if not math.isfinite(x) or x <= 0:
+        raise ValueError(f"pow10: x must be a positive finite number, got {x!r}")
+    e = round(math.log10(x))
+    if math.isclose(x, 10.0**e, rel_tol=1e-9):
+        return "10" + str(e).translate(_SUPERSCRIPT)
+    return _sci_short(x, 3)
+
+
+def diff(a: float, b: float, digits: int = 2) -> str:
+    """The difference ``a - b`` where the point is that two numbers agree: ``diff(2.3821, 2.3818) ==
+    "3×10⁻⁴"`` (signed, ``digits`` significant digits, 2 by default; ``"0"`` when they are equal) rather than
+    two columns of nine digits each."""
+    d = float(a) - float(b)
+    return "0" if d == 0 else _sci_short(d, digits)
+
+
 def fmt_value(v: Any, digits: int = 4) -> str:
     """A compact, readable string: numbers to ``digits`` significant digits, None as an em dash."""
     if v is None:
@@ -168,3 +218,37 @@ def show_table(
     except ImportError:  # pragma: no cover - IPython is always there in a notebook
         pass
     return t
+
+
+def show_parameters(
+    values: Mapping[str, Any], meanings: Mapping[str, str], caption: str = "The parameters of this run"
+) -> Table:
+    """The chapter's parameters for its reader: one row per name of ``meanings`` (in its order), with the value
+    this run used (from ``values``, e.g. ``globals()`` after papermill's injected cell) and its meaning. Floats at
+    3-4 significant digits (:func:`num`), powers of ten as ``10⁻⁵``; the ``parameters`` cell itself stays
+    collapsed. A name missing from ``values`` raises KeyError (the table must not invent a value)."""
+
+    def shown(v: Any) -> str:
+        if isinstance(v, float) and v > 0 and math.isfinite(v) and v < 1e-2:
+            return pow10(v) if math.isclose(v, 10.0 ** round(math.log10(v)), rel_tol=1e-9) else num(v, 4)
+        if isinstance(v, float):
+            return num(v, 4)
+        return fmt_value(v)
+
+    rows = [dict(parameter=k, value=shown(values[k]), meaning=m) for k, m in meanings.items()]
+    return show_table(rows, columns=["parameter", "value", "meaning"], caption=caption)
+
+
+def show_targets(records: Iterable[Mapping[str, Any]], caption: str | None = None) -> Table:
+    """A chapter's reproduction targets in a table that fits the page's column: the id, what is reproduced (with
+    the reason after it where a target did not pass), the paper's and our value at 4 significant digits, and the
+    status; the source and the tolerance are on the scorecard. ``records`` are
+    :class:`dputils.book.scorecard.Targets`' records (dicts with ``id``, ``what``, ``paper``, ``ours``,
+    ``status`` and optionally ``reason``), shown in id order as recorded."""
+    rows = []
+    for r in records:
+        what = str(r.get("what") or "")
+        if r.get("reason"):
+            what = f"{what} ({r['reason']})"
+        rows.append(dict(id=r.get("id"), what=what, paper=r.get("paper"), ours=r.get("ours"), status=r.get("status")))
+    return show_table(rows, columns=["id", "what", "paper", "ours", "status"], caption=caption)

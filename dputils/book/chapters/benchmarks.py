@@ -4,16 +4,26 @@
 from __future__ import annotations
 
 import math
+import re
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter
 from scipy import optimize
 from scipy.special import log_ndtr
 
 from ... import truth
 from ...mechanisms import SubsampledGaussianMechanism
 from .. import benchmarks as bm
+from .. import plotting
 from ..results import glue
-from ..tables import sci, show_table
+from ..tables import diff, pow10, show_table
+
+#: the meaning of each parameter of the chapter (shown as a table next to the collapsed ``parameters`` cell)
+PARAMETERS = {
+    "data_file": "the recorded run of the accountants (time, answers, references)",
+    "dpsgd_file": "the recorded DP-SGD throughput run",
+    "pld_file": "the recorded PLD head-to-head run against dp_accounting",
+}
 
 
 def _date(meta) -> str:
@@ -102,6 +112,8 @@ def plot_time_panels(data, deltas):
     fig, axes = plt.subplots(1, len(deltas), figsize=(3.3 * len(deltas), 3.6), sharey=True, squeeze=False)
     for ax, d in zip(axes[0], deltas):
         bm.plot_times(data, d, ax=ax)
+        ax.set_title(f"δ = {pow10(d)}")
+        plotting.sci_ticks(ax, powers=True)
     for ax in axes[0][1:]:
         ax.set_ylabel("")
     handles, labels = axes[0][0].get_legend_handles_labels()
@@ -110,23 +122,53 @@ def plot_time_panels(data, deltas):
     return fig
 
 
+#: the rows of the error figure: three methods each, so that their certified intervals (error bars) stay apart
+ERROR_GROUPS = (
+    ("dputils, certified brackets", ("pld", "spa", "edgeworth")),
+    ("dputils, RDP and the CLT", ("rdp", "rdp-classic", "gdp")),
+    ("peers, PLD and PRV", ("dp_accounting-pld", "prv_accountant", "opacus-prv")),
+    ("peers, RDP and the CLT", ("dp_accounting-rdp", "opacus-rdp", "opacus-gdp")),
+)
+
+
+def error_groups(data) -> list[tuple[str, list[str]]]:
+    """:data:`ERROR_GROUPS` restricted to the run's methods, with any method of the run that no group names in a
+    last row of its own (so that none is silently left out of the figure)."""
+    known = set(bm.method_names(data))
+    out = [(title, [m for m in names if m in known]) for title, names in ERROR_GROUPS]
+    out = [(t, ms) for t, ms in out if ms]
+    named = {m for _, ms in out for m in ms}
+    rest = [m for m in bm.method_names(data) if m not in named]
+    if rest:
+        out.append(("other methods", rest))
+    return out
+
+
 def plot_error_panels(data, with_ref):
-    """Signed relative errors against the reference, one column per δ with a reference, a row for the
-    dputils accountants and one for the peers (:func:`dputils.book.benchmarks.plot_errors`)."""
-    families = {"dputils": "dputils", "peer": "peers"}
+    """Signed relative errors against the reference, one column per δ with a reference and one row per group of
+    three methods (:func:`error_groups`), each panel drawn by :func:`dputils.book.benchmarks.plot_errors` on the
+    run restricted to that group's methods (the reference bracket is the same in every panel)."""
+    groups = error_groups(data)
+    ncol = max(len(with_ref), 1)
     fig, axes = plt.subplots(
-        2, max(len(with_ref), 1), squeeze=False, sharex=True, sharey="row", figsize=(max(3.6 * len(with_ref), 6.4), 7.6)
+        len(groups), ncol, squeeze=False, sharex=True, sharey="row", figsize=(3.4 * ncol + 2.6, 2.5 * len(groups))
     )
-    for row, (family, who) in zip(axes, families.items()):
+    for row, (title, names) in zip(axes, groups):
+        sub = {**data, "methods": [m for m in data["methods"] if m["name"] in names]}
         for ax, d in zip(row, with_ref):
-            bm.plot_errors(data, d, ax=ax, family=family)
-            ax.set_title(f"δ = {sci(d, 1)}: {who}")
-        for ax in row[1:]:
+            bm.plot_errors(sub, d, ax=ax)
+            # the labels ±10⁻⁸ at the edge of the linear band sit on top of the 0: keep 0 and the decades beyond
+            ax.set_yticks([t for t in ax.get_yticks() if t == 0 or abs(t) > 1.5e-8])
+            ax.set_title(f"δ = {pow10(d)}: {title}", fontsize=9)
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda x, pos: plotting.tick_label(x, pos, powers=True)))
             ax.set_ylabel("")
         handles, labels = row[0].get_legend_handles_labels()
-        row[-1].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    for ax in axes[0]:
+        row[-1].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8)
+    for ax in axes[:-1].ravel():
         ax.set_xlabel("")
+    for ax in axes[-1]:
+        plotting.sci_ticks(ax, "x", powers=True)
+    fig.supylabel("(ε − reference midpoint) / midpoint", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -175,13 +217,26 @@ def show_methods(data) -> None:
     )
 
 
+def pivot_headers(rows) -> dict[str, str]:
+    """Headers for the pivoted tables' keys ``T=1e+05`` and ``δ=1e-10``: ``T = 10⁵``, ``δ = 10⁻¹⁰``."""
+    out = {}
+    for r in rows:
+        for k in r:
+            m = re.fullmatch(r"(T|δ)=([-+.\deE]+)", k)
+            if m:
+                out[k] = f"{m.group(1)} = {pow10(float(m.group(2)))}"
+    return out
+
+
 def show_time_tables(data, deltas) -> None:
     """One table per δ of the median seconds per cold call (:func:`dputils.benchmarks.time_rows`)."""
     for d in deltas:
+        rows = bm.time_rows(data, d)
         show_table(
-            bm.time_rows(data, d),
+            rows,
             digits=3,
-            caption=f"Median seconds per cold call at δ = {sci(d, 1)} (blank: no answer).",
+            headers=pivot_headers(rows),
+            caption=f"Median seconds per cold call at δ = {pow10(d)} (blank: no answer).",
         )
 
 
@@ -193,9 +248,11 @@ def glue_ratios(data) -> list[dict]:
     for name, ours, peer in (("bench_pld_ratio", "pld", "dp_accounting-pld"), ("bench_rdp_ratio", "rdp", "opacus-rdp")):
         xs = [r["ratio"] for r in ratios if r["ours"] == ours and r["peer"] == peer]
         glue(name, bm.median(xs) if xs else float("nan"), display=False)
+    rows = bm.ratio_table(data)
     show_table(
-        bm.ratio_table(data),
+        rows,
         digits=3,
+        headers=pivot_headers(rows),
         caption="Peer time / our time, per T and δ (blank: one of the two gave no answer).",
     )
     return ratios
@@ -225,7 +282,7 @@ def show_error_tables(data, deltas) -> None:
         show_table(
             rows,
             digits=4,
-            caption=f"δ = {sci(d, 1)}: each answer, its error against both ends of the reference "
+            caption=f"δ = {pow10(d)}: each answer, its error against both ends of the reference "
             "(the error lies between the two) and its own certified interval.",
         )
 
@@ -275,10 +332,38 @@ def show_pld_tables(prow) -> None:
         caption="Median seconds of both PLD accountants, their ratio, and their peak memory (MiB).",
     )
     show_table(
-        prow,
-        columns=["T", "eps ours lower", "eps ours upper", "eps dp_accounting", "eps exact"],
-        digits=10,
-        caption="Our certified bracket on ε, dp_accounting's ε and the exact ε (saddle contour).",
+        [
+            {
+                "T": r["T"],
+                "exact ε": r["eps exact"],
+                "our lower − exact": diff(r["eps ours lower"], r["eps exact"]),
+                "our upper − exact": diff(r["eps ours upper"], r["eps exact"]),
+                "dp_accounting − exact": diff(r["eps dp_accounting"], r["eps exact"]),
+            }
+            for r in prow
+        ],
+        digits=4,
+        caption="The exact ε (saddle contour) and, as differences from it, our certified bracket and "
+        "dp_accounting's ε.",
+    )
+
+
+def show_peer_below(data, below) -> None:
+    """The peer answers below the certified reference (:func:`dputils.benchmarks.peer_contradictions`)."""
+    show_table(
+        [
+            {
+                "method": bm.method_info(data, r["method"])["label"],
+                "T": r["T"],
+                "δ": pow10(r["delta"]),
+                "peer ε": r["epsilon"],
+                "reference lower end": r["reference lower"],
+                "below it by": r["below by"],
+            }
+            for r in below
+        ],
+        digits=4,
+        caption="Peer answers below the certified lower end of the reference bracket.",
     )
 
 

@@ -18,10 +18,31 @@ from .. import plotting
 from ..results import glue
 from ..tables import show_table
 
+#: the meaning of each parameter of the chapter (shown as a table next to the collapsed ``parameters`` cell)
+PARAMETERS = {
+    "delta": "target δ of every ε of the chapter",
+    "sigma": "noise multiplier σ (noise standard deviation 2Cσ, as in the paper)",
+    "epochs": "epochs E of the accounting examples",
+    "dataset_size": "N of the accounting examples (CIFAR-10-like)",
+    "batch_size": "samples per round (s for batch clipping, m for individual clipping)",
+    "group_sizes": "group sizes g of the group table",
+    "mc_draws": "Monte Carlo draws of the occupancy law of c²",
+    "n_curve": "points on each plotted trade-off curve",
+    "pld_discretization": "grid width of the PLD accountant",
+    "train_n": "training images drawn (a multiple of the training batch)",
+    "train_test": "test images drawn from the Fashion-MNIST test set",
+    "train_dim": "input dimension of the synthetic fallback task",
+    "train_epochs": "epochs of each training run",
+    "train_batch": "training batch size (m for individual, s for batch clipping)",
+    "train_sigmas": "noise multipliers of the training sweep",
+    "train_repeats": "training runs (seeds) per setting, averaged",
+    "seed": "seed of every random generator of the chapter",
+}
+
 
 def law_table(law: sh.C2Law, caption: str):
     """The law of c² as a table (c², probability)."""
-    return show_table([{"c²": k, "probability": v} for k, v in law.as_dict().items()], caption=caption, digits=6)
+    return show_table([{"c²": k, "probability": v} for k, v in law.as_dict().items()], caption=caption, digits=4)
 
 
 def training_data(n_train: int, n_test: int, multiple: int, fallback_dim: int, seed: int) -> dict[str, Any]:
@@ -219,7 +240,7 @@ def headline_rows(tg, cases: dict, delta: float = 1e-5) -> list[dict[str, Any]]:
             {"σ": s_, "E": E_, "g": abs(g_), "μ = √(gE)/σ": mu, "ε": eps_, "anchor": tg.spec[tid]["paper"]}
             | ({} if g_ > 0 else {"note": "generic transform g√E/σ"})
         )
-    show_table(rows, caption="ε at δ = 10⁻⁵ of the headline bound", digits=5)
+    show_table(rows, caption="ε at δ = 10⁻⁵ of the headline bound", digits=4)
     return rows
 
 
@@ -319,7 +340,7 @@ def show_curves_table(alphas, curves: dict) -> None:
     show_table(
         [{"curve": CURVE_LABELS[k]} | {f"α = {a:g}": v for a, v in zip(alphas, got)} for k, got in curves.items()],
         caption="Trade-off curves f(α), σ = 2, E = 10, N = 60000",
-        digits=5,
+        digits=4,
     )
 
 
@@ -336,7 +357,7 @@ def show_occupancy_table(mc, ex, pr, n: int, s: int, g: int, draws: int) -> None
             for j in range(1, g + 1)
         ],
         caption=f"Rounds hit per epoch, BC+SH, N = {n}, s = {s}, g = {g} ({draws:,} simulated permutations)",
-        digits=6,
+        digits=4,
     )
 
 
