@@ -15,6 +15,10 @@ from ...matrix.panels import FAMILIES
 from .. import plotting
 from ..results import glue, glue_all
 from ..tables import sci, show_table
+from .gauss_audit import parameter_table as _parameter_table
+from .gauss_audit import scorecard
+
+__all__ = ["scorecard"]  # the compact scorecard is shared with the gauss_audit chapter
 
 
 def sigma_axes(ax, epsilons: Sequence[float], title: str, ylabel: str = "calibrated σ") -> None:
@@ -251,6 +255,49 @@ def gram_table(got: Mapping[tuple[str, int], np.ndarray]) -> float:
     return float(np.max(np.abs(np.concatenate([got[key] - GRAM_REFERENCE[key] for key in GRAM_REFERENCE]))))
 
 
+#: The parameters the chapter's reader needs, with their meaning (the parameters cell, collapsed, has them all).
+PARAMETERS = {
+    "n_small": "steps N of the one-epoch panels (b = N batches)",
+    "n_large": "steps of the large one-epoch DP-SGD panel",
+    "epochs_multi": "epochs k of the multi-epoch panels",
+    "bands": "bands p of BSR, BandMF and of BISR's inverse",
+    "wide_bands": "bands of the wide BSR (Figures 2e, 3b)",
+    "epsilons": "target epsilons of the calibrated curves",
+    "delta": "target delta of every calibration",
+    "max_order": "largest Rényi order for DP-SGD",
+    "max_order_banded": "largest order for banded and dense C",
+    "rel_tol": "relative width of every σ bracket",
+    "mc_samples": "importance samples of the DP-SGD Monte Carlo",
+    "fig4_epochs": "epochs k of the posterior curves (Figure 4)",
+    "condcomp_discretization": "PLD grid width of conditional composition",
+    "seed": "seed of every random generator",
+}
+
+
+def parameter_table(values: Mapping[str, Any]) -> None:
+    """Show the parameters in :data:`PARAMETERS` with their meaning and this run's value."""
+    _parameter_table(dict(values), PARAMETERS)
+
+
+def record_accountant_weights(tg, id_: str, ref_id: str) -> list[float]:
+    """Record ``id_``: the weight of the participating slot in the remove chain of conditional composition (DP-SGD,
+    k = 1, b = 100, σ = 1, union bound at δ_E = 5·10⁻⁶) at steps 1, 2, 10, 50 and 100, against the independent
+    values of ``ref_id`` (λ̄_b of the same setting; for DP-SGD the per-step pair is a subsampled Gaussian whose rate
+    is λ̄_b, Corollary 4.4). It runs the accountant's own per-step path at the chapter's every profile (about a
+    second), so a tail bound spent at the wrong significance (say the (b - 1) of the union bound dropped) fails
+    here, not only at the full profile's calibrated σ. Returns the five weights."""
+    from ...matrix import BallsInBinsMatrixMechanism, ConditionalCompositionAccountant, build_strategy
+    from ...matrix.panels import participant_weights
+
+    acc = ConditionalCompositionAccountant(delta_e=5e-6, progress=False).compose(
+        BallsInBinsMatrixMechanism(build_strategy("identity", 1, 100), 1.0)
+    )
+    q = participant_weights(acc, 5e-6)["remove"]
+    got = [float(q[n - 1]) for n in (1, 2, 10, 50, 100)]
+    tg.record(id_, got, paper=tg.spec[ref_id]["paper"])
+    return got
+
+
 def fs_table(cases: Sequence[tuple], independent: Sequence[float]) -> list[dict[str, Any]]:
     """The remove divergence of DP-SGD by the DP against the Feldman-Shenfeld partition sum: ``cases`` are
     ``(b, σ, α, DP value, partition sum)``, ``independent`` our independent values; shows and returns the rows."""
@@ -259,7 +306,17 @@ def fs_table(cases: Sequence[tuple], independent: Sequence[float]) -> list[dict[
          "relative difference": abs(ours - ref) / ref}
         for (b, sig, alpha, ours, ref), ind in zip(cases, independent)
     ]  # fmt: skip
-    show_table(rows, digits=10, caption="Remove-direction Rényi divergence of DP-SGD, k = 1")
+    show_table(
+        [
+            {"b": r["b"], "σ": r["σ"], "α": r["α"], "DP (ours)": r["DP (ours)"],
+             "partition sum − DP": r["partition sum"] - r["DP (ours)"],
+             "independent − DP": r["independent value"] - r["DP (ours)"]}
+            for r in rows
+        ],
+        digits=4,
+        caption="Remove-direction Rényi divergence of DP-SGD, k = 1: the DP against the partition sum and our"
+        " independent values (differences)",
+    )  # fmt: skip
     return rows
 
 
