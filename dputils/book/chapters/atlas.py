@@ -204,7 +204,7 @@ def recommendation(rows, accountants, tol: float = 0.01) -> dict:
 _SUP = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
-def _g(x: float) -> str:
+def short_number(x: float) -> str:
     """A number at 3 significant digits; a power of ten from 100 up or below 0.01 as 10 with a superscript."""
     if x > 0 and abs(math.log10(x) - round(math.log10(x))) < 1e-9 and (x >= 100 or x < 1e-2):
         return "10" + str(round(math.log10(x))).translate(_SUP)
@@ -214,7 +214,7 @@ def _g(x: float) -> str:
 def _span(name: str, values) -> str:
     """'name from a to b', or 'name = a' when they coincide."""
     lo, hi = min(values), max(values)
-    return f"{name} = {_g(lo)}" if lo == hi else f"{name} from {_g(lo)} to {_g(hi)}"
+    return f"{name} = {short_number(lo)}" if lo == hi else f"{name} from {short_number(lo)} to {short_number(hi)}"
 
 
 def _join(items: list[str]) -> str:
@@ -226,13 +226,13 @@ def _rule_words(rule: dict[float, int | None], ts: list[int]) -> str:
     every = [q for q, t in rule.items() if t is not None and t == min(ts)]
     parts = []
     if every:
-        parts.append("at every T for q in {" + ", ".join(_g(q) for q in every) + "}")
+        parts.append("at every T for q in {" + ", ".join(short_number(q) for q in every) + "}")
     for q, t in rule.items():
         if t is not None and t != min(ts):
-            parts.append(f"from T = {_g(t)} on at q = {_g(q)}")
+            parts.append(f"from T = {short_number(t)} on at q = {short_number(q)}")
     never = [q for q, t in rule.items() if t is None]
     if never:
-        parts.append("at no T of the grid for q in {" + ", ".join(_g(q) for q in never) + "}")
+        parts.append("at no T of the grid for q in {" + ", ".join(short_number(q) for q in never) + "}")
     return "; ".join(parts) if parts else "nowhere (no point of this δ has a reference)"
 
 
@@ -240,7 +240,7 @@ def missing_reference_words(rows, delta: float) -> str:
     """Where the PLD reference is missing at ``delta`` and why, in words generated from the rows."""
     miss = [r for r in rows if r["delta"] == delta and r["ref_lower"] == ""]
     if not miss:
-        return f"At δ = {_g(delta)} every point has a reference (no grey cell)."
+        return f"At δ = {short_number(delta)} every point has a reference (no grey cell)."
     wide = sum(r["ref_note"].startswith("PLD bracket too wide") for r in miss)
     refused = len(miss) - wide
     why = []
@@ -250,8 +250,8 @@ def missing_reference_words(rows, delta: float) -> str:
         why.append(("" if not wide else f"{refused} ") + "where the PLD refused")
     sig = sorted({r["sigma"] for r in miss})
     return (
-        f"At δ = {_g(delta)}, {len(miss)} points have no reference ({_join(why)}), at σ in "
-        f"{{{', '.join(_g(x) for x in sig)}}}, {_span('q', [r['q'] for r in miss])} and "
+        f"At δ = {short_number(delta)}, {len(miss)} points have no reference ({_join(why)}), at σ in "
+        f"{{{', '.join(short_number(x) for x in sig)}}}, {_span('q', [r['q'] for r in miss])} and "
         f"{_span('T', [r['T'] for r in miss])}."
     )
 
@@ -265,7 +265,7 @@ def recommendation_words(rec: dict) -> dict[str, str]:
     if no_ref:
         nd = sorted({p[3] for p in no_ref}, reverse=True)
         missing = (
-            f" It has no such bracket at {len(no_ref)} points, at δ = {_join([_g(d) for d in nd])}, with "
+            f" It has no such bracket at {len(no_ref)} points, at δ = {_join([short_number(d) for d in nd])}, with "
             f"{_span('T', [p[2] for p in no_ref])} and {_span('q', [p[1] for p in no_ref])}."
         )
     else:
@@ -288,7 +288,7 @@ def recommendation_words(rec: dict) -> dict[str, str]:
             )
             + f"{100 * r['median']:.3g}% above it in the median, and "
             + (f"{1 + r['max']:.3g} times its upper end" if r["max"] > 1 else f"{100 * r['max']:.3g}% above it")
-            + f" at worst (σ = {_g(at['sigma'])}, q = {_g(at['q'])}, T = {_g(at['T'])}, δ = {_g(at['delta'])})."
+            + f" at worst (σ = {short_number(at['sigma'])}, q = {short_number(at['q'])}, T = {short_number(at['T'])}, δ = {short_number(at['delta'])})."
         )
     words["certified"] = certified
     for a in rec["from_T"]:
@@ -303,7 +303,7 @@ def recommendation_words(rec: dict) -> dict[str, str]:
             else ", never below it."
         )
         for d, rule in rec["from_T"][a].items():
-            text += f" At δ = {_g(d)}, within {pct} at every σ of the grid: {_rule_words(rule, rec['ts'])}."
+            text += f" At δ = {short_number(d)}, within {pct} at every σ of the grid: {_rule_words(rule, rec['ts'])}."
         words[a] = text
     per_d = []
     for d, cells in rec["cheapest"].items():
@@ -316,7 +316,7 @@ def recommendation_words(rec: dict) -> dict[str, str]:
             items = [f"{LABELS_SHORT.get(a, NAMES[a])} in {counts[a]}" for a in order]
             n_none = sum(a is None for a in cells.values())
             tail = f" ({n_none} without a reference)" if n_none else ""
-            per_d.append(f"at δ = {_g(d)}, {_join(items)} of the {len(cells)} cells{tail}")
+            per_d.append(f"at δ = {short_number(d)}, {_join(items)} of the {len(cells)} cells{tail}")
     words["cheapest"] = (
         f"Cell by cell, the cheapest answer that is at most {pct} above the bracket and never below it at every σ "
         f"of the cell is, {'; '.join(per_d)}."
@@ -336,6 +336,18 @@ LABELS_LONG = {
 }
 
 
+def recommendation_markdown(words: dict[str, str], accountants) -> str:
+    """The recommendation's paragraphs as Markdown: the certified choice, one item per estimate (in the order of
+    ``accountants``), and the cell-by-cell choice."""
+    items = "\n".join(f"* {words[a]}" for a in accountants if a in words and a != "pld")
+    return (
+        f"**A certified number.** {words['certified']}\n\n"
+        "**Estimates.** Each of the following gives a number that is not a certified bound (SPA and Edgeworth also "
+        "give a certified bracket; their estimate is what is compared here):\n\n"
+        f"{items}\n\n**Which one, where.** {words['cheapest']}"
+    )
+
+
 def cheapest_table(rec: dict, delta: float) -> list[dict]:
     """Rows T, columns q: the cheapest accountant within the tolerance at every σ of the cell (PLD when none)."""
     out = []
@@ -343,7 +355,7 @@ def cheapest_table(rec: dict, delta: float) -> list[dict]:
         row = {"T": t}
         for q in rec["qs"]:
             a = rec["cheapest"][delta][(q, t)]
-            row[f"q = {_g(q)}"] = "no reference" if a is None else NAMES[a]
+            row[f"q = {short_number(q)}"] = "no reference" if a is None else NAMES[a]
         out.append(row)
     return out
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ... import practitioner as pr
 from .. import plotting
-from ..tables import show_table
+from ..tables import sci, show_table
 
 GUARANTEE = {
     "bracket": "certified bracket",
@@ -107,7 +107,7 @@ def calibration_rows(run: pr.TrainingRun, epsilon: float, delta: float, names) -
         cals[name] = c
         rows.append(
             {
-                "accountant": name,
+                "accountant": next(lab for n, lab, *_ in pr.accountants_for(run.sampler) if n == name),
                 "σ": c.value,
                 "ε at σ": c.achieved,
                 "σ bracket": f"[{c.bracket[0]:.5g}, {c.bracket[1]:.5g}]",
@@ -147,7 +147,7 @@ def plot_audit(rows, pld_answer: pr.Answer, delta: float):
     ax.axhline(rows[0]["score ceiling"], color="0.4", ls=":", label="ceiling of the summed score")
     ax.axhline(pld_answer.upper, color=plotting.color("pld"), ls="--", label="PLD certified upper bound")
     ax.fill_between(m, pld_answer.lower, pld_answer.upper, color=plotting.color("pld"), alpha=0.3)
-    ax.set(xlabel="canaries m", ylabel=f"ε at δ = {delta:g}", ylim=(0, 1.25 * pld_answer.upper))
+    ax.set(xlabel="canaries m", ylabel=f"ε at δ = {sci(delta, 1)}", ylim=(0, 1.25 * pld_answer.upper))
     ax.legend(fontsize=8, loc="lower right", framealpha=1)
     return fig
 
@@ -160,12 +160,11 @@ def plot_answers(answers: list[pr.Answer], delta: float):
         if a.epsilon is None:
             continue
         c = plotting.color(a.name)
-        lo = a.lower if a.lower is not None else a.epsilon
-        hi = a.upper if a.upper is not None and math.isfinite(a.upper) else a.epsilon
-        ax.plot([lo, hi], [y, y], "-", lw=6, alpha=0.35, color=c)
+        if a.lower is not None and a.upper is not None and math.isfinite(a.upper):
+            ax.plot([a.lower, a.upper], [y, y], "-", lw=6, alpha=0.35, color=c)
         ax.plot([a.epsilon], [y], "o", color=c)
     ax.set_yticks(ys, [a.label for a in answers])
-    ax.set(xlabel=f"ε at δ = {delta:g}")
+    ax.set(xlabel=f"ε at δ = {sci(delta, 1)}")
     return fig
 
 
