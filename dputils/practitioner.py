@@ -203,8 +203,8 @@ def account(run: TrainingRun, delta: float, names: Iterable[str] | None = None) 
 
     The bracket is the accountant's reported ``[lower, upper]``; an ``upper-bound`` answer has no lower end,
     an ``approximation`` none at all (even where the result object carries numbers there). A refusal or a
-    numerical failure (:class:`~dputils.errors.DPValueError`, :class:`~dputils.errors.NumericalError`) is an
-    :class:`Answer` with ``epsilon=None`` and the message."""
+    numerical failure (a ``ValueError`` such as :class:`~dputils.errors.DPValueError`, or a
+    :class:`~dputils.errors.NumericalError`) is an :class:`Answer` with ``epsilon=None`` and the message."""
     delta = check_delta(delta)
     wanted = None if names is None else list(names)
     out = []
@@ -215,7 +215,7 @@ def account(run: TrainingRun, delta: float, names: Iterable[str] | None = None) 
         try:
             mech, count = run.mechanism()
             r = factory().compose(mech, count).get_epsilon(delta)
-        except (DPValueError, NumericalError) as exc:
+        except (ValueError, NumericalError) as exc:
             out.append(Answer(name, label, answer, None, None, None, time.perf_counter() - t0, str(exc)))
             continue
         seconds = time.perf_counter() - t0
