@@ -44,7 +44,7 @@ composition"), one k-out-of-t epoch is dominated by the composition of :math:`k 
 :math:`\lfloor t/k \rfloor` and r allocations 1-out-of-:math:`(\lfloor t/k \rfloor + 1)`, :math:`r = t - k\lfloor
 t/k\rfloor`; epochs compose. So the **upper** end is certified for every k; the **lower** end is a certified lower
 bound only for ``selected == 1`` (independent 1-out-of-t epochs compose exactly); for ``selected > 1`` the reduction is
-one-sided and the lower end reported is 0 (``details["lower"] = "none"``).
+one-sided and the lower end reported is 0 (``details["lower_bound"]`` says which).
 
 A :class:`~dputils.matrix.BallsInBinsMatrixMechanism` whose Gram matrix is :math:`g I_b` (the identity strategy, k
 epochs at the same slot) is the 1-out-of-b pair with :math:`\sigma/\sqrt g` exactly (Lemma 2.8), and is accepted too.
@@ -71,7 +71,7 @@ import scipy.fft as sfft
 from scipy import special
 
 from ..errors import DPValueError, NumericalError, check_positive, check_positive_int
-from ..mechanisms import Mechanism, PrivacyLossPair
+from ..mechanisms import GaussianMechanism, Mechanism, PrivacyLossPair
 from ..numerics import bisect_monotone
 from .base import Accountant, AccountingResult
 from .pld import PLDAccountant
@@ -80,8 +80,19 @@ from .registry import register
 __all__ = ["RandomAllocation", "RandomAllocationPLDAccountant", "DiscretePair", "allocation_pairs"]
 
 _U = 2.0**-53
+#: below this sigma the terms' law is not computed (the cap M = exp(1/(2 sigma^2) + 7.7/sigma) leaves the grid's
+#: range); such components are bounded by the Gaussian mechanism (see RandomAllocationPLDAccountant)
+MIN_SIGMA = 0.2
+
+
+class _OutOfRange(DPValueError):
+    """A 1-out-of-t allocation whose lognormal law does not fit the grid (the accountant falls back)."""
+
+
 #: largest array (grid points of the capped sum S) one allocation may use
 MAX_POINTS = 2**24
+#: with the default grid, an allocation needing more points is bounded by the Gaussian mechanism instead
+DEFAULT_POINTS = 2**21
 
 
 # ---------------------------------------------------------------------------------------------- mechanism
@@ -420,11 +431,17 @@ def allocation_pairs(t: int, sigma: float, h: float | None = None, tail: float =
     sigma = check_positive("sigma", sigma)
     if not 0 < tail <= 1e-6:
         raise DPValueError(f"tail must be in (0, 1e-6], got {tail!r}")
-    if h is None:
-        h = default_grid(t, sigma, tail)
-    h = check_positive("grid", h)
+    if sigma < MIN_SIGMA:
+        raise _OutOfRange(f"sigma: {sigma:g} is below {MIN_SIGMA} (the lognormal terms leave the floating-point range)")
+    auto = h is None
+    h = default_grid(t, sigma, tail) if auto else check_positive("grid", h)
     term = _term(sigma, h, tail)
     est = _cap_index(t, term) + 1
+    if auto and max(est, term.J + 1) > DEFAULT_POINTS:
+        raise _OutOfRange(
+            f"grid: at sigma={sigma:g} the capped sum of {t} lognormals (cap M = {term.J * h:.4g}) needs "
+            f"{max(est, term.J + 1):,} points at the default grid {h:.3g}, over {DEFAULT_POINTS:,}; pass a grid to force it"
+        )
     if est > MAX_POINTS or term.J + 1 > MAX_POINTS:
         raise DPValueError(
             f"grid: the sum of {t} capped lognormals (cap M = {term.J * h:.4g}) needs {max(est, term.J + 1):,} points "
@@ -459,15 +476,12 @@ def allocation_pairs(t: int, sigma: float, h: float | None = None, tail: float =
 
 
 def default_grid(t: int, sigma: float, tail: float = 1e-14) -> float:
-    """Default grid width of Y: 0.08 sd(Y) (the convex split adds h^2/4 to Var Y: under 2e-3 of it), coarsened so that
-    the capped sum fits in 2^22 points, and refined so that the mass at W = 0 (infinite loss of the add direction) is
-    at most 1e-12."""
+    """Default grid width of Y: 0.08 sd(Y) (the convex split adds h^2/4 to Var Y: under 2e-3 of it), refined so that
+    the mass at W = 0 (infinite loss of the add direction) is at most 1e-12. ``tail`` is unused (kept for the
+    signature)."""
     s = 1.0 / sigma
     sd = math.sqrt(math.expm1(s * s))
     h = 0.08 * sd
-    M = math.exp(0.5 * s * s - s * special.ndtri(tail))
-    span = t + M + 20 * math.sqrt(t) * sd
-    h = max(h, span / 2**22)
     # the split of the first cell [0, h) puts Q-mass at Y = 0, and W = 0 (all t terms there) is an infinite loss
     # of the add direction: keep Q(Y < h)^t <= 1e-12
     h0 = math.exp(-0.5 * s * s + s * special.ndtri(1e-12 ** (1.0 / t)))
@@ -550,8 +564,16 @@ class RandomAllocationPLDAccountant(Accountant):
         lo_acc = PLDAccountant(self.direction, discretization=self.discretization)
         slack_p = slack_q = slack_lp = slack_lq = 0.0
         pairs = []
+        fallback = []
         for (t, sig), n in counts.items():
-            ap = allocation_pairs(t, sig, self.grid, self.tail)
+            try:
+                ap = allocation_pairs(t, sig, self.grid, self.tail)
+            except _OutOfRange as exc:
+                # one participation with sensitivity 1: the allocation pair is dominated by the Gaussian mechanism's
+                # (joint convexity of the hockey-stick divergence over the mixture), in both directions
+                up_acc.compose(GaussianMechanism(sig), n)
+                fallback.append(str(exc))
+                continue
             pairs.append(ap)
             up_acc.compose(ap.upper, n)
             lo_acc.compose(ap.lower, n)
@@ -560,9 +582,12 @@ class RandomAllocationPLDAccountant(Accountant):
             slack_lp += n * ap.tau_low[0]
             slack_lq += n * ap.tau_low[1]
         f = 1 + 1e-9  # products of measures of mass 1 + O(tau)
-        direct = len(pairs) == 1 and next(iter(counts.values())) == 1
+        direct = not fallback and len(pairs) == 1 and next(iter(counts.values())) == 1
+        if fallback:
+            exact_lower = False
         self._state = dict(
             direct=direct,
+            fallback=fallback,
             up=up_acc,
             lo=lo_acc,
             slack_up=(f * slack_p, f * slack_q),
@@ -580,7 +605,10 @@ class RandomAllocationPLDAccountant(Accountant):
             "over_cap": [list(p.over) for p in st["pairs"]],
             "slack_upper": list(st["slack_up"]),
             "slack_lower": list(st["slack_lo"]),
-            "lower": "certified" if st["exact_lower"] else "none",
+            "lower_bound": "certified"
+            if st["exact_lower"]
+            else ("none (Gaussian fallback)" if st["fallback"] else "none (k > 1: the reduction is one-sided)"),
+            "fallback": st["fallback"],
             **extra,
         }
 
@@ -588,7 +616,7 @@ class RandomAllocationPLDAccountant(Accountant):
         """(lower, upper, worse direction) of delta(eps) for one allocation, summed exactly over the discrete pairs
         (no PLD re-discretisation), with the floating-point slack."""
         ap = st["pairs"][0]
-        g = math.exp(eps)
+        g = math.exp(min(eps, 700.0))
         ups, los = {}, {}
         for d in self.directions:
             ups[d] = ap.upper.pair(d).delta_bounds(eps)[1] + st["slack_up"][0] + g * st["slack_up"][1]
@@ -648,8 +676,14 @@ class RandomAllocationPLDAccountant(Accountant):
         hi = 1.0
         while self._direct_delta(st, hi)[1] > delta:
             hi *= 2.0
-            if hi > 1e4:
-                raise NumericalError(f"allocation-pld: no epsilon below 1e4 reaches delta={delta:g}")
+            if hi > 600:
+                # the grid's infinite-loss masses (W = 0, set-aside sums) exceed delta: bound by the Gaussian mechanism
+                ap = st["pairs"][0]
+                g = PLDAccountant(self.direction).compose(GaussianMechanism(ap.sigma)).get_epsilon(delta)
+                reason = f"the grid's infinite-loss mass exceeds delta={delta:g} (grid {ap.h:.3g} too coarse)"
+                det = self._details(st, {"direction": g.details.get("direction"), "composition": "gaussian-fallback"})
+                det["fallback"] = [reason]
+                return AccountingResult(g.upper, 0.0, g.upper, "upper-bound", self.name, "epsilon", det)
         if self._direct_delta(st, 0.0)[1] <= delta:
             up = 0.0
         else:
@@ -672,3 +706,36 @@ class RandomAllocationPLDAccountant(Accountant):
         _, _, worst = self._direct_delta(st, up)
         det = self._details(st, {"direction": worst, "composition": "direct"})
         return AccountingResult(up, min(lo, up), up, "upper-bound", self.name, "epsilon", det)
+
+
+# ---------------------------------------------------------------------------------------------- command line
+def _add_cli_arguments(parser) -> None:
+    """Options of ``allocation-pld`` beyond the common ``--sigma --steps --direction`` (steps per epoch t)."""
+    parser.add_argument("--selected", type=int, default=1, help="steps per epoch each example takes part in, k >= 1")
+    parser.add_argument("--epochs", type=int, default=1, help="independent epochs, an integer >= 1")
+    parser.add_argument("--grid", type=float, default=None, help="grid width of one lognormal term (default: auto)")
+
+
+def _build_cli(args) -> RandomAllocationPLDAccountant:
+    """The accountant of the command line: ``--sigma``, ``--steps`` (t, steps per epoch), ``--selected``, ``--epochs``,
+    ``--grid`` and ``--direction``; ``--mechanism`` may only name ``random-allocation``."""
+    mech = getattr(args, "mechanism", None)
+    if mech not in (None, "random-allocation"):
+        raise DPValueError(f"mechanism must be 'random-allocation' for allocation-pld, got {mech!r}")
+    if getattr(args, "sigma", None) is None:
+        raise DPValueError("sigma is required (noise standard deviation, > 0)")
+    if getattr(args, "steps", None) is None:
+        raise DPValueError("steps is required (steps per epoch t, an integer >= 1)")
+    acc = RandomAllocationPLDAccountant(direction=getattr(args, "direction", None) or "both", grid=args.grid)
+    return acc.compose(RandomAllocation(args.sigma, args.steps, args.selected, args.epochs))
+
+
+register(
+    "allocation-pld",
+    help="DP-SGD under random allocation (balls in bins), Feldman-Shenfeld pair: certified PLD bracket",
+    build=_build_cli,
+    add_arguments=_add_cli_arguments,
+    uses_mechanism=False,
+    noise_parameter="sigma",
+    common_flags=frozenset({"mechanism", "sigma", "steps", "direction"}),
+)
