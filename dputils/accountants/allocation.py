@@ -435,18 +435,22 @@ def allocation_pairs(t: int, sigma: float, h: float | None = None, tail: float =
         raise _OutOfRange(f"sigma: {sigma:g} is below {MIN_SIGMA} (the lognormal terms leave the floating-point range)")
     auto = h is None
     h = default_grid(t, sigma, tail) if auto else check_positive("grid", h)
-    term = _term(sigma, h, tail)
-    est = _cap_index(t, term) + 1
-    if auto and max(est, term.J + 1) > DEFAULT_POINTS:
+    # sizes first (as _term and _cap_index will make them), so that a refusal costs nothing
+    s_ = 1.0 / sigma
+    J = max(2, math.ceil(math.exp(0.5 * s_ * s_ - s_ * special.ndtri(tail)) / h))
+    sd = math.sqrt(math.expm1(s_ * s_))
+    est = max(J, min(t * J, math.ceil((t + J * h + 20.0 * math.sqrt(t) * sd) / h))) + 1
+    if auto and est > DEFAULT_POINTS:
         raise _OutOfRange(
-            f"grid: at sigma={sigma:g} the capped sum of {t} lognormals (cap M = {term.J * h:.4g}) needs "
-            f"{max(est, term.J + 1):,} points at the default grid {h:.3g}, over {DEFAULT_POINTS:,}; pass a grid to force it"
+            f"grid: at sigma={sigma:g} the capped sum of {t} lognormals (cap M = {J * h:.4g}) needs "
+            f"{est:,} points at the default grid {h:.3g}, over {DEFAULT_POINTS:,}; pass a grid to force it"
         )
-    if est > MAX_POINTS or term.J + 1 > MAX_POINTS:
+    if est > MAX_POINTS:
         raise DPValueError(
-            f"grid: the sum of {t} capped lognormals (cap M = {term.J * h:.4g}) needs {max(est, term.J + 1):,} points "
+            f"grid: the sum of {t} capped lognormals (cap M = {J * h:.4g}) needs {est:,} points "
             f"at grid {h:g}, over the limit of {MAX_POINTS:,}; use a coarser grid or a larger sigma"
         )
+    term = _term(sigma, h, tail)
     J = term.J
     # upper: the convex split of min(Y, M) (Q) and its size-biased version j h v_j (P; total 1 - eta)
     ub = np.arange(J + 1) * h * term.upper
