@@ -202,7 +202,7 @@ def test_registered_and_cli(capsys):
     assert reg.cls is RandomAllocationPLDAccountant and reg.build is not None
     from dputils.cli import main
 
-    main(["epsilon", "--accountant", "allocation-pld", "--sigma", "1", "--steps", "100", "--delta", "1e-5"])
+    main(["epsilon", "--accountant", "allocation-pld", "--sigma", "1", "--batches", "100", "--delta", "1e-5"])
     out = capsys.readouterr().out
     assert '"accountant": "allocation-pld"' in out
     assert "0.621" in out

@@ -714,24 +714,25 @@ class RandomAllocationPLDAccountant(Accountant):
 
 # ---------------------------------------------------------------------------------------------- command line
 def _add_cli_arguments(parser) -> None:
-    """Options of ``allocation-pld`` beyond the common ``--sigma --steps --direction`` (steps per epoch t)."""
+    """Options of ``allocation-pld`` beyond the common ``--sigma --direction``."""
+    parser.add_argument("--batches", type=int, default=100, help="steps (batches) per epoch t, an integer >= 1")
     parser.add_argument("--selected", type=int, default=1, help="steps per epoch each example takes part in, k >= 1")
-    parser.add_argument("--epochs", type=int, default=1, help="independent epochs, an integer >= 1")
+    parser.add_argument(
+        "--epochs", type=int, default=1, help="epochs, each a fresh allocation (not the matrix accountants' fixed slot)"
+    )
     parser.add_argument("--grid", type=float, default=None, help="grid width of one lognormal term (default: auto)")
 
 
 def _build_cli(args) -> RandomAllocationPLDAccountant:
-    """The accountant of the command line: ``--sigma``, ``--steps`` (t, steps per epoch), ``--selected``, ``--epochs``,
-    ``--grid`` and ``--direction``; ``--mechanism`` may only name ``random-allocation``."""
+    """The accountant of the command line: ``--sigma``, ``--batches`` (t), ``--selected`` (k), ``--epochs``, ``--grid``
+    and ``--direction``; ``--mechanism`` may only name ``random-allocation``."""
     mech = getattr(args, "mechanism", None)
     if mech not in (None, "random-allocation"):
         raise DPValueError(f"mechanism must be 'random-allocation' for allocation-pld, got {mech!r}")
     if getattr(args, "sigma", None) is None:
         raise DPValueError("sigma is required (noise standard deviation, > 0)")
-    if getattr(args, "steps", None) is None:
-        raise DPValueError("steps is required (steps per epoch t, an integer >= 1)")
     acc = RandomAllocationPLDAccountant(direction=getattr(args, "direction", None) or "both", grid=args.grid)
-    return acc.compose(RandomAllocation(args.sigma, args.steps, args.selected, args.epochs))
+    return acc.compose(RandomAllocation(args.sigma, args.batches, args.selected, args.epochs))
 
 
 register(
@@ -741,5 +742,6 @@ register(
     add_arguments=_add_cli_arguments,
     uses_mechanism=False,
     noise_parameter="sigma",
-    common_flags=frozenset({"mechanism", "sigma", "steps", "direction"}),
+    # --batches (steps per epoch) is its own option: more of them is more private, unlike the common --steps
+    common_flags=frozenset({"mechanism", "sigma", "direction"}),
 )
