@@ -53,6 +53,7 @@ CHEAP: dict[str, dict] = {
     "shuffle-batch-clip-as-printed": dict(args=_SHUFFLE, examples=10),
     "shuffle-individual-clip-exact": dict(args=_SHUFFLE, examples=10),
     "subsample-batch-clip-exact": dict(args=_SHUFFLE, examples=10),
+    "allocation-pld": dict(args=["--batches", "20", "--grid", "0.2"], examples=4),
 }
 NAMES = registry.names()
 SIGMAS = (0.8, 1.0, 1.4)

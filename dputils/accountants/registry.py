@@ -87,6 +87,7 @@ PLUGIN_MODULES = (
     "dputils.accountants.gdp",
     "dputils.accountants.spa",
     "dputils.accountants.edgeworth",
+    "dputils.accountants.allocation",
     "dputils.shuffling",
 )
 

@@ -1,0 +1,747 @@
+r"""Certified PLD accountant for DP-SGD under random allocation (balls in bins), after Feldman and Shenfeld.
+
+**The mechanism** (:class:`RandomAllocation`). In each of ``epochs`` epochs of ``steps`` steps, every example takes
+part in ``selected`` of the epoch's steps, chosen uniformly at random without replacement and independently across
+epochs (Feldman and Shenfeld's *k-out-of-t random allocation*, ``t = steps``, ``k = selected``); each step releases
+the sum of its clipped gradients (clip norm 1) plus :math:`N(0, \sigma^2 I)`. The issue's DP-SGD with one epoch of
+100 batches is ``RandomAllocation(sigma, steps=100)``.
+
+**The pair of one 1-out-of-t allocation** (remove relation; the add relation is the reversed pair). Rotating each
+step's output onto the direction of the differing gradient, the run with the example is
+:math:`P = \frac1t\sum_{i=1}^t N(e_i, \sigma^2 I_t)` and the one without it :math:`Q = N(0, \sigma^2 I_t)` (Lemma 2.8
+of Schuchardt and Kalinin with :math:`C = I`, and Feldman-Shenfeld's reduction of random allocation to this pair).
+The likelihood ratio is the mean of t independent lognormals:
+
+.. math::  \frac{dP}{dQ}(x) = W := \frac1t \sum_{i=1}^t Y_i,\qquad Y_i = e^{x_i/\sigma^2 - 1/(2\sigma^2)},
+           \quad \log Y_i \sim N(-\tfrac{1}{2\sigma^2}, \tfrac1{\sigma^2}) \text{ under } Q,
+
+so both privacy profiles are expectations of convex functions of W under Q:
+:math:`\delta_{\rm remove}(\varepsilon) = \mathbb{E}_Q[(W - e^\varepsilon)_+]` and
+:math:`\delta_{\rm add}(\varepsilon) = \mathbb{E}_Q[(1 - e^\varepsilon W)_+]`. The Q-law of
+:math:`S = tW` is the t-fold convolution of the law of Y; it is computed on a linear grid of width ``h``.
+
+**Dominating (upper) pair, by convex order.** Cap Y at M, :math:`Y_c = \min(Y, M)`, and split the Q-mass of each grid
+cell :math:`[jh, (j+1)h)` between its two end points so that the cell's mass and mean are kept (the mean is the cell's
+mass under the size-biased lognormal :math:`\log Y^* \sim N(+\tfrac{1}{2\sigma^2}, \tfrac1{\sigma^2})`, in closed
+form). The split law :math:`\tilde Y` dominates :math:`Y_c` in the convex order, sums of independent terms keep the
+order, so :math:`\tilde W = \frac1t\sum \tilde Y_i` has :math:`\mathbb{E}f(\tilde W) \ge \mathbb{E} f(W_c)` for every
+convex f. With :math:`\eta = \mathbb{E}[W - W_c] = \mathbb{E}[(Y - M)_+]`:
+:math:`(W - \gamma)_+ \le (W_c - \gamma)_+ + (W - W_c)` and :math:`(1 - \gamma W)_+ \le (1 - \gamma W_c)_+`, so the
+pair :math:`\tilde Q = \mathrm{law}(\tilde W)`, :math:`d\tilde P = \tilde W\, d\tilde Q + \eta\,\delta_{+\infty}`
+(a P-only atom) is a probability pair that dominates both directions for every :math:`\gamma = e^\varepsilon > 0`,
+hence under composition. Partial sums are capped during the convolutions (:math:`\min(S_m, C_m)` with
+:math:`C_m = m + M + 20\sqrt m\,\mathrm{sd}(Y)`) to bound the array length; the expected deficit of each cap, computed
+from the array, is added to :math:`\eta` (the same Lipschitz argument).
+
+**Dominated (lower) pair, by post-processing.** Rounding every :math:`Y_i` down to the grid (and capping it at M),
+summing, and capping the partial sums as above is a deterministic function of the released x, so the output's law
+under P and under Q is a pair that the true pair dominates (post-processing). Under Q it is the convolution of the
+rounded cell masses; under P one uniformly chosen coordinate has the size-biased law, so its law is the mixture over
+which block holds that coordinate (kept exactly through the convolution tree).
+
+**k > 1 and epochs.** Following Feldman and Shenfeld (the reduction pld-accounting 2.0 uses, its README "Internal
+composition"), one k-out-of-t epoch is dominated by the composition of :math:`k - r` allocations 1-out-of-
+:math:`\lfloor t/k \rfloor` and r allocations 1-out-of-:math:`(\lfloor t/k \rfloor + 1)`, :math:`r = t - k\lfloor
+t/k\rfloor`; epochs compose. So the **upper** end is certified for every k; the **lower** end is a certified lower
+bound only for ``selected == 1`` (independent 1-out-of-t epochs compose exactly); for ``selected > 1`` the reduction is
+one-sided and the lower end reported is 0 (``details["lower_bound"]`` says which).
+
+A :class:`~dputils.matrix.BallsInBinsMatrixMechanism` whose Gram matrix is :math:`g I_b` (the identity strategy, k
+epochs at the same slot) is the 1-out-of-b pair with :math:`\sigma/\sqrt g` exactly (Lemma 2.8), and is accepted too.
+
+**Composition and certification.** Each discrete pair becomes a :class:`~dputils.accountants.pld.PLDAccountant`
+mechanism (:class:`DiscretePair`); the PLD accountant's certified connect-the-dots / rounded-down composition gives
+the upper end from the dominating pairs and the lower end from the dominated ones. Floating-point error of the
+cell masses (``log_ndtr`` differences) and of every FFT convolution (a bound
+:math:`4\rho(\|a\|_2\|b\|_1 + \|b\|_2\|a\|_1)` on the 2-norm error, :math:`\rho = 10\,u\log_2 n`, after Higham's FFT
+error analysis, turned into an l1 bound by :math:`\sqrt n`, and propagated through the tree) is tracked as l1
+distances :math:`\tau_P, \tau_Q` between the computed and the exact pairs; the hockey-stick divergence of a composition
+of c pairs moves by at most :math:`c(\tau_P + e^\varepsilon \tau_Q)`, which widens both ends.
+
+Neither PLD_accounting's code nor its text is used; only the facts above (the pair, the k-out-of-t reduction).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.fft as sfft
+from scipy import special
+
+from ..errors import DPValueError, NumericalError, check_positive, check_positive_int
+from ..mechanisms import GaussianMechanism, Mechanism, PrivacyLossPair
+from ..numerics import bisect_monotone
+from .base import Accountant, AccountingResult
+from .pld import PLDAccountant
+from .registry import register
+
+__all__ = ["RandomAllocation", "RandomAllocationPLDAccountant", "DiscretePair", "allocation_pairs"]
+
+_U = 2.0**-53
+#: below this sigma the terms' law is not computed (the cap M = exp(1/(2 sigma^2) + 7.7/sigma) leaves the grid's
+#: range); such components are bounded by the Gaussian mechanism (see RandomAllocationPLDAccountant)
+MIN_SIGMA = 0.2
+
+
+class _OutOfRange(DPValueError):
+    """A 1-out-of-t allocation whose lognormal law does not fit the grid (the accountant falls back)."""
+
+
+#: largest array (grid points of the capped sum S) one allocation may use
+MAX_POINTS = 2**24
+#: with the default grid, an allocation needing more points is bounded by the Gaussian mechanism instead
+DEFAULT_POINTS = 2**21
+
+
+# ---------------------------------------------------------------------------------------------- mechanism
+class RandomAllocation(Mechanism):
+    """DP-SGD with the Gaussian mechanism under k-out-of-t random allocation (module docstring).
+
+    Args:
+        sigma: noise standard deviation (clip norm 1), > 0.
+        steps: steps per epoch t, an integer >= 1.
+        selected: steps each example takes part in per epoch k, an integer in [1, steps].
+        epochs: independent epochs, an integer >= 1.
+    """
+
+    name = "random-allocation"
+
+    def __init__(self, sigma: float, steps: int, selected: int = 1, epochs: int = 1) -> None:
+        self.sigma = check_positive("sigma", sigma)
+        self.steps = check_positive_int("steps", steps)
+        self.selected = check_positive_int("selected", selected)
+        self.epochs = check_positive_int("epochs", epochs)
+        if self.selected > self.steps:
+            raise DPValueError(f"selected must be at most steps ({self.steps}), got {self.selected}")
+
+    @property
+    def params(self) -> dict[str, float]:
+        return {"sigma": self.sigma, "steps": self.steps, "selected": self.selected, "epochs": self.epochs}
+
+    def pair(self, direction: str) -> PrivacyLossPair:
+        raise DPValueError(
+            "random-allocation: the run is no composition of scalar pairs; use the allocation-pld accountant"
+        )
+
+    def components(self) -> list[tuple[int, float, int]]:
+        """(t, sigma, count): the 1-out-of-t allocations whose composition dominates the run (exact if k = 1)."""
+        fl = self.steps // self.selected
+        r = self.steps - self.selected * fl
+        out = [(fl, self.sigma, (self.selected - r) * self.epochs)]
+        if r:
+            out.append((fl + 1, self.sigma, r * self.epochs))
+        return out
+
+
+# ---------------------------------------------------------------------------------------------- discrete pair
+class DiscretePair(PrivacyLossPair):
+    """A pair of discrete measures on common atoms: P-masses ``p``, Q-masses ``q`` (non-negative), privacy loss
+    ``log p/q`` (or the given ``losses``); atoms with ``q = 0 < p`` have infinite loss (``infinity_mass``), atoms
+    with ``p = 0`` never count. The tails are sums over the sorted atoms, accumulated from the small end."""
+
+    def __init__(self, p, q, losses=None, inf_mass: float = 0.0, direction: str = "remove") -> None:
+        p = np.asarray(p, dtype=float)
+        q = np.asarray(q, dtype=float)
+        if p.shape != q.shape or np.any(p < 0) or np.any(q < 0):
+            raise DPValueError("DiscretePair: p and q must be non-negative arrays of one shape")
+        fin = (p > 0) & (q > 0)
+        self._inf = float(inf_mass) + float(p[(p > 0) & (q == 0)].sum())
+        if losses is None:
+            lv = np.log(p[fin]) - np.log(q[fin])
+        else:
+            lv = np.asarray(losses, dtype=float)[fin]
+        order = np.argsort(lv, kind="stable")
+        self.l = lv[order]
+        self.pm = p[fin][order]
+        self.qm = q[fin][order]
+        self.direction = direction
+        self._csum_p = np.cumsum(self.pm)  # P-mass with loss <= l_j
+        self._rsum_p = np.cumsum(self.pm[::-1])[::-1]  # P-mass with loss >= l_j
+        self._rsum_q = np.cumsum(self.qm[::-1])[::-1]
+
+    @property
+    def infinity_mass(self) -> float:
+        return self._inf
+
+    @property
+    def loss_support(self) -> tuple[float, float]:
+        return (float(self.l[0]), float(self.l[-1]))
+
+    def loss_quantile_range(self, tail: float) -> tuple[float, float]:
+        """(lo, hi): the smallest atom loss with P-cdf above ``tail`` and the largest with P-tail above it."""
+        i = int(np.searchsorted(self._csum_p, tail, side="right"))  # first atom with cdf > tail
+        lo = float(self.l[min(i, self.l.size - 1)])
+        above = np.nonzero(self._rsum_p > tail)[0]  # atoms whose tail sum (from them upwards) exceeds tail
+        hi = float(self.l[above[-1]]) if above.size else float(self.l[-1])
+        return min(lo, hi), max(lo, hi)
+
+    def _tail(self, rsum, eps):
+        e = np.asarray(eps, dtype=float)
+        k = np.searchsorted(self.l, e, side="right")  # first atom with loss > eps
+        vals = np.concatenate([rsum, [0.0]])[k]
+        with np.errstate(divide="ignore"):
+            out = np.log(vals)
+        return out if out.ndim else float(out)
+
+    def log_sf_p(self, eps):
+        return self._tail(self._rsum_p, eps)
+
+    def log_sf_q(self, eps):
+        return self._tail(self._rsum_q, eps)
+
+    def log_cdf_p(self, eps):
+        e = np.asarray(eps, dtype=float)
+        k = np.searchsorted(self.l, e, side="right")  # atoms < k have loss <= eps
+        vals = np.concatenate([[0.0], self._csum_p])[k]
+        with np.errstate(divide="ignore"):
+            out = np.log(vals)
+        return out if out.ndim else float(out)
+
+    def log_delta(self, eps):
+        e = np.atleast_1d(np.asarray(eps, dtype=float))
+        out = np.empty(e.size)
+        for n, x in enumerate(e):
+            k = int(np.searchsorted(self.l, x, side="right"))
+            v = float(np.sum(self.pm[k:] * -np.expm1(x - self.l[k:])))
+            out[n] = math.log(v) if v > 0 else -math.inf
+        return out if np.ndim(eps) else float(out[0])
+
+    def delta_bounds(self, eps: float) -> tuple[float, float]:
+        """(lower, upper) on this pair's delta(eps) = inf_mass + sum_{l_j > eps} p_j (1 - e^{eps - l_j}): every
+        term is non-negative and computed to a few ulps, so the float sum is within (n + 8) u relative of the exact
+        one (each bound widened by 4 (n + 8) u)."""
+        k = int(np.searchsorted(self.l, eps, side="right"))
+        v = float(np.sum(self.pm[k:] * -np.expm1(eps - self.l[k:]))) + self._inf
+        r = 4 * (self.l.size - k + 8) * _U
+        return max(v * (1 - r), 0.0), v * (1 + r)
+
+    def log_p(self, x):
+        return np.log(self.pm[np.asarray(x, dtype=int)])
+
+    def log_q(self, x):
+        return np.log(self.qm[np.asarray(x, dtype=int)])
+
+    def sample(self, n: int, rng: np.random.Generator, under: str = "p"):
+        w = self.pm if under == "p" else self.qm
+        return rng.choice(w.size, size=n, p=w / w.sum())
+
+
+class _PairMechanism(Mechanism):
+    """A mechanism given by its two discrete pairs (for the PLD accountant)."""
+
+    name = "discrete-pair"
+
+    def __init__(self, remove: DiscretePair, add: DiscretePair, key: tuple) -> None:
+        self._pairs = {"remove": remove, "add": add}
+        self._key = key
+
+    @property
+    def params(self) -> dict[str, float]:
+        return {
+            "kind": float(self._key[0] == "upper"),
+            "t": float(self._key[1]),
+            "sigma": self._key[2],
+            "h": self._key[3],
+        }
+
+    def pair(self, direction: str) -> PrivacyLossPair:
+        return self._pairs[direction]
+
+
+# ---------------------------------------------------------------------------------------------- the law of S
+def _cells(z_edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Standard-normal masses of (-inf, z_1], (z_1, z_2], ..., (z_J, inf) and an absolute error bound of each."""
+    lo = special.log_ndtr(z_edges)  # log Phi(z)
+    hi = special.log_ndtr(-z_edges)  # log Phi(-z)
+    cdf = np.exp(lo)
+    sf = np.exp(hi)
+    n = z_edges.size
+    m = np.empty(n + 1)
+    m[0] = cdf[0]
+    m[-1] = sf[-1]
+    left = z_edges[1:] <= 0  # cell (z_j, z_{j+1}] in the lower half: difference of CDFs, else of survivals
+    m[1:-1] = np.where(left, cdf[1:] - cdf[:-1], sf[:-1] - sf[1:])
+    m = np.maximum(m, 0.0)
+    big = np.empty(n + 1)
+    big[0] = cdf[0]
+    big[-1] = sf[-1]
+    big[1:-1] = np.where(left, cdf[1:] + cdf[:-1], sf[:-1] + sf[1:])
+    return m, 16 * _U * big  # log_ndtr to a few ulps, exp and the difference: 16 u of the operands
+
+
+@dataclass
+class _Term:
+    """One Y's discretised laws on the grid j h, j = 0..J (J h = M)."""
+
+    h: float
+    J: int
+    upper: np.ndarray  # convex split of min(Y, M): Q-masses
+    upper_err: float  # l1 error bound of upper
+    upper_werr: float  # bound on sum_j j |error_j| of upper (grid units): h times it bounds the P-vector's error
+    down_q: np.ndarray  # min(Y, M) rounded down: Q-masses
+    down_p: np.ndarray  # the same under the size-biased law (P of the shifted coordinate)
+    down_err: float
+    eta: float  # E[(Y - M)_+] (upper bound)
+    sd: float  # standard deviation of Y
+
+
+def _term(sigma: float, h: float, tail: float) -> _Term:
+    s = 1.0 / sigma
+    mu_q, mu_p = -0.5 * s * s, 0.5 * s * s
+    zt = -special.ndtri(tail)  # Phi(-zt) = tail
+    M_raw = math.exp(mu_p + s * zt)
+    J = max(2, math.ceil(M_raw / h))
+    M = J * h
+    edges = h * np.arange(1, J + 1)  # h, 2h, ..., Jh = M
+    le = np.log(edges)
+    q, eq = _cells((le - mu_q) / s)  # cells [0,h), [h,2h), ..., [(J-1)h, M), [M, inf): Q-masses
+    mP, ep = _cells((le - mu_p) / s)  # the same under the size-biased law = E_Q[Y; cell]
+    j = np.arange(J)
+    # convex split of cell j (< J): to (j+1) h the mass (m_j - j h q_j)/h, to j h the rest
+    right = (mP[:J] - j * h * q[:J]) / h
+    right = np.clip(right, 0.0, q[:J])
+    upper = np.zeros(J + 1)
+    upper[:J] += q[:J] - right
+    upper[1:] += right
+    upper[J] += q[J]  # min(Y, M) = M on the cap cell
+    # errors: the masses (eq, ep) enter right with weight j+1 and 1/h; rounding of the split ~ 4u of the operands
+    cell_err = eq[:J] * (j + 2) + ep[:J] / h + 4 * _U * (mP[:J] / h + (j + 1) * q[:J] + q[:J])
+    upper_err = float(np.sum(cell_err) + eq[J])
+    upper_werr = float(np.sum(cell_err * (j + 1)) + eq[J] * J)
+    eta_val = mP[J] - M * q[J]
+    eta = max(eta_val, 0.0) + ep[J] + M * eq[J] + 4 * _U * (mP[J] + M * q[J])
+    down_err = float(eq.sum() + 4 * _U)
+    down_p_err = float(ep.sum() + 4 * _U)
+    sd = math.sqrt(math.expm1(s * s))
+    return _Term(h, J, upper, upper_err, upper_werr, q.copy(), mP.copy(), max(down_err, down_p_err), eta, sd)
+
+
+def _norms(a: np.ndarray) -> tuple[float, float]:
+    return float(a.sum()), math.sqrt(float(np.sum(a * a)))
+
+
+def _conv_error(a_norms, b_norms, ea: float, eb: float, n: int, L: int) -> float:
+    """l1 error bound of the FFT convolution of two vectors with l1 errors ``ea``, ``eb`` (module docstring)."""
+    na1, na2 = a_norms
+    nb1, nb2 = b_norms
+    rho = 10 * _U * math.log2(max(L, 2))
+    fresh = 4 * rho * (na2 * nb1 + nb2 * na1) * math.sqrt(n) + 2 * n * _U * (na1 * nb1)
+    return ea * (nb1 + eb) + eb * na1 + fresh
+
+
+def _cap_index(m: int, term: _Term) -> int:
+    """Grid index of the cap C_m of a partial sum of m terms (module docstring), at most m J."""
+    c = m + term.J * term.h + 20.0 * math.sqrt(m) * term.sd
+    return min(m * term.J, math.ceil(c / term.h))
+
+
+@dataclass
+class _Block:
+    """A partial sum of n terms on the grid, on the event that no block of the tree went over its cap: its Q-masses
+    ``a`` and its P-masses ``b`` (the shifted coordinate uniform in the block, i.e. E[(1/n) sum_block Y; S = s]), with
+    l1 error bounds."""
+
+    n: int
+    a: np.ndarray
+    ea: float
+    b: np.ndarray
+    eb: float
+
+
+def _combine(x: _Block, y: _Block, term: _Term) -> _Block:
+    """The block of x's and y's terms: Q = a_x * a_y, P = (n_x b_x * a_y + n_y a_x * b_y) / n, capped; each vector
+    is transformed once (twice when x is y)."""
+    n = x.n + y.n
+    cap = _cap_index(n, term)
+    m = x.a.size + y.a.size - 1
+    L = sfft.next_fast_len(m, real=True)
+    fxa, fxb = sfft.rfft(x.a, L), sfft.rfft(x.b, L)
+    if y is x:
+        fya, fyb = fxa, fxb
+    else:
+        fya, fyb = sfft.rfft(y.a, L), sfft.rfft(y.b, L)
+    keep = min(m, cap + 1)
+    a = sfft.irfft(fxa * fya, L)[:keep]
+    b = sfft.irfft((x.n / n) * fxb * fya + (y.n / n) * fxa * fyb, L)[:keep]
+    np.maximum(a, 0.0, out=a)
+    np.maximum(b, 0.0, out=b)
+    nxa, nxb, nya, nyb = _norms(x.a), _norms(x.b), _norms(y.a), _norms(y.b)
+    ea = _conv_error(nxa, nya, x.ea, y.ea, m, L)
+    # the P-vector: two products summed before one inverse transform; bound each as its own convolution
+    eb = (x.n / n) * _conv_error(nxb, nya, x.eb, y.ea, m, L) + (y.n / n) * _conv_error(nxa, nyb, x.ea, y.eb, m, L)
+    # sums over the cap are set aside (the event "some block over its cap", see allocation_pairs)
+    return _Block(n, a, ea, b, eb + 4 * _U * float(b.sum()))
+
+
+def _power(t: int, base: _Block, term: _Term) -> _Block:
+    """The block of t terms by binary powering (each node a capped convolution)."""
+    result = None
+    sq = base
+    k = t
+    while True:
+        if k & 1:
+            result = sq if result is None else _combine(result, sq, term)
+        k >>= 1
+        if not k:
+            break
+        sq = _combine(sq, sq, term)
+    return result
+
+
+@dataclass
+class AllocationPairs:
+    """The dominating (``upper``) and dominated (``lower``) discrete pairs of one 1-out-of-t allocation and the l1
+    error bounds (``tau_up``, ``tau_low``: (P, Q)) of each against the exact pair it stands for."""
+
+    t: int
+    sigma: float
+    h: float
+    upper: _PairMechanism
+    lower: _PairMechanism
+    tau_up: tuple[float, float]
+    tau_low: tuple[float, float]
+    eta: float
+    over: tuple[float, float]
+    points: int
+
+
+def _with_rest(blk: _Block, p_total: float, q_total: float) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The block's masses and the masses of the set-aside event (totals minus sums, at least 0)."""
+    p = blk.b
+    q = blk.a
+    return p, q, max(p_total - float(p.sum()), 0.0), max(q_total - float(q.sum()), 0.0)
+
+
+def allocation_pairs(t: int, sigma: float, h: float | None = None, tail: float = 1e-14) -> AllocationPairs:
+    """The discrete pairs of the 1-out-of-t Gaussian allocation (module docstring).
+
+    The event that some partial sum of the convolution tree exceeds its cap is set aside: in the dominating pair its
+    P-mass becomes a P-only atom (infinite loss) and its Q-mass a Q-only atom (the part of a pair on an event is
+    dominated by a perfectly distinguishable one, in both directions); in the dominated pair (a post-processing) it is
+    one more outcome. Their masses are 1 minus the kept sums, so their error is at most the kept masses' l1 error,
+    which is counted twice in ``tau``.
+
+    Args:
+        t: steps; sigma: noise standard deviation; h: grid width of Y (default: :func:`default_grid`); tail: the cap M
+        of Y is the (1 - tail) quantile of the size-biased law, so that E[(Y - M)_+] <= tail.
+    """
+    t = check_positive_int("steps", t)
+    sigma = check_positive("sigma", sigma)
+    if not 0 < tail <= 1e-6:
+        raise DPValueError(f"tail must be in (0, 1e-6], got {tail!r}")
+    if sigma < MIN_SIGMA:
+        raise _OutOfRange(f"sigma: {sigma:g} is below {MIN_SIGMA} (the lognormal terms leave the floating-point range)")
+    auto = h is None
+    h = default_grid(t, sigma, tail) if auto else check_positive("grid", h)
+    # sizes first (as _term and _cap_index will make them), so that a refusal costs nothing
+    s_ = 1.0 / sigma
+    J = max(2, math.ceil(math.exp(0.5 * s_ * s_ - s_ * special.ndtri(tail)) / h))
+    sd = math.sqrt(math.expm1(s_ * s_))
+    est = max(J, min(t * J, math.ceil((t + J * h + 20.0 * math.sqrt(t) * sd) / h))) + 1
+    if auto and est > DEFAULT_POINTS:
+        raise _OutOfRange(
+            f"grid: at sigma={sigma:g} the capped sum of {t} lognormals (cap M = {J * h:.4g}) needs "
+            f"{est:,} points at the default grid {h:.3g}, over {DEFAULT_POINTS:,}; pass a grid to force it"
+        )
+    if est > MAX_POINTS:
+        raise DPValueError(
+            f"grid: the sum of {t} capped lognormals (cap M = {J * h:.4g}) needs {est:,} points "
+            f"at grid {h:g}, over the limit of {MAX_POINTS:,}; use a coarser grid or a larger sigma"
+        )
+    term = _term(sigma, h, tail)
+    J = term.J
+    # upper: the convex split of min(Y, M) (Q) and its size-biased version j h v_j (P; total 1 - eta)
+    ub = np.arange(J + 1) * h * term.upper
+    base_up = _Block(1, term.upper, term.upper_err, ub, h * term.upper_werr + 4 * _U * float(ub.sum()))
+    up = _power(t, base_up, term)
+    p_up, q_up, p_over, q_over = _with_rest(up, float(ub.sum()), float(term.upper.sum()))
+    eta = term.eta
+    # remove pair: P-only atom (set-aside P-mass + eta), Q-only atom (set-aside Q-mass) at loss -infinity
+    p_r = np.concatenate([p_up, [0.0]])
+    q_r = np.concatenate([q_up, [q_over]])
+    rem = DiscretePair(p_r, q_r, inf_mass=p_over + eta)
+    add = DiscretePair(q_r, np.concatenate([p_up, [0.0]]), inf_mass=0.0)
+    # add pair: the Q-only atom is its infinite loss (DiscretePair counts p > 0 = q atoms as infinite); the P-only
+    # atom (eta + p_over) never counts for the add direction and is left out
+    upper = _PairMechanism(rem, add, ("upper", t, sigma, h))
+    tau_up = (2 * up.eb + eta * 1e-6, 2 * up.ea)  # kept masses and the set-aside masses (1 - sums)
+    # lower: post-processing (rounded down, capped at M, over-cap sums as one more outcome)
+    lo = _power(t, _Block(1, term.down_q, term.down_err, term.down_p, term.down_err), term)
+    p_lo, q_lo, p_lo_over, q_lo_over = _with_rest(lo, 1.0, 1.0)
+    pl = np.concatenate([p_lo, [p_lo_over]])
+    ql = np.concatenate([q_lo, [q_lo_over]])
+    lower = _PairMechanism(DiscretePair(pl, ql), DiscretePair(ql, pl), ("lower", t, sigma, h))
+    tau_low = (2 * lo.eb + 4 * _U, 2 * lo.ea + 4 * _U)
+    return AllocationPairs(
+        t, sigma, h, upper, lower, tau_up, tau_low, eta, (p_over, q_over), int(max(up.a.size, lo.a.size))
+    )
+
+
+def default_grid(t: int, sigma: float, tail: float = 1e-14) -> float:
+    """Default grid width of Y: 0.08 sd(Y) (the convex split adds h^2/4 to Var Y: under 2e-3 of it), refined so that
+    the mass at W = 0 (infinite loss of the add direction) is at most 1e-12. ``tail`` is unused (kept for the
+    signature)."""
+    s = 1.0 / sigma
+    sd = math.sqrt(math.expm1(s * s))
+    h = 0.08 * sd
+    # the split of the first cell [0, h) puts Q-mass at Y = 0, and W = 0 (all t terms there) is an infinite loss
+    # of the add direction: keep Q(Y < h)^t <= 1e-12
+    h0 = math.exp(-0.5 * s * s + s * special.ndtri(1e-12 ** (1.0 / t)))
+    return min(h, h0)
+
+
+# ---------------------------------------------------------------------------------------------- the accountant
+@register(
+    "allocation-pld",
+    label="Allocation PLD",
+    answer="bracket",
+    events={"random-allocation", "balls-in-bins"},
+    cost="moderate",
+    rank=60,
+    color="#17becf",
+    help="DP-SGD under random allocation (balls in bins), Feldman-Shenfeld pair: certified PLD bracket",
+)
+class RandomAllocationPLDAccountant(Accountant):
+    """Certified bracket on epsilon(delta) / delta(epsilon) of DP-SGD under random allocation (module docstring).
+
+    Composes :class:`RandomAllocation` runs, and :class:`~dputils.matrix.BallsInBinsMatrixMechanism` runs whose
+    Gram matrix is a multiple of the identity (DP-SGD, any number of epochs at a fixed slot).
+
+    Args:
+        direction: ``"both"`` (default, the worse), ``"add"`` or ``"remove"``.
+        grid: width h of the grid of one lognormal term (default :func:`default_grid`); every grid gives a
+            certified bracket, a coarser one a wider bracket.
+        discretization: loss grid of the PLD composition (default: the PLD accountant's automatic one).
+        tail: E[(Y - M)_+] <= tail fixes the cap M of a term (added to the upper end).
+    """
+
+    name = "allocation-pld"
+
+    def __init__(
+        self, direction: str = "both", grid: float | None = None, discretization: float | None = None, tail=1e-14
+    ) -> None:
+        super().__init__(direction)
+        self.grid = None if grid is None else check_positive("grid", grid)
+        self.discretization = None if discretization is None else check_positive("discretization", discretization)
+        tail = check_positive("tail", tail)
+        if tail > 1e-6:
+            raise DPValueError(f"tail must be in (0, 1e-6], got {tail!r}")
+        self.tail = tail
+        self._state = None
+
+    def _components(self, mechanism) -> list[tuple[int, float, int]]:
+        if isinstance(mechanism, RandomAllocation):
+            return mechanism.components()
+        if getattr(mechanism, "name", None) == "balls-in-bins" and hasattr(mechanism, "strategy"):
+            G = np.asarray(mechanism.strategy.gram, dtype=float)
+            C = np.asarray(mechanism.strategy.C, dtype=float)
+            g = float(G[0, 0])
+            if np.any(C < 0) or not np.array_equal(G, g * np.eye(G.shape[0])) or g <= 0:
+                raise DPValueError(
+                    "allocation-pld: only balls-in-bins runs whose Gram matrix is a multiple of the identity "
+                    f"(DP-SGD, matrix identity) are accepted; strategy {mechanism.strategy.name!r} is not"
+                )
+            return [(int(mechanism.batches), float(mechanism.sigma) / math.sqrt(g), 1)]
+        raise DPValueError(
+            f"allocation-pld composes RandomAllocation or identity BallsInBinsMatrixMechanism runs, got "
+            f"{type(mechanism).__name__}"
+        )
+
+    def _check_supported(self, mechanism) -> None:
+        self._components(mechanism)
+
+    def _invalidate(self) -> None:
+        self._state = None
+
+    def _build(self):
+        if self._state is not None:
+            return self._state
+        self._require_ledger()
+        exact_lower = all(getattr(m, "selected", 1) == 1 for m, _ in self.ledger)  # balls-in-bins: exact
+        counts: dict[tuple[int, float], int] = {}
+        for mech, c in self.ledger:
+            for t, sig, n in self._components(mech):
+                counts[(t, sig)] = counts.get((t, sig), 0) + n * c
+        up_acc = PLDAccountant(self.direction, discretization=self.discretization)
+        lo_acc = PLDAccountant(self.direction, discretization=self.discretization)
+        slack_p = slack_q = slack_lp = slack_lq = 0.0
+        pairs = []
+        fallback = []
+        for (t, sig), n in counts.items():
+            try:
+                ap = allocation_pairs(t, sig, self.grid, self.tail)
+            except _OutOfRange as exc:
+                # one participation with sensitivity 1: the allocation pair is dominated by the Gaussian mechanism's
+                # (joint convexity of the hockey-stick divergence over the mixture), in both directions
+                up_acc.compose(GaussianMechanism(sig), n)
+                fallback.append(str(exc))
+                continue
+            pairs.append(ap)
+            up_acc.compose(ap.upper, n)
+            lo_acc.compose(ap.lower, n)
+            slack_p += n * ap.tau_up[0]
+            slack_q += n * ap.tau_up[1]
+            slack_lp += n * ap.tau_low[0]
+            slack_lq += n * ap.tau_low[1]
+        f = 1 + 1e-9  # products of measures of mass 1 + O(tau)
+        direct = not fallback and len(pairs) == 1 and next(iter(counts.values())) == 1
+        if fallback:
+            exact_lower = False
+        self._state = dict(
+            direct=direct,
+            fallback=fallback,
+            up=up_acc,
+            lo=lo_acc,
+            slack_up=(f * slack_p, f * slack_q),
+            slack_lo=(f * slack_lp, f * slack_lq),
+            exact_lower=exact_lower,
+            pairs=pairs,
+        )
+        return self._state
+
+    def _details(self, st, extra) -> dict:
+        return {
+            "grid": [p.h for p in st["pairs"]],
+            "points": [p.points for p in st["pairs"]],
+            "eta": [p.eta for p in st["pairs"]],
+            "over_cap": [list(p.over) for p in st["pairs"]],
+            "slack_upper": list(st["slack_up"]),
+            "slack_lower": list(st["slack_lo"]),
+            "lower_bound": "certified"
+            if st["exact_lower"]
+            else ("none (Gaussian fallback)" if st["fallback"] else "none (k > 1: the reduction is one-sided)"),
+            "fallback": st["fallback"],
+            **extra,
+        }
+
+    def _direct_delta(self, st, eps: float) -> tuple[float, float, str]:
+        """(lower, upper, worse direction) of delta(eps) for one allocation, summed exactly over the discrete pairs
+        (no PLD re-discretisation), with the floating-point slack."""
+        ap = st["pairs"][0]
+        g = math.exp(min(eps, 700.0))
+        ups, los = {}, {}
+        for d in self.directions:
+            ups[d] = ap.upper.pair(d).delta_bounds(eps)[1] + st["slack_up"][0] + g * st["slack_up"][1]
+            los[d] = ap.lower.pair(d).delta_bounds(eps)[0] - st["slack_lo"][0] - g * st["slack_lo"][1]
+        worst = max(ups, key=ups.get)
+        up = min(1.0, ups[worst])
+        lo = min(max(0.0, max(los.values())), up) if st["exact_lower"] else 0.0
+        return lo, up, worst
+
+    def get_delta(self, epsilon: float) -> AccountingResult:
+        eps = self._checked_epsilon(epsilon)
+        st = self._build()
+        if st["direct"]:
+            lo, up, worst = self._direct_delta(st, eps)
+            det = self._details(st, {"direction": worst, "composition": "direct"})
+            return AccountingResult(up, lo, up, "upper-bound", self.name, "delta", det)
+        g = math.exp(eps)
+        ru = st["up"].get_delta(eps)
+        up = min(1.0, ru.upper + st["slack_up"][0] + g * st["slack_up"][1])
+        lo = 0.0
+        if st["exact_lower"]:
+            rl = st["lo"].get_delta(eps)
+            lo = max(0.0, rl.lower - st["slack_lo"][0] - g * st["slack_lo"][1])
+        lo = min(lo, up)
+        det = self._details(st, {"direction": ru.details.get("direction")})
+        return AccountingResult(up, lo, up, "upper-bound", self.name, "delta", det)
+
+    def get_epsilon(self, delta: float) -> AccountingResult:
+        delta = self._checked_delta(delta)
+        st = self._build()
+        if st["direct"]:
+            return self._direct_epsilon(st, delta)
+        sp, sq = st["slack_up"]
+        eps_cap = float(st["up"].get_epsilon(delta / 2).upper)
+        slack = sp + math.exp(eps_cap) * sq
+        if slack > delta / 2:
+            raise NumericalError(
+                f"allocation-pld: the floating-point error bound ({slack:.2g}) exceeds half of delta={delta:g}; "
+                "use a larger delta or a coarser grid"
+            )
+        ru = st["up"].get_epsilon(delta - slack)
+        up = float(ru.upper)
+        lo = 0.0
+        if st["exact_lower"]:
+            lp, lq = st["slack_lo"]
+            d_lo = delta + lp + math.exp(up) * lq
+            if d_lo < 1:
+                rl = st["lo"].get_epsilon(d_lo)
+                lo = float(rl.lower)
+        lo = min(lo, up)
+        det = self._details(st, {"direction": ru.details.get("direction"), "composition": "pld"})
+        return AccountingResult(up, lo, up, "upper-bound", self.name, "epsilon", det)
+
+    def _direct_epsilon(self, st, delta: float) -> AccountingResult:
+        """Bisection of the direct bounds: the upper end is an eps where the certified delta upper bound is at most
+        delta, the lower end one where the certified lower bound is at least delta (or 0)."""
+        hi = 1.0
+        while self._direct_delta(st, hi)[1] > delta:
+            hi *= 2.0
+            if hi > 600:
+                # the grid's infinite-loss masses (W = 0, set-aside sums) exceed delta: bound by the Gaussian mechanism
+                ap = st["pairs"][0]
+                g = PLDAccountant(self.direction).compose(GaussianMechanism(ap.sigma)).get_epsilon(delta)
+                reason = f"the grid's infinite-loss mass exceeds delta={delta:g} (grid {ap.h:.3g} too coarse)"
+                det = self._details(st, {"direction": g.details.get("direction"), "composition": "gaussian-fallback"})
+                det["fallback"] = [reason]
+                return AccountingResult(g.upper, 0.0, g.upper, "upper-bound", self.name, "epsilon", det)
+        if self._direct_delta(st, 0.0)[1] <= delta:
+            up = 0.0
+        else:
+            up = float(
+                bisect_monotone(
+                    lambda e: self._direct_delta(st, e)[1] <= delta, 0.0, hi, keep="hi", tol=1e-9, ends_checked=True
+                )
+            )
+        lo = 0.0
+        if st["exact_lower"] and self._direct_delta(st, 0.0)[0] >= delta:
+            lo = (
+                float(
+                    bisect_monotone(
+                        lambda e: self._direct_delta(st, e)[0] >= delta, 0.0, max(up, 1e-300), keep="lo", tol=1e-9
+                    )
+                )
+                if self._direct_delta(st, up)[0] < delta
+                else up
+            )
+        _, _, worst = self._direct_delta(st, up)
+        det = self._details(st, {"direction": worst, "composition": "direct"})
+        return AccountingResult(up, min(lo, up), up, "upper-bound", self.name, "epsilon", det)
+
+
+# ---------------------------------------------------------------------------------------------- command line
+def _add_cli_arguments(parser) -> None:
+    """Options of ``allocation-pld`` beyond the common ``--sigma --direction``."""
+    parser.add_argument("--batches", type=int, default=100, help="steps (batches) per epoch t, an integer >= 1")
+    parser.add_argument("--selected", type=int, default=1, help="steps per epoch each example takes part in, k >= 1")
+    parser.add_argument(
+        "--epochs", type=int, default=1, help="epochs, each a fresh allocation (not the matrix accountants' fixed slot)"
+    )
+    parser.add_argument("--grid", type=float, default=None, help="grid width of one lognormal term (default: auto)")
+
+
+def _build_cli(args) -> RandomAllocationPLDAccountant:
+    """The accountant of the command line: ``--sigma``, ``--batches`` (t), ``--selected`` (k), ``--epochs``, ``--grid``
+    and ``--direction``; ``--mechanism`` may only name ``random-allocation``."""
+    mech = getattr(args, "mechanism", None)
+    if mech not in (None, "random-allocation"):
+        raise DPValueError(f"mechanism must be 'random-allocation' for allocation-pld, got {mech!r}")
+    if getattr(args, "sigma", None) is None:
+        raise DPValueError("sigma is required (noise standard deviation, > 0)")
+    acc = RandomAllocationPLDAccountant(direction=getattr(args, "direction", None) or "both", grid=args.grid)
+    return acc.compose(RandomAllocation(args.sigma, args.batches, args.selected, args.epochs))
+
+
+register(
+    "allocation-pld",
+    help="DP-SGD under random allocation (balls in bins), Feldman-Shenfeld pair: certified PLD bracket",
+    build=_build_cli,
+    add_arguments=_add_cli_arguments,
+    uses_mechanism=False,
+    noise_parameter="sigma",
+    # --batches (steps per epoch) is its own option: more of them is more private, unlike the common --steps
+    common_flags=frozenset({"mechanism", "sigma", "direction"}),
+)
