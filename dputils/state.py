@@ -23,6 +23,7 @@ arrays and strategy objects) cannot be saved yet: :meth:`state_dict` refuses it 
 from __future__ import annotations
 
 import importlib
+import inspect
 import math
 from typing import Any
 
@@ -64,15 +65,42 @@ def _path(obj: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+#: The modules that define the classes a state may name, with the accountant registry's plug-in modules
+#: (:data:`dputils.accountants.registry.PLUGIN_MODULES`). They are imported here, by these fixed lists; a
+#: module a state names is never imported (a state naming ``dputils.audit.__main__.X`` would run a command line).
+SAVEABLE_MODULES = ("dputils.mechanisms", "dputils.accountants")
+
+
+def saveable_classes() -> dict[str, type]:
+    """The registry of classes a state may name: ``{"module.QualName": class}`` for every concrete subclass of
+    :class:`~dputils.accountants.base.Accountant` and :class:`~dputils.mechanisms.Mechanism` defined in
+    dputils, after importing :data:`SAVEABLE_MODULES` (subclasses from other already imported dputils modules
+    are included too: naming them imports nothing)."""
+    for module in SAVEABLE_MODULES:
+        importlib.import_module(module)
+    from .accountants import registry
+    from .accountants.base import Accountant
+
+    registry.names()  # imports the registry's fixed plug-in modules
+
+    found: dict[str, type] = {}
+    stack: list[type] = [Accountant, Mechanism]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub.__module__.startswith("dputils.") and not inspect.isabstract(sub):
+                found[f"{sub.__module__}.{sub.__qualname__}"] = sub
+            stack.append(sub)
+    return found
+
+
 def _class_at(path: Any, base: type, where: str) -> type:
+    """The class ``path`` names, looked up in :func:`saveable_classes` (never imported by its path)."""
     if not isinstance(path, str) or not path.startswith("dputils.") or "." not in path:
         raise DPValueError(f"{where} must name a dputils class, got {path!r}")
-    module, _, name = path.rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        raise DPValueError(f"{where}: no class {path!r} in this dputils") from None
-    if not (isinstance(cls, type) and issubclass(cls, base)):
+    cls = saveable_classes().get(path)
+    if cls is None:
+        raise DPValueError(f"{where}: no class {path!r} in this dputils (only accountants and mechanisms load)")
+    if not issubclass(cls, base):
         raise DPValueError(f"{where}: {path!r} is not a {base.__name__}")
     return cls
 

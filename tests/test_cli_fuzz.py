@@ -20,7 +20,19 @@ from dputils.cli import main
 
 _G = ["--accountant", "pld", "--mechanism", "gaussian", "--sigma", "1"]
 _SG = ["--accountant", "rdp", "--mechanism", "subsampled-gaussian", "--sigma", "1", "--q", "0.01"]
-_CAL = ["calibrate", "--accountant", "rdp", "--mechanism", "gaussian", "--epsilon", "1", "--delta", "1e-5"]
+_CAL = [
+    "calibrate",
+    "--accountant",
+    "rdp",
+    "--mechanism",
+    "gaussian",
+    "--steps",
+    "1",
+    "--epsilon",
+    "1",
+    "--delta",
+    "1e-5",
+]
 _MATRIX = [
     "--accountant",
     "matrix-renyi",
@@ -73,16 +85,44 @@ CASES = [
     (_CAL + ["--tolerance", "0.9"], 2, "tolerance"),
     (_CAL + ["--sigma", "2"], 2, "calibrate searches for sigma"),
     (
-        ["calibrate", "--accountant", "rdp", "--mechanism", "gaussian", "--epsilon", "1e-6", "--delta", "1e-5"],
+        [
+            "calibrate",
+            "--accountant",
+            "rdp",
+            "--mechanism",
+            "gaussian",
+            "--steps",
+            "1",
+            "--epsilon",
+            "1e-6",
+            "--delta",
+            "1e-5",
+        ],
         3,
         "no sigma in [0.001, 10000] meets the target 1e-06",
     ),
     (
-        ["calibrate", "--accountant", "rdp", "--mechanism", "gaussian", "--epsilon", "1e9", "--delta", "1e-5"],
+        [
+            "calibrate",
+            "--accountant",
+            "rdp",
+            "--mechanism",
+            "gaussian",
+            "--steps",
+            "1",
+            "--epsilon",
+            "1e9",
+            "--delta",
+            "1e-5",
+        ],
         2,
         "epsilon: target 1e+09 is met already",
     ),
-    (["calibrate", *_G[:4], "--epsilon", "1e6", "--delta", "1e-5"], 2, "epsilon: calibrating to epsilon=1e+06"),
+    (
+        ["calibrate", *_G[:4], "--steps", "1", "--epsilon", "1e6", "--delta", "1e-5"],
+        2,
+        "epsilon: calibrating to epsilon=1e+06",
+    ),
     # negative numbers are values with a real message, not argparse's "expected one argument"
     (["delta", *_G, "--epsilon", "-1e-5"], 2, "epsilon must be >= 0, got -1e-05"),
     (["epsilon", *_G, "--delta", "-1e-5"], 2, "delta must be in (0, 1), got -1e-05"),
@@ -91,14 +131,40 @@ CASES = [
     (["epsilon", *_G, "--steps", "-inf", "--delta", "1e-5"], 2, "steps must be finite"),
     (["epsilon", *_G, "--steps", "-3", "--delta", "1e-5"], 2, "steps must be an integer >= 1"),
     # options the accountant or the mechanism does not use
-    (["epsilon", *_G, "--q", "0.01", "--delta", "1e-5"], 2, "q is not a parameter of mechanism gaussian"),
-    (["epsilon", *_G, "--scale", "2", "--delta", "1e-5"], 2, "scale is not a parameter of mechanism gaussian"),
     (
-        ["epsilon", "--accountant", "rdp", "--mechanism", "laplace", "--scale", "1", "--sigma", "1", "--delta", "1e-5"],
+        ["epsilon", *_G, "--q", "0.01", "--steps", "1", "--delta", "1e-5"],
+        2,
+        "q is not a parameter of mechanism gaussian",
+    ),
+    (
+        ["epsilon", *_G, "--scale", "2", "--steps", "1", "--delta", "1e-5"],
+        2,
+        "scale is not a parameter of mechanism gaussian",
+    ),
+    (
+        [
+            "epsilon",
+            "--accountant",
+            "rdp",
+            "--mechanism",
+            "laplace",
+            "--scale",
+            "1",
+            "--sigma",
+            "1",
+            "--steps",
+            "1",
+            "--delta",
+            "1e-5",
+        ],
         2,
         "sigma is not a parameter of mechanism laplace",
     ),
-    (["epsilon", *_SG, "--scale", "1", "--delta", "1e-5"], 2, "scale is not a parameter of mechanism subsampled"),
+    (
+        ["epsilon", *_SG, "--scale", "1", "--steps", "1", "--delta", "1e-5"],
+        2,
+        "scale is not a parameter of mechanism subsampled",
+    ),
     (["epsilon", *_MATRIX, "--steps", "3", "--delta", "1e-5"], 2, "--steps is not used by accountant matrix-renyi"),
     (
         [
@@ -279,7 +345,19 @@ def test_constant_scores_work_with_the_threshold_auditors(capsys, scores):
     "argv,key",
     [
         (
-            ["epsilon", "--accountant", "edgeworth", "--mechanism", "gaussian", "--sigma", "0.1", "--delta", "1e-5"],
+            [
+                "epsilon",
+                "--accountant",
+                "edgeworth",
+                "--mechanism",
+                "gaussian",
+                "--sigma",
+                "0.1",
+                "--steps",
+                "1",
+                "--delta",
+                "1e-5",
+            ],
             "epsilon",
         ),  # its certified upper bound is vacuous here: printed as null, not Infinity
         (
@@ -293,6 +371,8 @@ def test_constant_scores_work_with_the_threshold_auditors(capsys, scores):
                 "1e-6",
                 "--q",
                 "0.01",
+                "--steps",
+                "1",
                 "--delta",
                 "1e-5",
             ],
@@ -333,7 +413,21 @@ def test_successful_commands_print_strict_json(capsys, argv, key):
 
 
 def test_edgeworth_vacuous_upper_bound_is_null(capsys):
-    rc = main(["epsilon", "--accountant", "edgeworth", "--mechanism", "gaussian", "--sigma", "0.1", "--delta", "1e-5"])
+    rc = main(
+        [
+            "epsilon",
+            "--accountant",
+            "edgeworth",
+            "--mechanism",
+            "gaussian",
+            "--sigma",
+            "0.1",
+            "--steps",
+            "1",
+            "--delta",
+            "1e-5",
+        ]
+    )
     out, _ = capsys.readouterr()
     assert rc == 0
     assert _strict(out)["upper"] is None
@@ -358,9 +452,21 @@ def _run(argv, timeout=60):
         (_CAL + ["--tolerance", "nan"], 2, "tolerance"),
         (["delta", *_G, "--epsilon", "-1e-5"], 2, "epsilon must be >= 0, got -1e-05"),
         (["epsilon", *_G, "--sigma", "2", "--delta", "1e-5"], 2, "--sigma given more than once"),
-        (["calibrate", *_G[:4], "--epsilon", "1e6", "--delta", "1e-5"], 2, "epsilon"),
+        (["calibrate", *_G[:4], "--steps", "1", "--epsilon", "1e6", "--delta", "1e-5"], 2, "epsilon"),
         (
-            ["calibrate", "--accountant", "rdp", "--mechanism", "gaussian", "--epsilon", "1e-6", "--delta", "1e-5"],
+            [
+                "calibrate",
+                "--accountant",
+                "rdp",
+                "--mechanism",
+                "gaussian",
+                "--steps",
+                "1",
+                "--epsilon",
+                "1e-6",
+                "--delta",
+                "1e-5",
+            ],
             3,
             "no sigma",
         ),
@@ -406,6 +512,8 @@ def test_process_success_prints_strict_json_and_no_warnings():
             "1e-3",
             "--q",
             "0.5",
+            "--steps",
+            "1",
             "--delta",
             "1e-5",
         ],
@@ -665,7 +773,7 @@ def test_hostile_input_is_refused_within_limits(hostile, silent_port, argv, code
 def test_delta_at_a_huge_epsilon_is_zero(mechanism):
     """The exact delta at epsilon 1e308 is 0; the certified bracket is [0, the counted truncated tail] (eps / h
     overflowed math.ceil and the CLI exited 3 with 'cannot convert float infinity to integer')."""
-    p = _limited(["delta", *mechanism, "--epsilon", "1e308"], 60)
+    p = _limited(["delta", *mechanism, *([] if "--steps" in mechanism else ["--steps", "1"]), "--epsilon", "1e308"], 60)
     assert p.returncode == 0, p.stderr
     obj = _strict(p.stdout)
     assert obj["lower"] == 0.0 and 0.0 <= obj["delta"] <= obj["upper"] <= 1e-15

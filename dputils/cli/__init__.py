@@ -55,6 +55,7 @@ from . import audit as audit_cli
 from .parse import NEGATIVE_NUMBER as _NEGATIVE_NUMBER  # noqa: F401  (read by tests)
 from .parse import Parser as _Parser
 from .runs import register as _register_runs
+from .schedule import add_schedule_arguments, resolve_steps
 
 _register_runs()  # the matrix and shuffling accountants' options and builds
 
@@ -89,7 +90,8 @@ _COMMON_HELP = {
     "sigma": "noise multiplier (std / sensitivity), > 0; gaussian and subsampled-gaussian",
     "q": "Poisson sampling probability in (0, 1]; subsampled-gaussian only",
     "scale": "Laplace scale, > 0; laplace only",
-    "steps": f"number of compositions, an integer in [1, 2^53 = {MAX_STEPS}] (default 1)",
+    "steps": f"number of compositions T, an integer in [1, 2^53 = {MAX_STEPS}] (required, or give --epochs "
+    "--batch-size --dataset-size)",
     "direction": "neighbouring direction: both (default: the worse of add and remove), add or remove",
 }
 
@@ -99,7 +101,7 @@ def _add_common_accounting(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accountant", required=True, help="accountant name (see `python -m dputils accountants`)")
     p.add_argument("--mechanism", default=None, help=_COMMON_HELP["mechanism"])
     p.add_argument("--sigma", type=_float, default=None, help=_COMMON_HELP["sigma"])
-    p.add_argument("--q", type=_float, default=None, help=_COMMON_HELP["q"])
+    p.add_argument("--q", "--sampling-rate", dest="q", type=_float, default=None, help=_COMMON_HELP["q"])
     p.add_argument("--scale", type=_float, default=None, help=_COMMON_HELP["scale"])
     p.add_argument("--steps", type=_count, default=None, help=_COMMON_HELP["steps"])
     p.add_argument("--direction", default=None, choices=["both", "add", "remove"], help=_COMMON_HELP["direction"])
@@ -207,8 +209,9 @@ def _validate_common(args: argparse.Namespace, spec) -> None:
             raise DPValueError(f"q must be in (0, 1], got {args.q!r}")
     if args.scale is not None:
         check_positive("scale", args.scale)
-    args.steps = 1 if args.steps is None else check_positive_int("steps", args.steps)
-    if args.steps > MAX_STEPS:
+    if args.steps is not None:
+        args.steps = check_positive_int("steps", args.steps)
+    if args.steps is not None and args.steps > MAX_STEPS:
         raise DPValueError(f"steps must be at most 2^53 = {MAX_STEPS} (exact in floating point), got {args.steps}")
     h = getattr(args, "discretization", None)
     if h is not None:
@@ -222,6 +225,16 @@ def _validate_common(args: argparse.Namespace, spec) -> None:
         args.direction = "both"
     if spec.uses_mechanism and args.mechanism is None:
         raise DPValueError("mechanism is required (gaussian, subsampled-gaussian or laplace)")
+
+
+def _resolve_steps(args: argparse.Namespace, spec) -> dict[str, Any]:
+    """``--steps`` (no default), or T and q from ``--epochs --batch-size --dataset-size``
+    (:func:`~dputils.cli.schedule.resolve_steps`), checked against :data:`MAX_STEPS`; returns the schedule
+    fields the output states."""
+    schedule = resolve_steps(args, "steps" in spec.common_flags)
+    if args.steps is not None and args.steps > MAX_STEPS:
+        raise DPValueError(f"steps must be at most 2^53 = {MAX_STEPS} (exact in floating point), got {args.steps}")
+    return schedule
 
 
 def _spec_and_args(command: str, argv: Sequence[str]):
@@ -248,6 +261,8 @@ def _spec_and_args(command: str, argv: Sequence[str]):
         spec = front(known.accountant)
         if spec.add_arguments is not None:
             spec.add_arguments(parser)
+        if "steps" in spec.common_flags:
+            add_schedule_arguments(parser)  # --epochs --batch-size --dataset-size instead of --q --steps
     args = parser.parse_args(argv)
     assert spec is not None
     return spec, args
@@ -257,15 +272,19 @@ def _query(command: str, argv: Sequence[str]) -> dict[str, Any]:
     spec, args = _spec_and_args(command, argv)
     _refuse_unused(args, spec, argv)
     _validate_common(args, spec)
-    t0 = time.perf_counter()
     if command == "epsilon":
         check_delta(args.delta)
-        res = spec.build(args).get_epsilon(args.delta)
     else:
         check_epsilon(args.epsilon)
+    schedule = _resolve_steps(args, spec)
+    t0 = time.perf_counter()
+    if command == "epsilon":
+        res = spec.build(args).get_epsilon(args.delta)
+    else:
         res = spec.build(args).get_delta(args.epsilon)
     out = res.to_dict()
     out["accountant"] = spec.name
+    _state_schedule(out, schedule, args)
     out["seconds"] = round(time.perf_counter() - t0, 6)
     return out
 
@@ -380,12 +399,25 @@ def _calibrate(argv: Sequence[str]) -> dict[str, Any]:
     eps = check_positive("epsilon", args.epsilon)
     delta = check_delta(args.delta)
     tol = check_tolerance(args.tolerance)
+    schedule = _resolve_steps(args, spec)
     _check_grid_for_target(args, eps)
     t0 = time.perf_counter()
     out = calibrate(spec.build, args, parameter, eps, delta, tol)
     out["accountant"] = spec.name
+    _state_schedule(out, schedule, args)
     out["seconds"] = round(time.perf_counter() - t0, 6)
     return out
+
+
+def _state_schedule(out: dict[str, Any], schedule: dict[str, Any], args: argparse.Namespace) -> None:
+    """Put the sampling rate ``q`` and the number of steps ``steps`` (T) the accountant used into the output,
+    with the epochs, batch size and data-set size they came from: the common accountants' from
+    :func:`~dputils.cli.schedule.resolve_steps`, the matrix and shuffling accountants' from their build hook
+    (``args.schedule``). A key the result already holds is kept as the result gives it."""
+    fields = dict(schedule)
+    fields.update(getattr(args, "schedule", None) or {})
+    for key, value in fields.items():
+        out.setdefault(key, value)
 
 
 def _audit(argv: Sequence[str]) -> dict[str, Any]:
@@ -446,11 +478,68 @@ def _one_line(exc: BaseException) -> str:
     return msg
 
 
+#: ``dputils --help``: the commands in plain text (the module docstring is reST for the API reference).
+HELP = """\
+usage: dputils COMMAND [OPTIONS]    (or: python -m dputils COMMAND [OPTIONS]; COMMAND --help for its options)
+
+Commands:
+  epsilon      epsilon(delta) of a composed mechanism, as one JSON object (value, bounds, accountant, seconds)
+  delta        delta(epsilon) of a composed mechanism, likewise
+  calibrate    the smallest noise (sigma, or the Laplace scale) meeting --epsilon and --delta, conservative
+  audit        one-run privacy auditing of canary scores (--in-scores, --out-scores: one column of numbers)
+  accountants  the registered accountant names
+  run          execute the book's notebooks (--profile smoke|full|paper, --only NAME, --jobs N, --changed)
+  book         run, then build the book's HTML (--check: check every page in a headless browser)
+  sweep        one notebook run per grid point (NOTEBOOK --grid GRID.yml) on dask.distributed
+
+Examples:
+  dputils epsilon --accountant pld --mechanism subsampled-gaussian --sigma 1.0 --q 0.01 --steps 1000 --delta 1e-5
+  dputils epsilon --accountant pld --mechanism subsampled-gaussian --sigma 1.0 \\
+      --epochs 15 --batch-size 256 --dataset-size 60000 --delta 1e-5      (q = B/N, T = ceil(E N / B))
+  dputils calibrate --accountant rdp --mechanism subsampled-gaussian --epochs 15 --batch-size 256 \\
+      --dataset-size 60000 --epsilon 3 --delta 1e-5
+
+--steps has no default: give it, or --epochs with --batch-size and --dataset-size (the output states q and steps).
+Output is strict JSON: a bound the method cannot give, or an infinite one, is null.
+Bad input exits with status 2 and one line naming the parameter; numerical failure with status 3.
+An option the chosen accountant does not use, or an option given twice, is bad input.
+The accounting commands need only numpy, scipy and mpmath; run, book and sweep need the book extras.
+
+Options:
+  -h, --help     this text
+  -V, --version  the installed version
+"""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; returns the exit status. A reader that leaves early (``dputils --help | head -1``)
+    ends the output quietly with status 0 (the rest of the output is dropped, not reported as an error)."""
+    try:
+        rc = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at interpreter exit
+        return rc
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so that the interpreter's final flush is quiet."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor (captured): nothing to do
+        pass
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = ("run", "book", "sweep", "epsilon", "delta", "calibrate", "audit", "accountants")
     if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__.strip())
+        print(HELP, end="")
         return 0 if argv else 2
     if argv[0] in ("-V", "--version"):
         print(f"dputils {__version__}")

@@ -4,8 +4,11 @@
         --method gauss|gauss-bonferroni|steinke|fdp
 
 prints one JSON object with ``epsilon_lower`` (the 1 - alpha empirical lower bound), the method, the
-fitted parameters and the seconds it took. Scores are read from ``.npy`` files or from text files
-(one number per line, or whitespace/comma separated). Higher scores must mean "more likely IN".
+fitted parameters and the seconds it took. Scores are read from ``.npy`` files (a 1-D array) or from text
+files (``.gz``, ``.bz2`` and ``.xz`` decompressed): exactly one column of numbers, one score per line. A file
+of several columns (``index,score``), a 2-D ``.npy`` or a single line of several numbers is refused in one
+line, unless ``--column K`` names the column that holds the scores (counted from 1; for a 2-D ``.npy``, its
+K-th column). Higher scores must mean "more likely IN".
 ``--claimed-epsilon`` adds ``violation`` (true when the lower bound exceeds the claim). The output is
 strict JSON: a bound that cannot be given (or is infinite) is null. Bad input (a missing file, an empty
 path, a directory, a FIFO or a device, complex, 2-D or non-numeric ``.npy`` scores, constant scores for the
@@ -20,6 +23,9 @@ before anything is read or run (:mod:`dputils.resources`).
 from __future__ import annotations
 
 import argparse
+import bz2
+import gzip
+import lzma
 import os
 import stat
 import time
@@ -40,7 +46,7 @@ from ..errors import (
     check_probability,
 )
 from ..jsonio import jsonable
-from ..resources import check_memory
+from ..resources import check_memory, memory_limit
 
 #: Worst-case peak bytes of ``numpy.loadtxt`` per byte of a text score file (measured: short numbers on
 #: one line, ``"1 1 1 ..."``, take 16 bytes per byte; one number per line about 4; long numbers less).
@@ -77,9 +83,70 @@ def _not_a_file(path: str, p: Path) -> str | None:
     return f"{path!r} is {kind}, not a file of scores"
 
 
-def _load_scores(path: str, name: str) -> np.ndarray:
-    """The scores in ``path`` (``.npy`` or text), refused up front when reading them would not fit in memory
-    (``.npy``: the array and its float copy, from the header; text: :data:`TEXT_BYTES_PER_BYTE` per byte)."""
+#: Compressed text formats numpy.loadtxt reads transparently, and how to open them for the size estimate.
+_COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+
+
+def _text_size(p: Path, stop_after: float) -> tuple[int, bool]:
+    """(bytes of text, compressed?) of a text score file: the file size, or for ``.gz``/``.bz2``/``.xz`` the
+    decompressed size, counted by streaming (nothing kept) and stopped once past ``stop_after`` bytes (the
+    answer is then only "too large"). The compressed size says nothing of the text: a 583 kB gzip of zeros
+    holds 1.5e8 scores."""
+    opener = _COMPRESSED.get(p.suffix.lower())
+    if opener is None:
+        return p.stat().st_size, False
+    n = 0
+    with opener(p, "rb") as fh:
+        while True:
+            chunk = fh.read(1 << 20)
+            if not chunk:
+                break
+            n += len(chunk)
+            if n > stop_after:
+                break
+    return n, True
+
+
+def _sniff_delimiter(p: Path) -> str | None:
+    """``","`` when the first line holding anything but a comment has a comma, else None (whitespace)."""
+    opener = _COMPRESSED.get(p.suffix.lower(), open)
+    with opener(p, "rt") as fh:
+        for _, line in zip(range(1000), fh):
+            text = line.split("#", 1)[0].strip()
+            if text:
+                return "," if "," in text else None
+    return None
+
+
+def _one_column(a: np.ndarray, path: str, name: str, column: int | None, kind: str) -> np.ndarray:
+    """The scores of a 2-D table ``a`` (rows x columns): its only column, or the ``column``-th (from 1).
+    Any other shape is refused in one line naming ``name`` and ``--column``."""
+    rows, cols = a.shape
+    if column is not None:
+        if column > cols:
+            raise DPValueError(
+                f"column: {path!r} has {cols} column{'s' if cols != 1 else ''} ({kind}), so --column {column} "
+                f"does not exist; give --column in 1..{cols}"
+            )
+        return a[:, column - 1]
+    if cols == 1:
+        return a[:, 0]
+    if rows == 1:
+        raise DPValueError(
+            f"{name}: {path!r} holds one line of {cols} numbers; give one score per line "
+            "(one column), or --column K for the column of a table"
+        )
+    raise DPValueError(
+        f"{name}: {path!r} holds {rows} rows of {cols} columns ({kind}); scores must be one column: "
+        f"give --column K (1..{cols}) for the column that holds them"
+    )
+
+
+def _load_scores(path: str, name: str, column: int | None = None) -> np.ndarray:
+    """The scores in ``path``: a 1-D ``.npy`` or one column of a text file (``.gz``, ``.bz2``, ``.xz``
+    decompressed); with ``column`` (from 1) that column of a 2-D ``.npy`` or of a text table. Refused up front
+    when reading would not fit in memory (``.npy``: the array and its float copy, from the header; text:
+    :data:`TEXT_BYTES_PER_BYTE` per byte of the *decompressed* text)."""
     p = Path(path)
     why = _not_a_file(path, p)
     if why is not None:
@@ -97,13 +164,18 @@ def _load_scores(path: str, name: str) -> np.ndarray:
                 )
             a = np.array(head)
         else:
+            stop = memory_limit().bytes / TEXT_BYTES_PER_BYTE
+            text_bytes, compressed = _text_size(p, stop)
             check_memory(
                 name,
-                TEXT_BYTES_PER_BYTE * size,
-                f"reading the text file {path!r} ({size:,} bytes)",
+                TEXT_BYTES_PER_BYTE * text_bytes,
+                f"reading the text file {path!r} ("
+                + (f"at least {text_bytes:,} bytes decompressed" if compressed else f"{text_bytes:,} bytes")
+                + ")",
                 hint="save the scores as .npy (numpy.save) or audit fewer canaries",
             )
-            a = np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, ndmin=1)
+            delimiter = "," if p.suffix == ".csv" else _sniff_delimiter(p)
+            a = np.loadtxt(p, delimiter=delimiter, ndmin=2)
     except DPValueError:
         raise
     except Exception as exc:  # unreadable file: a bad input, not a bug
@@ -117,9 +189,19 @@ def _load_scores(path: str, name: str) -> np.ndarray:
         raise DPValueError(
             f"{name}: {path!r} holds values of type {a.dtype} ({a.dtype.kind!r}); scores must be real numbers"
         )
-    if p.suffix == ".npy" and a.ndim != 1:
-        raise DPValueError(f"{name}: {path!r} holds an array of shape {a.shape}; scores must be a 1-D array")
-    return np.asarray(a, dtype=float).ravel()
+    if p.suffix == ".npy":
+        if a.ndim == 1 and column in (None, 1):
+            return np.asarray(a, dtype=float)
+        if a.ndim == 1 or a.ndim > 2 or (a.ndim == 2 and column is None):
+            with_column = " (or a 2-D array with --column K)" if a.ndim != 1 else ""
+            raise DPValueError(
+                f"{name}: {path!r} holds an array of shape {a.shape}; scores must be a 1-D array{with_column}"
+                + (f", so --column {column} does not exist" if a.ndim == 1 else "")
+            )
+        return np.asarray(_one_column(a, path, name, column, "a 2-D .npy"), dtype=float)
+    if a.size == 0:
+        raise DPValueError(f"{name}: {path!r} holds no scores")
+    return np.asarray(_one_column(a, path, name, column, "a text table"), dtype=float)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -144,6 +226,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap / the data split")
     parser.add_argument("--claimed-epsilon", type=float, default=None, help="report whether the bound exceeds it")
+    parser.add_argument(
+        "--column",
+        type=int,
+        default=None,
+        help="the column (from 1) of a text table or 2-D .npy that holds the scores (default: the file must "
+        "hold one column)",
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -154,8 +243,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     seed = check_nonnegative_int("seed", args.seed)
     n_bootstrap = check_positive_int("n-bootstrap", args.n_bootstrap)
     claimed = None if args.claimed_epsilon is None else check_nonnegative("claimed-epsilon", args.claimed_epsilon)
-    i = _load_scores(args.in_scores, "in-scores")
-    o = _load_scores(args.out_scores, "out-scores")
+    column = getattr(args, "column", None)
+    if column is not None:
+        column = check_positive_int("column", column)
+    i = _load_scores(args.in_scores, "in-scores", column)
+    o = _load_scores(args.out_scores, "out-scores", column)
     if args.method == "gauss":
         check_bootstrap_size(n_bootstrap, i.size + o.size)
     res = run_method(

@@ -45,7 +45,7 @@ from ..matrix.renyi import DEFAULT_ADD_CLASSES
 from ..shuffling.accountants import GDPBoundAccountant, MixtureAccountant
 from ..shuffling.mechanisms import ShuffledBatchClipping, ShuffledIndividualClipping, SubsampledBatchClipping
 
-__all__ = ["add_strategy_arguments", "balls_in_bins_from_args", "register", "strategy_from_args"]
+__all__ = ["add_strategy_arguments", "balls_in_bins_from_args", "batches_from_args", "register", "strategy_from_args"]
 
 
 # ---------------------------------------------------------------------------------------------- matrix
@@ -60,8 +60,15 @@ def add_strategy_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="bands of C (bsr, bandmf) or of C^-1 (bisr), an integer >= 1 (default 1); not used by identity and blt",
     )
-    p.add_argument("--epochs", type=int, default=1, help="epochs k, an integer >= 1")
-    p.add_argument("--batches", type=int, default=100, help="batches per epoch b, an integer >= 1 (N = k b steps)")
+    p.add_argument("--epochs", type=int, default=1, help="epochs k, an integer >= 1 (default 1)")
+    p.add_argument(
+        "--batches",
+        type=int,
+        default=None,
+        help="batches per epoch b, an integer >= 1 (N = k b steps); required, or give --batch-size and --dataset-size",
+    )
+    p.add_argument("--batch-size", type=int, default=None, help="batch size B (with --dataset-size: b = N / B)")
+    p.add_argument("--dataset-size", type=int, default=None, help="data-set size N, a multiple of --batch-size")
 
 
 def _add_renyi_arguments(p: argparse.ArgumentParser) -> None:
@@ -94,12 +101,48 @@ def _cached_strategy(matrix: str, epochs: int, batches: int, bands: int) -> Stra
     return build_strategy(matrix, epochs, batches, bands)
 
 
+def batches_from_args(args: argparse.Namespace) -> int:
+    """Batches per epoch b: ``--batches``, or ``--dataset-size N / --batch-size B`` (random allocation puts
+    each example in one of b batches per epoch, so N must be a multiple of B: b = N / B). One-line
+    DPValueError when neither is given, when only one size is given, when N / B is not whole, or when
+    ``--batches`` disagrees with N / B."""
+    batches = getattr(args, "batches", None)
+    B, N = getattr(args, "batch_size", None), getattr(args, "dataset_size", None)
+    if B is None and N is None:
+        if batches is None:
+            raise DPValueError(
+                "batches: missing; give --batches b (batches per epoch, N = epochs x b steps), or "
+                "--batch-size B with --dataset-size N (b = N / B)"
+            )
+        return check_positive_int("batches", batches)
+    if B is None or N is None:
+        missing = "batch-size" if B is None else "dataset-size"
+        raise DPValueError(f"{missing}: missing; --batch-size and --dataset-size go together (b = N / B)")
+    B = check_positive_int("batch-size", B)
+    N = check_positive_int("dataset-size", N)
+    if B > N:
+        raise DPValueError(f"batch-size must be at most dataset-size ({N}), got {B}")
+    if N % B:
+        lo = N // B
+        raise DPValueError(
+            f"dataset-size: {N} is not a multiple of batch-size {B} (N / B = {N / B:g} batches per epoch); "
+            f"random allocation needs a whole number of batches per epoch: give --batches {lo} or {lo + 1}"
+        )
+    b = N // B
+    if batches is not None and batches != b:
+        raise DPValueError(
+            f"batches: --batches {batches} disagrees with --dataset-size {N} / --batch-size {B} = {b}; give one of them"
+        )
+    return b
+
+
 def strategy_from_args(args: argparse.Namespace) -> Strategy:
     """The strategy named by the options of :func:`add_strategy_arguments` (cached: a calibration builds
-    it once)."""
+    it once). Records the schedule (``q = 1/b``, ``steps = k b``, ``epochs``, ``batches``) in
+    ``args.schedule`` for the output. Bands wider than the b batches of an epoch are refused."""
     check_choice("matrix", args.matrix, MATRICES)
     k = check_positive_int("epochs", args.epochs)
-    b = check_positive_int("batches", args.batches)
+    b = batches_from_args(args)
     bands = getattr(args, "bands", None)
     if bands is None:
         bands = 1
@@ -110,6 +153,15 @@ def strategy_from_args(args: argparse.Namespace) -> Strategy:
                 f"bands is not used by matrix {args.matrix!r} (it has "
                 f"{'one band' if args.matrix == 'identity' else 'a dense C'}); leave --bands out"
             )
+        if bands > b:
+            raise DPValueError(
+                f"bands: {bands} bands is more than the {b} batches of an epoch; give --bands at most {b}"
+            )
+    schedule = {"q": 1.0 / b, "steps": k * b, "epochs": k, "batches": b}
+    for dest in ("batch_size", "dataset_size"):
+        if getattr(args, dest, None) is not None:
+            schedule[dest] = int(getattr(args, dest))
+    args.schedule = schedule
     return _cached_strategy(args.matrix, k, b, bands)
 
 
@@ -256,7 +308,12 @@ def _refined_builder(run: type, law: str = "exact"):
         g = _group_size(args)
         N = check_positive_int("dataset-size", _arg(args, "dataset_size"))
         b = check_positive_int("batch-size", _arg(args, "batch_size"))
-        return MixtureAccountant(law).compose(run(sigma, E, g, N, b))
+        mech = run(sigma, E, g, N, b)
+        # the run's T: shuffled runs have E N / b rounds (N a multiple of b, checked by the run), a subsampled
+        # run round(N E / b) (dputils.shuffling.laws.subsample_bc_law); q = b / N is each sample's rate per round
+        T = E * (N // b) if run is not SubsampledBatchClipping else max(1, int(round(N * E / b)))
+        args.schedule = {"q": b / N, "steps": T}
+        return MixtureAccountant(law).compose(mech)
 
     return build
 

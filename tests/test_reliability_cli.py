@@ -1,0 +1,144 @@
+"""Issue 36: the command line's silent wrong numbers, hangs, unsafe loading and unclear messages.
+
+Each test fails on the code before the fix (described in its docstring) and passes after."""
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dputils.accountants import Accountant, PLDAccountant
+from dputils.cli import main
+from dputils.errors import DPValueError
+from dputils.mechanisms import GaussianMechanism
+
+
+def _cli(capsys, *argv):
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _one_line_error(capsys, *argv, fragment, code=2):
+    rc, out, err = _cli(capsys, *argv)
+    assert rc == code and out == "", (rc, out, err)
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert fragment in err, err
+    return err
+
+
+# --- audit reads exactly one column of scores ---------------------------------------------------------------
+@pytest.fixture
+def tables(tmp_path):
+    rng = np.random.default_rng(3)
+    i, o = rng.normal(2.0, 1.0, 500), rng.normal(0.0, 1.0, 500)
+    for name, s in (("in", i), ("out", o)):
+        np.savetxt(tmp_path / f"{name}.csv", np.c_[np.arange(500), s], delimiter=",", fmt=["%d", "%.9f"])
+        np.savetxt(tmp_path / f"{name}_comma.txt", np.c_[np.arange(500), s], delimiter=",", fmt=["%d", "%.9f"])
+        np.savetxt(tmp_path / f"{name}.txt", s, fmt="%.9f")
+        np.save(tmp_path / f"{name}2d.npy", np.c_[np.arange(500), s])
+    return tmp_path
+
+
+def _audit(d, i, o, *extra):
+    return ["audit", "--in-scores", str(d / i), "--out-scores", str(d / o), "--method", "steinke", *extra]
+
+
+def test_index_score_table_is_refused_not_flattened(capsys, tables):
+    """Before: the 500 lines of ``index,score`` became 1000 scores and the audit answered (exit 0)."""
+    err = _one_line_error(capsys, *_audit(tables, "in.csv", "out.csv"), fragment="in-scores")
+    assert "2 columns" in err and "--column" in err
+    _one_line_error(capsys, *_audit(tables, "in_comma.txt", "out.txt"), fragment="--column")
+
+
+def test_column_option_reads_the_named_column(capsys, tables):
+    """``--column 2`` of the tables gives the same audit as the one-column files (an independent reading)."""
+    rc, out, _ = _cli(capsys, *_audit(tables, "in.csv", "out.csv", "--column", "2"))
+    assert rc == 0
+    by_column = json.loads(out)
+    rc, out, _ = _cli(capsys, *_audit(tables, "in.txt", "out.txt"))
+    plain = json.loads(out)
+    assert by_column["n_in"] == plain["n_in"] == 500
+    assert by_column["epsilon_lower"] == plain["epsilon_lower"]
+    rc, out, _ = _cli(capsys, *_audit(tables, "in2d.npy", "out2d.npy", "--column", "2"))
+    assert rc == 0 and json.loads(out)["epsilon_lower"] == plain["epsilon_lower"]
+    _one_line_error(capsys, *_audit(tables, "in.csv", "out.csv", "--column", "3"), fragment="column")
+    _one_line_error(capsys, *_audit(tables, "in.csv", "out.csv", "--column", "0"), fragment="column")
+
+
+def test_2d_npy_is_refused_without_column(capsys, tables):
+    _one_line_error(capsys, *_audit(tables, "in2d.npy", "out2d.npy"), fragment="shape (500, 2)")
+
+
+def test_one_line_of_numbers_is_refused(capsys, tables):
+    (tables / "row.txt").write_text(" ".join(str(x) for x in range(500)) + "\n")
+    _one_line_error(capsys, *_audit(tables, "row.txt", "out.txt"), fragment="one line of 500 numbers")
+
+
+def test_gzip_memory_estimate_uses_the_decompressed_size(capsys, tables, monkeypatch):
+    """Before: the estimate used the 58 kB of the gzip file and loaded 3e7 scores (about 0.5 GB of text
+    parsing); now the decompressed 60 MB (x16 bytes per byte) is over a 0.5 GiB limit and refused."""
+    with gzip.open(tables / "zeros.gz", "wb") as fh:
+        fh.write(b"0\n" * (3 * 10**7))
+    assert (tables / "zeros.gz").stat().st_size < 200_000
+    monkeypatch.setenv("DPUTILS_MAX_MEMORY_GB", "0.5")
+    err = _one_line_error(capsys, *_audit(tables, "zeros.gz", "out.txt"), fragment="in-scores")
+    assert "decompressed" in err and "DPUTILS_MAX_MEMORY_GB" in err
+
+
+def test_small_gzip_is_read(capsys, tables):
+    with gzip.open(tables / "in.txt.gz", "wt") as fh:
+        fh.write((tables / "in.txt").read_text())
+    rc, out, _ = _cli(capsys, *_audit(tables, "in.txt.gz", "out.txt"))
+    rc2, out2, _ = _cli(capsys, *_audit(tables, "in.txt", "out.txt"))
+    assert rc == rc2 == 0 and json.loads(out)["epsilon_lower"] == json.loads(out2)["epsilon_lower"]
+
+
+# --- loading a state imports nothing it names -----------------------------------------------------------------
+def test_state_naming_a_command_line_module_imports_nothing():
+    """Before: ``dputils.audit.__main__.X`` imported the module, which ran the audit command line
+    (SystemExit(2))."""
+    sys.modules.pop("dputils.audit.__main__", None)
+    state = PLDAccountant().compose(GaussianMechanism(1.0), 2).state_dict()
+    state["accountant"] = "dputils.audit.__main__.X"
+    with pytest.raises(DPValueError, match="no class"):
+        Accountant.from_state_dict(state)
+    assert "dputils.audit.__main__" not in sys.modules
+    state = PLDAccountant().compose(GaussianMechanism(1.0), 2).state_dict()
+    state["ledger"][0]["mechanism"]["class"] = "dputils.__main__.GaussianMechanism"
+    with pytest.raises(DPValueError, match="no class"):
+        Accountant.from_state_dict(state)
+    assert "dputils.__main__" not in sys.modules
+
+
+def test_audit_main_module_has_a_main_guard():
+    """Importing ``dputils.audit.__main__`` runs nothing (before: SystemExit(2) from the command line)."""
+    code = "import dputils.audit.__main__; print('imported')"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "imported", p.stderr
+
+
+def test_saved_states_still_load():
+    acc = PLDAccountant().compose(GaussianMechanism(1.0), 3)
+    back = Accountant.from_state_dict(json.loads(json.dumps(acc.state_dict())))
+    assert type(back) is PLDAccountant and back.get_epsilon(1e-5).value == acc.get_epsilon(1e-5).value
+
+
+# --- matrix accountants: bands and up-front work estimates --------------------------------------------------
+_MATRIX = ["epsilon", "--accountant", "matrix-renyi-tight", "--matrix", "bsr", "--sigma", "1", "--delta", "1e-5"]
+
+
+def test_bands_greater_than_batches_are_refused(capsys):
+    """Before: ``--bands 20 --batches 10`` was accepted."""
+    _one_line_error(capsys, *_MATRIX, "--bands", "20", "--batches", "10", fragment="bands")
+
+
+def _limited(argv, env_extra, timeout=120):
+    env = dict(os.environ, **env_extra)
+    return subprocess.run(
+        [sys.executable, "-m", "dputils", *argv], capture_output=True, text=True, timeout=timeout, env=env
+    )
