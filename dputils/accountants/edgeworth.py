@@ -64,10 +64,11 @@ import numpy as np
 from scipy import optimize, special
 
 from ..cumulants import LossMoments, clear_cache, evaluation_count, loss_moments, pair_key
-from ..errors import DPValueError, NumericalError, check_delta, check_finite, check_positive_int
+from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_finite, check_positive_int
 from ..mechanisms import Mechanism, SubsampledLaplaceMechanism
 from ..numerics import bisect_monotone
 from .base import Accountant, AccountingResult
+from .certified import FALLBACKS, with_pld_fallback
 from .registry import COMMON_EVENTS, register
 
 __all__ = [
@@ -432,14 +433,24 @@ class EdgeworthAccountant(Accountant):
     (upper finite or lower > 0), else ``"approximation"``. The AEA value is an approximation and is
     clipped into the certified bracket when it falls outside (``details["clipped"]``).
 
+    ``fallback="pld"`` (default): where the EEAI is vacuous (upper epsilon infinite, e.g. at the MNIST DP-SGD
+    setting sigma 1.1, q 256/60000, 3516 steps, delta 1e-5, where Delta_P ~ 0.09 exceeds delta) or wider than 10%
+    of its upper end, the PLD accountant's certified bracket is intersected with it and the AEA clipped into
+    the intersection, so the answer always carries a finite certified upper end; ``details["fallback"] ==
+    "pld"`` flags it and ``details["own_value"]`` keeps the AEA (:mod:`dputils.accountants.certified`).
+    ``fallback="none"``: the method's own answer alone (``kind="approximation"`` where the EEAI is vacuous).
+
     Cost: the moments of each distinct (mechanism, direction) are computed once; the rest is closed
     form, so the time does not depend on the number of compositions.
     """
 
     name = "edgeworth"
 
-    def __init__(self, direction: str = "both", order: int = 2, dgg_e: float = 0.1, n_grid: int = 4000):
+    def __init__(
+        self, direction: str = "both", order: int = 2, dgg_e: float = 0.1, n_grid: int = 4000, fallback: str = "pld"
+    ):
         super().__init__(direction)
+        self.fallback = check_choice("fallback", fallback, FALLBACKS)
         if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order not in (0, 1, 2, 3):
             raise DPValueError(f"order must be 0, 1, 2 or 3, got {order!r}")
         order = int(order)
@@ -500,6 +511,13 @@ class EdgeworthAccountant(Accountant):
 
     def get_delta(self, epsilon: float) -> AccountingResult:
         eps = self._checked_epsilon(epsilon)
+        self._require_ledger()
+        if self.fallback == "pld":
+            return with_pld_fallback(self, "delta", eps, lambda: self._own_delta(eps))
+        return self._own_delta(eps)
+
+    def _own_delta(self, eps: float) -> AccountingResult:
+        """Order-``order`` AEA delta(eps) with the EEAI bracket (no fallback)."""
         est = float(self.delta_curve(np.array([eps]))[0])
         grid = np.append(np.linspace(0.0, eps, self.n_grid), eps)
         lo_env = []
@@ -602,6 +620,13 @@ class EdgeworthAccountant(Accountant):
 
     def get_epsilon(self, delta: float) -> AccountingResult:
         delta = self._checked_delta(delta)
+        self._require_ledger()
+        if self.fallback == "pld":
+            return with_pld_fallback(self, "epsilon", delta, lambda: self._own_epsilon(delta))
+        return self._own_epsilon(delta)
+
+    def _own_epsilon(self, delta: float) -> AccountingResult:
+        """Order-``order`` AEA epsilon(delta) with the EEAI bracket (no fallback)."""
         per = {d: self.epsilon_direction(delta, d) for d in self._directions()}
         est = max(per.values())
         bounds = {d: self.epsilon_bounds_direction(delta, d) for d in self._directions()}
@@ -653,7 +678,7 @@ def edgeworth_work(mechanism: Mechanism, m: int, delta: float, *, eeai: bool = F
 
     clear_cache()
     t0 = time.perf_counter()
-    acc = EdgeworthAccountant().compose(mechanism, check_positive_int("m", m))
+    acc = EdgeworthAccountant(fallback="none").compose(mechanism, check_positive_int("m", m))
     if eeai:
         acc.get_epsilon(delta)
     else:
