@@ -67,6 +67,7 @@ import argparse
 import ast
 import contextlib
 import errno
+import logging
 import math
 import os
 import re
@@ -117,10 +118,12 @@ def find_root(explicit: Path | str | None = None) -> Path:
 
     if explicit is not None:
         p = Path(explicit).expanduser().resolve()
+        if p.exists() and not p.is_dir():
+            raise RootError(f"root: {p} is a file, not a book folder")
         if not _is_root(p):
             if booksources.packaged_sources() is None:
                 raise RootError(f"root: {p} has no notebooks/ and params/ folders")
-            p = booksources.materialize(p)
+            p = _materialize(p)
         return p
     here = repo_root()
     if _is_root(here):
@@ -129,10 +132,28 @@ def find_root(explicit: Path | str | None = None) -> Path:
     if _is_root(pkg):
         return pkg
     if booksources.packaged_sources() is not None:
-        return booksources.materialize(booksources.default_home())
+        try:
+            home = booksources.default_home()
+        except (RuntimeError, KeyError, OSError) as exc:  # no usable HOME
+            raise RootError(
+                f"no book folder: the home folder is unusable ({exc}); set DPBOOK_HOME or pass --root"
+            ) from None
+        return _materialize(home)
     raise RootError(
         f"no repository root found (neither {Path.cwd()} nor {pkg} holds notebooks/ and params/); pass --root PATH"
     )
+
+
+def _materialize(p: Path) -> Path:
+    """:func:`dputils.book.booksources.materialize`, its failures (a file in the way, a read-only folder) as one
+    line."""
+    try:
+        return booksources.materialize(p)
+    except OSError as exc:
+        where = exc.filename or p
+        raise RootError(
+            f"book folder {p}: cannot be made ({where}: {exc.strerror or exc}); set DPBOOK_HOME or pass --root"
+        ) from None
 
 
 def notebook_paths(root: Path | None = None) -> list[Path]:
@@ -173,6 +194,23 @@ def load_profile(profile: str, root: Path | None = None) -> dict[str, dict[str, 
         full = read("full")
         params = {**full, **params}
     return params
+
+
+def check_output_folder(output: Path) -> None:
+    """Refuse, before anything runs, an ``--output DIR`` that cannot be a folder: an existing file, a path under a
+    file, or a folder that cannot be written (one line, a ``ValueError``)."""
+    base = output.expanduser()
+    base = base if base.is_absolute() else Path.cwd() / base
+    p = base
+    while not p.exists():
+        if p.parent == p:
+            break
+        p = p.parent
+    if p.exists() and not p.is_dir():
+        where = "is a file" if p == base else f"is under {p}, a file"
+        raise ValueError(f"--output: {base} {where}; give a folder (DIR/methods and DIR/results are written there)")
+    if p.is_dir() and not os.access(p, os.W_OK | os.X_OK):
+        raise ValueError(f"--output: cannot write in {p} (permission denied)")
 
 
 def output_dirs(profile: str, root: Path, output: Path | str | None = None) -> tuple[Path, Path]:
@@ -256,7 +294,14 @@ def execute_one(
             report["cell"] = cell
             report["error"] = _first_line(f"{getattr(exc, 'ename', type(exc).__name__)}: {getattr(exc, 'evalue', '')}")
         report["traceback"] = "".join(traceback.format_exception_only(type(exc), exc))[-2000:]
-        report.update(failure_location(output, source))
+        if _is_timeout(exc):
+            report["error"] = (
+                f"CellTimeoutError: the cell ran past the timeout of {timeout} s (--timeout) and was stopped"
+            )
+            report["traceback"] = report["error"]
+            report.update(timeout_location(output, source))
+        else:
+            report.update(failure_location(output, source))
     finally:
         os.environ.clear()
         os.environ.update(env_backup)
@@ -368,6 +413,59 @@ def failure_location(executed: Path, source: Path | None = None) -> dict[str, An
                 out["md_line"] = first + (out.get("line", 1) - 1)
         break
     return out
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    """A cell that ran past the execution timeout (nbclient's ``CellTimeoutError``, a ``TimeoutError``)."""
+    return type(exc).__name__ == "CellTimeoutError" or isinstance(exc, TimeoutError)
+
+
+def timeout_location(executed: Path, source: Path | None = None) -> dict[str, Any]:
+    """Where a run stopped by the cell timeout was: the last code cell that papermill started (it records a
+    ``start_time`` for each cell it starts and none for those after), with the keys of :func:`failure_location`
+    except ``line`` (which line was running is not known; ``source`` and ``md_line`` give the cell's first line of
+    code)."""
+    out: dict[str, Any] = {}
+    try:
+        import nbformat
+
+        nb = nbformat.read(executed, as_version=4)
+    except Exception:
+        return out
+    k, found = 0, None
+    for c in nb.cells:
+        if c.cell_type != "code":
+            continue
+        if "injected-parameters" not in c.metadata.get("tags", []):
+            k += 1
+        if (c.metadata.get("papermill") or {}).get("start_time"):
+            found = (k, c)
+    if found is None:
+        return out
+    k, c = found
+    out["code_cell"] = k
+    if c.get("execution_count") is not None:
+        out["cell"] = c["execution_count"]
+    src_lines = c.source.splitlines()
+    code = [(i, ln) for i, ln in enumerate(src_lines, 1) if ln.strip() and not ln.strip().startswith("#")]
+    if code:  # the line it was running is not known: the cell's first line of code, no line number
+        out["source"] = code[0][1].strip()[:200]
+    if source is not None:
+        start = _md_cell_line(source, k, src_lines)
+        if start is not None:
+            out["md_line"] = start + (code[0][0] - 1 if code else 0)
+    return out
+
+
+class _NoTimeoutEcho(logging.Filter):
+    """Drops papermill's "Timeout waiting for execute reply" log line: the run's report says it once, with the
+    cell."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Timeout waiting for execute reply")
+
+
+logging.getLogger("papermill").addFilter(_NoTimeoutEcho())
 
 
 def _md_cell_line(source: Path, k: int, src_lines: list[str]) -> int | None:
@@ -546,11 +644,12 @@ def owner_gone() -> bool:
     return _OWNER is not None and os.getppid() != _OWNER
 
 
-def _kill_descendants() -> None:
-    """SIGKILL this process's children and their children (the notebook kernels), read from /proc."""
+def _kill_descendants(me: int | None = None) -> None:
+    """SIGKILL the children of ``me`` (default this process) and their children (the notebook kernels), read from
+    /proc."""
     import signal
 
-    me = os.getpid()
+    me = os.getpid() if me is None else me
     parents: dict[int, int] = {}
     for d in Path("/proc").glob("[0-9]*"):
         try:
@@ -568,6 +667,24 @@ def _kill_descendants() -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+def _worker_init(owner: int) -> None:
+    """Pool initializer: Ctrl-C is the run's to handle (:func:`_stop_pool`), not each worker's (a traceback per
+    worker); then :func:`_watch_owner`."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _watch_owner(owner)
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """End a pool at once (Ctrl-C): SIGKILL each worker's kernels, then the worker; nothing they ran is published."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for proc in procs:
+        _kill_descendants(proc.pid)
+        proc.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _watch_owner(owner: int, interval: float = 0.5) -> None:
@@ -843,7 +960,8 @@ def execute_all(
     pending = sorted(sources, key=lambda p: p.stat().st_size, reverse=True) if workers > 1 else list(sources)
     started: dict[Future, tuple[str, float, int]] = {}
     last_beat = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=workers, initializer=_watch_owner, initargs=(os.getpid(),)) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(os.getpid(),))
+    try:
         while pending or started:
             while pending and len(started) < workers:
                 src = pending.pop(0)
@@ -889,6 +1007,14 @@ def execute_all(
                 last_beat = now
                 busy = ", ".join(f"{nm} ({now - t0:.0f} s)" for nm, t0, _ in started.values())
                 _say(f"         still running: {busy}")
+    except KeyboardInterrupt:
+        _stop_pool(pool)
+        shutil.rmtree(staging, ignore_errors=True)  # the chapters still running publish nothing
+        raise
+    except BaseException:
+        pool.shutdown(wait=True)
+        raise
+    pool.shutdown(wait=True)
     try:
         staging.rmdir()  # empty when everything passed
         staging.parent.rmdir()
@@ -1282,6 +1408,8 @@ def cli_main(command: str, argv: Sequence[str]) -> int:
                 f"--update-ledger records the book's targets (profile full), not those of --profile {args.profile}"
             )
         output = ("book" if args.profile == "full" else None) if command == "book" else args.output
+        if command == "run" and output is not None and str(output) != "book":
+            check_output_folder(Path(output))
         rpath = report_path(command, args.profile, root, output, args.report)
     except ValueError as exc:  # RootError included
         sys.stderr.write(f"error: {exc}\n")
@@ -1289,14 +1417,21 @@ def cli_main(command: str, argv: Sequence[str]) -> int:
     lock = contextlib.ExitStack()
     try:
         lock.enter_context(runlock.hold(root, runlock.lock_key(args.profile, output), wait=args.wait, say=_say))
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted while waiting for the lock; nothing ran\n")
+        return 130
     except runlock.LockBusy as exc:
         sys.stderr.write(f"error: {exc}\n")
         return LOCK_BUSY_EXIT
     except OSError as exc:
         sys.stderr.write(f"error: cannot take the run lock under {root / '_build'}: {exc.strerror or exc}\n")
         return 2
-    with lock:
-        return _cli_locked(command, args, root, output, rpath, t_wall)
+    try:
+        with lock:
+            return _cli_locked(command, args, root, output, rpath, t_wall)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted; the last good results are kept\n")
+        return 130
 
 
 def _cli_locked(command: str, args: Any, root: Path, output: Any, rpath: Path, t_wall: float) -> int:

@@ -1,0 +1,121 @@
+"""One line instead of a traceback: a cell timeout names its cell, Ctrl-C says the last good results are kept,
+and a bad --output or --root is refused before anything runs."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from dputils.book import booksources
+from dputils.book.run import cli_main
+
+
+def _write_md(path, cells):
+    import jupytext
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = cells
+    jupytext.write(nb, path, fmt="md:myst")
+
+
+def _root(tmp_path, wait=300.0):
+    root = tmp_path / "repo"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "params").mkdir()
+    (root / "params" / "smoke.yml").write_text("")
+    p = nbformat.v4.new_code_cell("wait: float = 0.0  # seconds")
+    p.metadata["tags"] = ["parameters"]
+    _write_md(
+        root / "notebooks" / "slow.md",
+        [
+            p,
+            nbformat.v4.new_code_cell("x = 1"),
+            nbformat.v4.new_code_cell(f"import time\ntime.sleep({wait})"),
+            nbformat.v4.new_code_cell("from dputils.book import results\nresults.save('slow', value=2)"),
+        ],
+    )
+    return root
+
+
+def test_a_cell_timeout_names_the_cell_in_a_few_lines(tmp_path, capfd):
+    root = _root(tmp_path)
+    rc = cli_main("run", ["--root", str(root), "--profile", "smoke", "--timeout", "3"])
+    err = capfd.readouterr().err
+    assert rc == 1
+    assert "Traceback" not in err and "ZMQError" not in err and "Timeout waiting" not in err, err
+    md_line = (root / "notebooks" / "slow.md").read_text().splitlines().index("import time") + 1
+    assert f"notebooks/slow.md:{md_line}, code cell 3, In [3]: import time" in err
+    assert "CellTimeoutError: the cell ran past the timeout of 3 s (--timeout) and was stopped" in err
+    assert "before any cell" not in err
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+def test_ctrl_c_says_the_last_good_results_are_kept(tmp_path):
+    root = _root(tmp_path)
+    good = root / "_build" / "smoke" / "results"
+    env = {k: v for k, v in os.environ.items() if k not in ("DPBOOK_RESULTS_DIR", "MPLBACKEND")}
+    # a first good run (no wait), then one interrupted in its sleeping cell
+    first = subprocess.run(
+        [sys.executable, "-m", "dputils", "run", "--root", str(root), "--profile", "smoke"],
+        env=env,
+        capture_output=True,
+    )
+    assert first.returncode == 0, first.stderr.decode()
+    before = (good / "slow.json").read_bytes()
+    (root / "params" / "smoke.yml").write_text("slow:\n  wait: 300.0\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dputils", "run", "--root", str(root), "--profile", "smoke"],
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    t0 = time.time()
+    staging = root / "_build" / "staging"
+    while time.time() - t0 < 90:  # until its kernel is in the sleeping cell
+        if any(staging.glob("*/slow/slow.ipynb")) or any(staging.glob("*/slow")):
+            break
+        time.sleep(0.2)
+    time.sleep(6.0)  # the kernel started and runs the sleep
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends
+    _, err = proc.communicate(timeout=60)
+    lines = err.decode().strip().splitlines()
+    assert proc.returncode == 130, err.decode()
+    assert lines[-1] == "interrupted; the last good results are kept"
+    assert "Traceback" not in err.decode() and "KeyboardInterrupt" not in err.decode(), err.decode()
+    assert (good / "slow.json").read_bytes() == before
+    left = [d for d in staging.glob("*") if d.name.endswith(f"-{proc.pid}")]
+    assert left == []
+    out = subprocess.run(["pgrep", "-f", str(root)], capture_output=True, text=True)
+    assert out.stdout.strip() == ""  # no worker or kernel left
+
+
+def test_output_that_is_a_file_is_refused_before_running(tmp_path, capfd):
+    root = _root(tmp_path, wait=0.0)
+    f = tmp_path / "out.txt"
+    f.write_text("x")
+    for target, says in ((f, "is a file"), (f / "sub", f"is under {f}, a file")):
+        rc = cli_main("run", ["--root", str(root), "--profile", "smoke", "--output", str(target)])
+        err = capfd.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and says in err[0] and err[0].startswith("error: --output:"), err
+    assert not (root / "_build" / "staging").exists()
+
+
+def test_a_root_that_cannot_be_a_book_folder_is_one_line(tmp_path, capfd, monkeypatch):
+    f = tmp_path / "file"
+    f.write_text("x")
+    rc = cli_main("run", ["--root", str(f)])
+    err = capfd.readouterr().err.strip().splitlines()
+    assert rc == 2 and err == [f"error: root: {f} is a file, not a book folder"]
+    # installed from a wheel (shipped sources): a book folder under a file cannot be made
+    shipped = _root(tmp_path / "wheel", wait=0.0)
+    monkeypatch.setattr(booksources, "packaged_sources", lambda: shipped)
+    rc = cli_main("run", ["--root", str(f / "book")])
+    err = capfd.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith(f"error: book folder {f / 'book'}: cannot be made"), err
