@@ -56,3 +56,26 @@ def test_dropping_the_union_bound_factor_fails_the_chapter(monkeypatch):
     )
     last = float(participant_weights(acc, 5e-6)["remove"][-1])
     assert last < tg.spec["T8d"]["paper"][-1] * (1 - 0.02)  # optimistic: below the true bound's weight
+
+
+def test_t2c_reference_is_the_quadrature_of_the_exact_add_divergence():
+    """T2c's reference: R_2(Q||P) = log E_Q[1/S] for DP-SGD (b = 100, sigma = 1), S the mean of b independent
+    mean-one lognormals, as log int_0^inf L(t/b)^b dt with L(u) = E exp(-u W): nested adaptive quadrature
+    (QUADPACK), independent of the package's log-space trapezoid rule."""
+    import math
+
+    import numpy as np
+    from scipy import integrate
+
+    b, v = 100, 1.0
+
+    def laplace(u: float) -> float:
+        f = lambda z: math.exp(-0.5 * z * z - u * math.exp(math.sqrt(v) * z - v / 2)) / math.sqrt(2 * math.pi)  # noqa: E731
+        return integrate.quad(f, -12, 12, epsabs=0, epsrel=1e-12, limit=400, points=[0.0])[0]
+
+    g = lambda t: laplace(t / b) ** b  # noqa: E731
+    cuts = [0, 0.5, 1, 2, 4, 8, 16, 40]
+    val = sum(integrate.quad(g, a, c, epsabs=0, epsrel=1e-11, limit=400)[0] for a, c in zip(cuts, cuts[1:]))
+    val += integrate.quad(g, 40, np.inf, epsabs=0, epsrel=1e-8, limit=200)[0]
+    ref = Targets("matrix_allocation").spec["T2c"]["paper"]
+    assert abs(math.log(val) / ref - 1) < 1e-8

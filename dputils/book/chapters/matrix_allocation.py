@@ -327,7 +327,7 @@ def mc_agreement_table(rho_dp: float, rho_mc: float, renyi_delta, mc_delta) -> N
         [
             {"check": "R_3, BSR b=8 p=2, σ=1.5", "DP / Rényi": rho_dp, "Monte Carlo": rho_mc, "MC 99% interval": "—"},
             {"check": "δ(ε=1), DP-SGD b=20, σ=1", "DP / Rényi": float(renyi_delta), "Monte Carlo": float(mc_delta),
-             "MC 99% interval": f"[{mc_delta.lower:.3e}, {mc_delta.upper:.3e}]"},
+             "MC 99% interval": f"[{sci(mc_delta.lower, 4)}, {sci(mc_delta.upper, 4)}]"},
         ],
         caption="The dynamic program against plain Monte Carlo",
     )  # fmt: skip
@@ -381,7 +381,7 @@ def chain_table(q_chain: Mapping[str, np.ndarray], n: int, delta: float) -> None
     show_table(
         [{"chain": d, "q at n = 1": q[0], f"q at n = {n // 2}": q[n // 2 - 1], f"q at n = {n}": q[-1]}
          for d, q in q_chain.items()],
-        caption=f"Weight of the participating slot, DP-SGD N = {n}, σ = 1, δ_E = {delta / 2:g}",
+        caption=f"Weight of the participating slot, DP-SGD N = {n}, σ = 1, δ_E = {sci(delta / 2, 1)}",
     )  # fmt: skip
 
 
@@ -391,7 +391,9 @@ def plot_chains(q_chain: Mapping[str, np.ndarray], n: int, delta: float) -> matp
     for d, q in q_chain.items():
         ax.plot(np.arange(1, n + 1), q, label=f"{d} chain")
     ax.axhline(1 / n, color="0.6", lw=0.8, ls=":", label="prior 1/b")
-    ax.set(xlabel="step n", ylabel="weight of the participating slot", title=f"DP-SGD, N={n}, σ=1, δ_E={delta / 2:g}")
+    ax.set(
+        xlabel="step n", ylabel="weight of the participating slot", title=f"DP-SGD, N={n}, σ=1, δ_E={sci(delta / 2, 1)}"
+    )
     ax.legend(loc="best", framealpha=1)
     return fig
 
