@@ -59,6 +59,16 @@ distances :math:`\tau_P, \tau_Q` between the computed and the exact pairs; the h
 of c pairs moves by at most :math:`c(\tau_P + e^\varepsilon \tau_Q)`, which widens both ends.
 
 Neither PLD_accounting's code nor its text is used; only the facts above (the pair, the k-out-of-t reduction).
+
+**Peers.** dp_accounting (0.4.x) has no DpEvent for random allocation (its ``MixtureOfGaussiansDpEvent`` is a
+one-dimensional mixture), so :mod:`dputils.interop` offers no adapter for this accountant; pld-accounting 2.0 is the
+peer it is measured against (``benchmarks/bench_allocation.py``).
+
+**Where the grid does not fit.** For small sigma the lognormal terms are heavy-tailed and the default grid would need
+more than ``DEFAULT_POINTS`` points (at T = 100: below sigma of about 0.65); such a component is then bounded by the
+Gaussian mechanism with the same sigma (one participation of sensitivity 1 dominates the mixture, by joint convexity
+of the hockey-stick divergence), composed by the PLD accountant, with no lower end (``details["fallback"]`` says
+why). A ``grid`` given by the caller is used as is (refused above ``MAX_POINTS``).
 """
 
 from __future__ import annotations
