@@ -555,7 +555,7 @@ class _LazyPLD:
     events={"random-allocation", "balls-in-bins"},
     cost="moderate",
     rank=60,
-    color="#17becf",
+    color="#637939",
     help="DP-SGD under random allocation (balls in bins), Feldman-Shenfeld pair: certified PLD bracket",
 )
 class RandomAllocationPLDAccountant(Accountant):
