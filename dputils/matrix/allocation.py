@@ -560,31 +560,48 @@ class MatrixMonteCarloAccountant(Accountant):
         while d_at(hi) > delta:
             lo, hi = hi, hi * 2
             if hi > 1e3:
-                raise NumericalError("matrix-mc: no epsilon <= 1e3 reaches the target delta with these samples")
+                raise NumericalError(self._unreachable(delta, which))
         # bisection to 1e-6 relative (absolute 1e-9 below eps = 1e-3), the upper end: d_at(hi) <= delta
         return bisect_monotone(
             lambda e: not d_at(e) > delta, lo, hi, keep="hi", tol=1e-6, max_iter=60, ends_checked=True, floor=1e-3
         )
 
+    def _unreachable(self, delta: float, which: int) -> str:
+        """Why no epsilon <= 1e3 reaches ``delta`` with end ``which`` (0 estimate, 1 lower, 2 upper)."""
+        n = self.samples
+        lg = math.log(4.0 / self.gamma)
+        floor = 7.0 * lg / (3.0 * (n - 1))  # the variance-free term of the empirical-Bernstein radius
+        what = ("estimate", "lower end", "upper confidence bound")[which]
+        msg = f"matrix-mc: no epsilon <= 1e3 brings the {what} of delta to {delta:g} with {n:,} samples"
+        if which == 2 and floor >= 0.5 * delta:
+            need = math.ceil(7.0 * lg / (3.0 * 0.5 * delta)) + 1
+            msg += (
+                f": the empirical-Bernstein radius alone is at least 7 log(4/gamma) / (3 (n - 1)) = {floor:.2g} at "
+                f"confidence {1 - self.gamma:g}, comparable to delta; at least {need:,} samples are needed for its "
+                "variance-free term to fall below delta / 2 (the sample size grows like 1/delta)"
+            )
+        return msg
+
     def get_epsilon(self, delta: float) -> AccountingResult:
+        """The estimate of epsilon(delta) with its confidence bracket. Where the upper confidence bound of delta
+        stays above ``delta`` for every epsilon (too few samples for a small delta: the radius of the
+        empirical-Bernstein interval is at least ``7 log(4/gamma) / (3 (n - 1))``), the upper end is ``inf`` and
+        ``details["upper_unreachable"]`` says why; an unreachable estimate is an error naming the samples needed."""
         dl = check_delta(delta)
         est = self._eps_for(dl, 0)
-        upper = self._eps_for(dl, 2)
+        details = {
+            "samples": self.samples,
+            "confidence": 1 - self.gamma,
+            "sigma": self.mechanism.sigma,
+            "matrix": self.mechanism.matrix,
+        }
+        try:
+            upper = self._eps_for(dl, 2)
+        except NumericalError as exc:
+            upper = math.inf
+            details["upper_unreachable"] = str(exc)
         lower = self._eps_for(dl, 1)
-        return AccountingResult(
-            est,
-            min(lower, est),
-            max(upper, est),
-            "estimate",
-            self.name,
-            "epsilon",
-            {
-                "samples": self.samples,
-                "confidence": 1 - self.gamma,
-                "sigma": self.mechanism.sigma,
-                "matrix": self.mechanism.matrix,
-            },
-        )
+        return AccountingResult(est, min(lower, est), max(upper, est), "estimate", self.name, "epsilon", details)
 
 
 # ---------------------------------------------------------------------------------------------- calibration
