@@ -229,10 +229,20 @@ def max_work() -> float:
     return DEFAULT_MAX_WORK
 
 
-def _fmt_bytes(n: float) -> str:
+def _fmt_bytes(n: float, digits: int = 3) -> str:
     if n >= _GIB:
-        return f"{n / _GIB:.3g} GiB"
-    return f"{n / 1024.0**2:.3g} MiB"
+        return f"{n / _GIB:.{digits}g} GiB"
+    return f"{n / 1024.0**2:.{digits}g} MiB"
+
+
+def _distinct(value: float, limit: float, fmt=lambda x, d: f"{x:.{d}g}") -> tuple[str, str]:
+    """``value`` and ``limit`` written with the fewest significant digits (3 or more) that tell them apart, so
+    that a refusal never reads "about 1e+12 ..., over the limit of 1e+12"."""
+    for digits in range(3, 18):
+        a, b = fmt(value, digits), fmt(limit, digits)
+        if a != b:
+            return a, b
+    return a, b
 
 
 def check_memory(parameter: str, nbytes: float, what: str = "", hint: str = "") -> None:
@@ -246,7 +256,8 @@ def check_memory(parameter: str, nbytes: float, what: str = "", hint: str = "") 
     """
     limit = memory_limit()
     if not (nbytes <= limit.bytes):  # also catches nan/inf estimates
-        msg = f"{parameter}: {what + ' ' if what else ''}would need {_fmt_bytes(nbytes)}, over {limit.describe()}"
+        need, _ = _distinct(nbytes, limit.bytes, _fmt_bytes)
+        msg = f"{parameter}: {what + ' ' if what else ''}would need {need}, over {limit.describe()}"
         if hint:
             msg += f"; {hint}"
         raise DPValueError(msg)
@@ -256,10 +267,8 @@ def check_work(parameter: str, units: float, what: str = "operations", hint: str
     """Refuse (``DPValueError`` naming ``parameter``) when ``units`` of work exceed :func:`max_work`."""
     limit = max_work()
     if not (units <= limit):
-        msg = (
-            f"{parameter}: would need about {units:.3g} {what}, over the limit of {limit:.3g} "
-            "(set DPUTILS_MAX_WORK to raise it)"
-        )
+        need, cap = _distinct(units, limit)
+        msg = f"{parameter}: would need about {need} {what}, over the limit of {cap} (set DPUTILS_MAX_WORK to raise it)"
         if hint:
             msg += f"; {hint}"
         raise DPValueError(msg)

@@ -142,3 +142,96 @@ def _limited(argv, env_extra, timeout=120):
     return subprocess.run(
         [sys.executable, "-m", "dputils", *argv], capture_output=True, text=True, timeout=timeout, env=env
     )
+
+
+# --- the book folder: DPBOOK_HOME, HOME and --root that cannot hold one ---------------------------------------
+@pytest.fixture
+def wheel(tmp_path, monkeypatch):
+    """As installed from a wheel: shipped book sources (a fake ``_book`` folder) and no checkout."""
+    from dputils.book import booksources
+
+    src = tmp_path / "_book"
+    (src / "notebooks").mkdir(parents=True)
+    (src / "params").mkdir()
+    (src / "params" / "smoke.yml").write_text("{}\n")
+    monkeypatch.setattr(booksources, "packaged_sources", lambda: src)
+    (tmp_path / "afile").write_text("not a folder\n")
+    return tmp_path
+
+
+def _refused(fn, *fragments):
+    with pytest.raises(ValueError) as info:
+        fn()
+    msg = str(info.value)
+    assert "\n" not in msg and all(f in msg for f in fragments), msg
+    return msg
+
+
+def test_dpbook_home_that_is_a_file_or_under_one(wheel, monkeypatch):
+    """Before: NotADirectoryError / FileExistsError tracebacks from iterdir or mkdir."""
+    from dputils.book import booksources
+
+    monkeypatch.setenv("DPBOOK_HOME", str(wheel / "afile"))
+    _refused(lambda: booksources.materialize(booksources.default_home()), "DPBOOK_HOME", "is a file")
+    monkeypatch.setenv("DPBOOK_HOME", str(wheel / "afile" / "book"))
+    _refused(lambda: booksources.materialize(booksources.default_home()), "DPBOOK_HOME", "which is a file")
+
+
+def test_read_only_book_folder(wheel, monkeypatch):
+    """Before: PermissionError traceback (simulated: this test may run as root, which ignores modes)."""
+    from pathlib import Path
+
+    from dputils.book import booksources
+
+    def denied(self, *a, **k):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setenv("DPBOOK_HOME", str(wheel / "ro" / "book"))
+    monkeypatch.setattr(Path, "mkdir", denied)
+    _refused(lambda: booksources.materialize(booksources.default_home()), "DPBOOK_HOME", "Permission denied")
+
+
+def test_unusable_home(wheel, monkeypatch):
+    """Before: RuntimeError('Could not determine home directory.') traceback."""
+    from pathlib import Path
+
+    from dputils.book import booksources
+
+    def no_home(cls=None):
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("DPBOOK_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", classmethod(no_home))
+    _refused(booksources.default_home, "HOME", "DPBOOK_HOME")
+
+
+def test_root_naming_a_file(wheel, capsys, monkeypatch):
+    """``dputils run --root FILE``: one line naming root (before: NotADirectoryError traceback)."""
+    from dputils.book import run as runner
+
+    _refused(lambda: runner.find_root(wheel / "afile"), "root", "is a file")
+    monkeypatch.chdir(wheel)
+    rc = main(["run", "--root", str(wheel / "afile"), "--profile", "smoke"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "is a file" in err, err
+
+
+# --- messages: one line naming the parameter ------------------------------------------------------------------
+def test_tiny_discretization_names_the_parameter(capsys):
+    """Before: 'numerical error: overflow (cannot convert float infinity to integer)', exit 3."""
+    argv = ["epsilon", "--accountant", "pld", "--mechanism", "gaussian", "--sigma", "1", "--steps", "1"]
+    _one_line_error(capsys, *argv, "--delta", "1e-5", "--discretization", "1e-320", fragment="discretization must be")
+
+
+def test_work_refusal_tells_the_estimate_from_the_limit(monkeypatch):
+    """Before: 'would need about 1e+12 operations, over the limit of 1e+12'."""
+    from dputils.resources import check_memory, check_work
+
+    with pytest.raises(DPValueError) as info:
+        check_work("bands", 1.0004e12)
+    msg = str(info.value)
+    assert "about 1.0004e+12 operations" in msg and "limit of 1e+12" in msg
+    monkeypatch.setenv("DPUTILS_MAX_MEMORY_GB", "0.5")
+    with pytest.raises(DPValueError) as info:
+        check_memory("batches", 0.5 * 1024**3 * (1 + 1e-6))
+    assert "need 512.001 MiB, over the limit of 512 MiB" in str(info.value)

@@ -43,9 +43,42 @@ def is_book_folder(p: Path) -> bool:
 
 
 def default_home() -> Path:
-    """``$DPBOOK_HOME``, else ``~/dpbook``."""
+    """``$DPBOOK_HOME``, else ``~/dpbook``; ValueError (one line naming DPBOOK_HOME or HOME) when neither can
+    be resolved (``~`` in DPBOOK_HOME or no home directory: HOME unset and no password entry)."""
     env = os.environ.get("DPBOOK_HOME")
-    return Path(env).expanduser() if env else Path.home() / "dpbook"
+    try:
+        return Path(env).expanduser() if env else Path.home() / "dpbook"
+    except (RuntimeError, KeyError, OSError) as exc:  # Path.home(): "Could not determine home directory"
+        name = "DPBOOK_HOME" if env else "HOME"
+        raise ValueError(
+            f"{name}: the home directory cannot be determined ({_reason(exc)}); set DPBOOK_HOME to a writable "
+            "folder or pass --root PATH"
+        ) from None
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _named(dest: Path) -> str:
+    """How the user chose ``dest``: ``DPBOOK_HOME`` (or ``HOME``) when it is the default home, else ``root``."""
+    try:
+        if dest == default_home().expanduser().resolve():
+            return "DPBOOK_HOME" if os.environ.get("DPBOOK_HOME") else "HOME"
+    except (ValueError, OSError, RuntimeError):
+        pass
+    return "root"
+
+
+def _unusable(dest: Path, why: str) -> ValueError:
+    name = _named(dest)
+    return ValueError(
+        f"{name}: {dest} {why}; choose a writable folder with --root PATH or set DPBOOK_HOME"
+        if name == "root"
+        else f"{name}: the book folder {dest} {why}; set DPBOOK_HOME to a writable folder or pass --root PATH"
+    )
 
 
 def materialize(dest: Path | str, *, quiet: bool = False) -> Path:
@@ -54,35 +87,48 @@ def materialize(dest: Path | str, *, quiet: bool = False) -> Path:
     Refuses (ValueError) a non-empty folder that is neither a book folder nor made by us, so nothing of the
     user's is overwritten."""
     src = packaged_sources()
-    dest = Path(dest).expanduser().resolve()
+    try:
+        dest = Path(dest).expanduser().resolve()
+    except (RuntimeError, KeyError, OSError) as exc:
+        raise ValueError(f"root: {str(dest)!r} cannot be resolved ({_reason(exc)}); pass --root PATH") from None
     if src is None:
         raise ValueError(
             "this dputils has no shipped book sources (it is not installed from a wheel): "
             "run from a dpbook checkout or pass --root PATH"
         )
+    # a file, or a path under a file, cannot be a book folder: say so in one line, before touching anything
+    for p in (dest, *dest.parents):
+        if p.exists() and not p.is_dir():
+            raise _unusable(dest, "is a file, not a folder" if p == dest else f"is under {p}, which is a file")
     marker = dest / MARKER
     written = None
-    if marker.is_file():
-        try:
-            written = json.loads(marker.read_text()).get("version")
-        except (OSError, ValueError, AttributeError):
-            written = None
-    elif dest.exists() and any(dest.iterdir()):
-        if is_book_folder(dest):
-            return dest  # a checkout or a folder the user laid out: theirs, used as it is
-        raise ValueError(
-            f"root: {dest} is neither empty nor a dpbook folder; choose another with --root PATH or set DPBOOK_HOME"
-        )
-    if written == __version__:
-        return dest
-    dest.mkdir(parents=True, exist_ok=True)
-    for item in sorted(src.iterdir()):
-        target = dest / item.name
-        if item.is_dir():
-            shutil.copytree(item, target, dirs_exist_ok=True)
-        else:
-            shutil.copy2(item, target)
-    marker.write_text(json.dumps({"version": __version__, "copied_from": str(src)}, indent=1) + "\n")
+    try:
+        if marker.is_file():
+            try:
+                written = json.loads(marker.read_text()).get("version")
+            except (OSError, ValueError, AttributeError):
+                written = None
+        elif dest.exists() and any(dest.iterdir()):
+            if is_book_folder(dest):
+                return dest  # a checkout or a folder the user laid out: theirs, used as it is
+            raise ValueError(
+                f"root: {dest} is neither empty nor a dpbook folder; choose another with --root PATH or set DPBOOK_HOME"
+            )
+        if written == __version__:
+            return dest
+        dest.mkdir(parents=True, exist_ok=True)
+        for item in sorted(src.iterdir()):
+            target = dest / item.name
+            if item.is_dir():
+                shutil.copytree(item, target, dirs_exist_ok=True)
+            else:
+                shutil.copy2(item, target)
+        marker.write_text(json.dumps({"version": __version__, "copied_from": str(src)}, indent=1) + "\n")
+    except shutil.Error as exc:  # copytree gathers the failures of every file
+        first = exc.args[0][0] if exc.args and exc.args[0] and isinstance(exc.args[0], list) else exc
+        raise _unusable(dest, f"cannot be written ({' '.join(str(first).split())[:200]})") from None
+    except OSError as exc:  # read-only, permission denied, disk full, ...
+        raise _unusable(dest, f"cannot be written ({_reason(exc)})") from None
     if not quiet:
         what = "refreshed" if written else "made"
         print(
