@@ -334,3 +334,54 @@ def record_work(tg: Targets, ids, evals, evals_eeai, prv_rows) -> None:
         condition=by_m == sorted(set(by_m)) and by_e == sorted(set(by_e)) and len(by_m) >= 2 and len(by_e) >= 2,
         ours=f"{by_m[0]:,} → {by_m[-1]:,} points",
     )
+
+
+def own_bound_over_T(sigma: float, q: float, delta: float, Ts: Sequence[int], pld_max_T: int) -> list[dict[str, Any]]:
+    """Where the Edgeworth accountant's own certified upper end becomes finite: per T, the Lemma 4.3 bound Δ_P
+    (the larger over the directions), the EEAI (``fallback="none"``) and, for T up to ``pld_max_T``, the
+    default answer (the PLD's certified bracket intersected where the EEAI is vacuous or over 10% wide,
+    :mod:`dputils.accountants.certified`). EW_UPP is finite only where Δ_P < δ; ``T_finite`` extrapolates the
+    T where that happens with the 1/√T decay of Δ_P (first-order term of the bound)."""
+    from ...accountants.edgeworth import EdgeworthAccountant
+    from ...mechanisms import SubsampledGaussianMechanism
+
+    mech = SubsampledGaussianMechanism(sigma, q)
+    rows = []
+    for T in Ts:
+        own_acc = EdgeworthAccountant(fallback="none").compose(mech, int(T))
+        own = own_acc.get_epsilon(delta)
+        dP = max(b[0] for b in own_acc.error_bounds().values())
+        row = dict(T=int(T), Delta_P=dP, aea=own.value, own_lower=own.lower, own_upper=own.upper)
+        if T <= pld_max_T:
+            ans = EdgeworthAccountant().compose(mech, int(T)).get_epsilon(delta)
+            row.update(answer=ans.value, lower=ans.lower, upper=ans.upper, fallback=ans.details.get("fallback"))
+        rows.append(row)
+    last = rows[-1]
+    t_finite = last["T"] * (last["Delta_P"] / delta) ** 2
+    for r in rows:
+        r["T_finite"] = t_finite
+    return rows
+
+
+def own_bound_table(rows: Sequence[Mapping[str, Any]], sigma: float, q: float, delta: float):
+    """The rows of :func:`own_bound_over_T` as a table."""
+
+    def end(x):
+        return "∞" if not math.isfinite(x) else f"{x:.4g}"
+
+    return show_table(
+        [
+            {
+                "T": r["T"],
+                "Δ_P": sci(r["Delta_P"], 3),
+                "AEA ε": f"{r['aea']:.4g}",
+                "EEAI": f"[{r['own_lower']:.4g}, {end(r['own_upper'])}]",
+                "default answer [certified bracket]": (
+                    f"{r['answer']:.4g} [{r['lower']:.5g}, {r['upper']:.5g}]" if "answer" in r else "not run"
+                ),
+                "PLD consulted": ("yes" if r.get("fallback") == "pld" else "no") if "answer" in r else "",
+            }
+            for r in rows
+        ],
+        caption=f"The Edgeworth accountant over T (σ = {sigma:g}, q = {q:.4g}, δ = {sci(delta, 0)})",
+    )
