@@ -523,3 +523,32 @@ def record_pins(tg: Targets, ids, table, off_paper: str | None) -> None:
     r = {row["n"]: row for row in table}[4500]
     tg.record(t_gdp, r["gdp"])
     tg.record(t_ma, r["ma"])
+
+
+#: the meaning of each parameter of the chapter (shown next to its value in the run)
+PARAMETERS = {
+    "sigma": "noise multiplier σ of the subsampled Gaussian",
+    "q": "Poisson sampling rate",
+    "n_curve": "number of compositions n of the δ(ε) curves",
+    "n_eps": "ε grid points on [0.25, 3] of the δ(ε) curves",
+    "n_truth_curve": "of those, points with the contour-integral truth",
+    "delta_table": "target δ of the ε-against-n reproduction",
+    "n_table_rows": "rows of that table (n = 1500 to 4500), 1 to 32",
+    "n_truth_table": "rows of that table with our own truth",
+    "epochs_d5": "epochs nq of the few-epochs scan at δ = 10⁻⁵",
+    "epochs_d15": "epochs of the few-epochs scan at δ = 10⁻¹⁵",
+    "timing_ns": "n of the work and runtime table",
+    "timing_repeats": "repetitions per timing point",
+    "own_Ts": "T of the own-bracket table",
+    "own_sigma": "σ of the own-bracket table",
+    "own_q": "q of the own-bracket table",
+    "seed": "seed (nothing here is random)",
+}
+
+
+def parameters_table(values: Mapping[str, Any], meanings: Mapping[str, str] = PARAMETERS):
+    """The run's parameters (``values``, e.g. the notebook's ``globals()``) with their meanings."""
+    return show_table(
+        [{"parameter": k, "value": str(values[k]), "meaning": v} for k, v in meanings.items()],
+        caption="Parameters of this run",
+    )
