@@ -452,3 +452,103 @@ def record_eps_table(tg: Targets, ids, table, pair, delta: float, n_truth: int, 
         condition=b["rel_clt"] < a["rel_clt"] and b["rel_msd0"] < a["rel_msd0"],
         ours=f"SP-CLT {a['rel_clt']:.1e} → {b['rel_clt']:.1e}",
     )
+
+
+def own_bracket_over_T(sigma: float, q: float, delta: float, Ts: Sequence[int]) -> list[dict[str, Any]]:
+    """Where SPA's own answer is usable: per T, the SP-CLT ε(δ) and its Theorem-5 bracket (``fallback="none"``),
+    the PLD accountant's certified bracket (the reference: its width is ~10⁻⁴ relative), SP-CLT's error
+    against the PLD's upper end, and the accountant's default answer (the PLD's bracket intersected where
+    SPA's is over 10% wide, :mod:`dputils.accountants.certified`)."""
+    import warnings
+
+    from ...accountants.pld import PLDAccountant
+    from ...mechanisms import SubsampledGaussianMechanism
+
+    mech = SubsampledGaussianMechanism(sigma, q)
+    rows = []
+    for T in Ts:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", spa.SaddlePointWarning)
+            own = spa.SaddlePointAccountant(fallback="none").compose(mech, int(T)).get_epsilon(delta)
+            ans = spa.SaddlePointAccountant().compose(mech, int(T)).get_epsilon(delta)
+        ref = PLDAccountant().compose(mech, int(T)).get_epsilon(delta)
+        rows.append(
+            dict(
+                T=int(T),
+                clt=own.value,
+                own_lower=own.lower,
+                own_upper=own.upper,
+                own_width=(own.upper - own.lower) / own.upper,
+                pld_lower=ref.lower,
+                pld_upper=ref.upper,
+                clt_rel=own.value / ref.upper - 1,
+                answer=ans.value,
+                answer_rel=ans.value / ref.upper - 1,
+                fallback=ans.details.get("fallback") == "pld",
+            )
+        )
+    return rows
+
+
+def own_bracket_table(rows: Sequence[Mapping[str, Any]], sigma: float, q: float, delta: float):
+    """The rows of :func:`own_bracket_over_T` as a table."""
+    return show_table(
+        [
+            {
+                "T": r["T"],
+                "SP-CLT ε": f"{r['clt']:.4g}",
+                "Theorem-5 bracket": f"[{r['own_lower']:.4g}, {r['own_upper']:.4g}]",
+                "width / upper": f"{r['own_width']:.2g}",
+                "PLD bracket": f"[{r['pld_lower']:.5g}, {r['pld_upper']:.5g}]",
+                "SP-CLT − PLD (rel.)": f"{r['clt_rel']:+.2g}",
+                "default answer": f"{r['answer']:.4g}",
+                "PLD consulted": "yes" if r["fallback"] else "no",
+            }
+            for r in rows
+        ],
+        caption=f"SPA's own answer over T (σ = {sigma:g}, q = {q:g}, δ = {sci(delta, 0)})",
+    )
+
+
+def record_pins(tg: Targets, ids, table, off_paper: str | None) -> None:
+    """Record ``ids`` = (GDP, moments accountant): their ε at n = 4500 of the ε(δ = 10⁻¹⁵) table against the
+    independent mpmath values of the targets file, at the methods' real accuracy (closed forms and a
+    one-dimensional minimum: 10⁻⁹ and 10⁻⁸ relative). T5.5-T5.6 compare their errors with a level read off
+    the authors' plot, which a 1% error in either would still pass."""
+    t_gdp, t_ma = ids
+    if off_paper:
+        for tid in ids:
+            tg.not_run(tid, "ε(δ = 10⁻¹⁵) at n = 4500 (Fig. 1(b), 3(b))", reason=off_paper, section="spa-eps-table")
+        return
+    r = {row["n"]: row for row in table}[4500]
+    tg.record(t_gdp, r["gdp"])
+    tg.record(t_ma, r["ma"])
+
+
+#: the meaning of each parameter of the chapter (shown next to its value in the run)
+PARAMETERS = {
+    "sigma": "noise multiplier σ of the subsampled Gaussian",
+    "q": "Poisson sampling rate",
+    "n_curve": "number of compositions n of the δ(ε) curves",
+    "n_eps": "ε grid points on [0.25, 3] of the δ(ε) curves",
+    "n_truth_curve": "of those, points with the contour-integral truth",
+    "delta_table": "target δ of the ε-against-n reproduction",
+    "n_table_rows": "rows of that table (n = 1500 to 4500), 1 to 32",
+    "n_truth_table": "rows of that table with our own truth",
+    "epochs_d5": "epochs nq of the few-epochs scan at δ = 10⁻⁵",
+    "epochs_d15": "epochs of the few-epochs scan at δ = 10⁻¹⁵",
+    "timing_ns": "n of the work and runtime table",
+    "timing_repeats": "repetitions per timing point",
+    "own_Ts": "T of the own-bracket table",
+    "own_sigma": "σ of the own-bracket table",
+    "own_q": "q of the own-bracket table",
+    "seed": "seed (nothing here is random)",
+}
+
+
+def parameters_table(values: Mapping[str, Any], meanings: Mapping[str, str] = PARAMETERS):
+    """The run's parameters (``values``, e.g. the notebook's ``globals()``) with their meanings."""
+    return show_table(
+        [{"parameter": k, "value": str(values[k]), "meaning": v} for k, v in meanings.items()],
+        caption="Parameters of this run",
+    )
