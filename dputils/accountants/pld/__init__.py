@@ -74,26 +74,42 @@ both composition kinds implement :class:`CertifiedComposition` (``cert_bracket``
 
 from __future__ import annotations
 
-from ...errors import DPValueError, NumericalError, check_positive
+from ...errors import DPValueError, check_positive
 from ...mechanisms import Mechanism
 from ..base import Accountant, AccountingResult
 from ..registry import COMMON_EVENTS, register
 from ._compose import MAX_WINDOW
 from ._discretise import DiscretePLD, discretize
 from ._fft import ComposedPLD
-from ._interface import CertifiedComposition
+from ._interface import CertifiedComposition, GridLimitError, ResolutionError
 from ._pairs import _DirectionPLD
 from ._spectral import SpectralPLD
+from ._tilt import TiltedPLD, choose_tilt
 
 __all__ = [
     "PLDAccountant",
     "CertifiedComposition",
     "ComposedPLD",
     "SpectralPLD",
+    "TiltedPLD",
     "DiscretePLD",
     "discretize",
     "MAX_WINDOW",
+    "GridLimitError",
+    "ResolutionError",
 ]
+
+#: the default grid's first width (as dp_accounting), refined from there (or coarsened to fit the limits)
+_H_DEFAULT = 1e-4
+#: finest grid the refinement goes to, and the most passes one query makes
+_H_MIN = 1e-9
+_MAX_PASSES = 8
+#: composed windows (grid points) the refinement may go to: a finer grid than this is not tried
+_REFINE_WINDOW = 1 << 24
+#: queries with a delta (target, or upper bound found) below this use the tilted composition
+_TILT_BELOW = 1e-12
+#: delta queries whose (untilted) upper bound is below this use the tilted composition
+_TILT_BELOW_DELTA = 1e-14
 
 
 @register(
@@ -113,15 +129,29 @@ class PLDAccountant(Accountant):
     ``lower``/``upper``. Supports any :class:`~dputils.mechanisms.Mechanism` of this package, heterogeneous
     compositions included.
 
+    **Grid choice.** With the default grid each query starts at discretization 1e-4 and refines it (a width
+    ``h * min(1/2, max(1/64, rtol / (2 w)))`` after a bracket of relative width ``w``, since the width is about
+    proportional to ``h``) until the certified bracket's relative width ``(upper - lower) / upper`` is at most
+    ``rtol``. A grid over the limits (``GridLimitError``: single-step points, window points, memory) or
+    unresolved by floating point (``ResolutionError``) on the first pass is coarsened by factors of 4 (up to 1)
+    instead, and then not refined. The truncation of each step's loss (``tail``) is lowered to
+    ``1e-4 rtol delta / T`` where that is smaller, so the truncated mass never matters, and queries at delta
+    below 1e-12 (epsilon queries; 1e-14 for delta queries; more than one step) use the exponentially tilted composition (:class:`TiltedPLD`), whose
+    rounding error is relative to the tail rather than to the bulk: delta down to 1e-30 and below is answered.
+    Every pass gives a certified bracket; the narrowest one is returned. ``details`` says which grid answered
+    (``"discretization"``), ``"rtol"``, ``"rtol_met"`` and, when it is False (the refinement stopped at a
+    limit, or an explicit grid was too coarse), ``"rtol_reason"``. Each query's grid depends on the query and
+    the ledger alone, never on earlier queries.
+
     Args:
         direction: ``"both"`` (default; the worse of add and remove), ``"add"`` or ``"remove"``.
-        discretization: grid width ``h`` of the loss axis. Default ``None``: 1e-4 (as dp_accounting), made
-            coarser (by factors of 4, up to 1) for a direction whose loss range needs more grid points or
-            memory than the limits allow; every grid gives a certified bracket, a coarser one is only wider
-            (``details["discretization"]`` says which grid answered). A number given here is used as is and
-            such a composition is refused, naming the coarsest grid that fits.
-        tail: single-step loss range: P-mass outside it is at most ``tail`` (and handled exactly).
-        window_tail: Chernoff bound on the composed mass outside the FFT window, per side.
+        discretization: grid width ``h`` of the loss axis. Default ``None``: chosen per query as above. A number
+            given here is used as is (no refinement, no coarsening); a composition too large for it is refused
+            (``GridLimitError``, a ``DPValueError`` naming the coarsest grid that fits).
+        tail: single-step loss range: P-mass outside it is at most ``tail`` (and handled exactly); lowered per
+            query as above.
+        window_tail: Chernoff bound on the composed mass outside the FFT window, per side (lowered likewise).
+        rtol: the relative width of the certified bracket the default grid refines to, in (0, 1); default 1e-3.
     """
 
     name = "pld"
@@ -134,17 +164,22 @@ class PLDAccountant(Accountant):
         discretization: float | None = None,
         tail: float = 1e-20,
         window_tail: float = 1e-20,
+        rtol: float = 1e-3,
     ) -> None:
         super().__init__(direction)
         self.auto_h = discretization is None
-        self.h = 1e-4 if discretization is None else check_positive("discretization", discretization)
-        self._h_used: dict[str, float] = {}
-        self._h_floor = self.h  # the default grid's current width (raised when a query needs a coarser one)
+        self.h = _H_DEFAULT if discretization is None else check_positive("discretization", discretization)
         for tname, tval in (("tail", tail), ("window_tail", window_tail)):  # tail masses in (0, 1e-3]
             if not 0 < check_positive(tname, tval) <= 1e-3:
                 raise DPValueError(f"{tname} must be in (0, 0.001], got {float(tval)!r}")
+        if not 0 < check_positive("rtol", rtol) < 1:
+            raise DPValueError(f"rtol must be in (0, 1), got {float(rtol)!r}")
         self.tail = float(tail)
         self.window_tail = float(window_tail)
+        self.rtol = float(rtol)
+        #: compositions by (direction, h, tail, window_tail, tilt); ``_cache`` maps a direction to the one that
+        #: answered the last query
+        self._grids: dict[tuple, _DirectionPLD] = {}
         self._cache: dict[str, _DirectionPLD] = {}
 
     def _check_supported(self, mechanism) -> None:
@@ -158,99 +193,183 @@ class PLDAccountant(Accountant):
                 )
 
     def _invalidate(self) -> None:
+        self._grids.clear()
         self._cache.clear()
-        self._h_used.clear()
-        self._h_floor = self.h
 
-    def _direction(self, direction: str) -> _DirectionPLD:
-        if direction not in self._cache:
-            self._require_ledger()
-            other = "add" if direction == "remove" else "remove"
-            if other in self._cache and all(getattr(m, "symmetric", False) for m, _ in self.ledger):
+    def _merged(self) -> dict[Mechanism, int]:
+        self._require_ledger()
+        merged: dict[Mechanism, int] = {}
+        for mech, count in self.ledger:
+            merged[mech] = merged.get(mech, 0) + count
+        return merged
+
+    def _parts(self, direction: str, h: float, tail: float):
+        return [(discretize(m.pair(direction), h, tail), c) for m, c in self._merged().items()]
+
+    def _direction(
+        self, direction: str, h: float | None = None, tail: float | None = None, wtail: float | None = None, tilt=None
+    ) -> _DirectionPLD:
+        """The composition of one direction on grid ``h`` with truncation ``tail``, window tail ``wtail`` and
+        ``tilt`` (a number, or a callable of the discretized parts giving it), cached. Raises GridLimitError
+        when the grid is over the limits."""
+        h = self.h if h is None else h
+        tail = self.tail if tail is None else tail
+        wtail = self.window_tail if wtail is None else wtail
+        parts = None
+        if callable(tilt):
+            parts = self._parts(direction, h, tail)
+            tilt = tilt(parts)
+        tilt = float(tilt or 0.0)
+        key = (direction, h, tail, wtail, tilt)
+        if key not in self._grids:
+            other = ("add" if direction == "remove" else "remove",) + key[1:]
+            if other in self._grids and all(getattr(m, "symmetric", False) for m, _ in self.ledger):
                 # symmetric mechanisms: both directions have the same privacy-loss distribution
-                self._cache[direction] = self._cache[other]
-                self._h_used[direction] = self._h_used.get(other, self.h)
-                return self._cache[direction]
-            merged: dict[Mechanism, int] = {}
-            for mech, count in self.ledger:
-                merged[mech] = merged.get(mech, 0) + count
-            h = max(self.h, self._h_floor)
-            while True:
-                try:
-                    parts = [(discretize(m.pair(direction), h, self.tail), c) for m, c in merged.items()]
-                    self._cache[direction] = _DirectionPLD(parts, self.window_tail, self._spectral)
-                    break
-                except DPValueError as exc:
-                    # only the grid-size and memory refusals name "discretization"; coarser grids fit them
-                    if not self.auto_h or not str(exc).startswith("discretization") or h * 4 > 1.0:
-                        raise
-                    h *= 4
-            self._h_used[direction] = h
-        return self._cache[direction]
+                self._grids[key] = self._grids[other]
+            else:
+                if parts is None:
+                    parts = self._parts(direction, h, tail)
+                self._grids[key] = _DirectionPLD(parts, wtail, self._spectral, tilt)
+            if len(self._grids) > 8:  # keep the memory bounded: drop the oldest grids
+                for k in list(self._grids)[: len(self._grids) - 8]:
+                    del self._grids[k]
+        return self._grids[key]
 
     def window_points(self) -> int:
-        """The largest composed window (grid points) among the directions computed so far (0 if none).
+        """The largest composed window (grid points) among the directions that answered the last query (0 if none).
 
         A measure of the resolution the accountant worked at: the FFT path holds arrays of this size, the
         spectral path only a few tens of Fourier coefficients of it.
         """
         return max((max(dp.up.window_points, dp.down.window_points) for dp in self._cache.values()), default=0)
 
-    def _worst(self, quantity: str, upper_fn, lower_fn) -> AccountingResult:
-        """Upper bound of the worse direction and the largest lower bound, over ``self.directions``.
-
-        delta_both(eps) = max over directions, so both its bounds are maxima; eps(delta) likewise. With the
-        default grid, a query refused because the floating-point error bound of the composition exceeds
-        half of delta is retried on grids 4, 16, ... times coarser (fewer points, less rounding), up to 1.
-        """
-        while True:
-            try:
-                return self._worst_once(quantity, upper_fn, lower_fn)
-            except NumericalError as exc:
-                if not (self.auto_h and "coarser discretization" in str(exc) and self._h_floor * 4 <= 1.0):
-                    raise
-                self._h_floor = max(self._h_used.values(), default=self._h_floor) * 4
-                self._cache.clear()
-                self._h_used.clear()
-
-    def _worst_once(self, quantity: str, upper_fn, lower_fn) -> AccountingResult:
-        ups, lows = {}, {}
-        for d in self.directions:
-            dp = self._direction(d)
-            ups[d] = float(upper_fn(dp))
-            lows[d] = min(float(lower_fn(dp)), ups[d])
-        worst = max(ups, key=ups.get)
-        up, lo = ups[worst], max(lows.values())
-        h = max(self._h_used.get(d, self.h) for d in self.directions)
-        return AccountingResult(
-            up, lo, up, "upper-bound", self.name, quantity, {"direction": worst, "discretization": h}
-        )
-
-    def _summation_rtol(self) -> float:
+    @staticmethod
+    def _summation_rtol(dps) -> float:
         r"""Relative error bound of the running sums over the window (``np.cumsum`` / ``lfilter`` of n
         non-negative terms, summed from the small tail upwards): :math:`\gamma_n \le 2 n u` with
         :math:`u = 2^{-53}`, n the largest window. About 1e-9 at 3 million points: invisible for small deltas,
         but near delta = 1 it is the whole answer (38 Gaussians of sigma 0.16 at delta 1 - 1e-12 gave
         epsilon [0, 0] where the exact value is 468.05), so it is counted: delta bounds are widened by it and
         epsilon is solved at delta / (1 +- it)."""
-        for d in self.directions:
-            self._direction(d)
-        return 2.0 * max(self.window_points(), 1) * 2.0**-53
+        n = max((max(dp.up.window_points, dp.down.window_points) for dp in dps.values()), default=1)
+        return 2.0 * max(n, 1) * 2.0**-53
+
+    # one pass: every direction on one grid ------------------------------------------------------------
+    def _tails(self, scale: float) -> tuple[float, float]:
+        """(tail, window_tail) for a query whose delta is about ``scale``: the defaults, lowered so that the
+        truncated masses (T tail at infinity, 2 window_tail aliased) stay below 1e-4 rtol scale."""
+        total = sum(c for _, c in self.ledger)
+        small = 1e-4 * self.rtol * scale
+        return min(self.tail, small / total), min(self.window_tail, small)
+
+    def _pass(self, quantity: str, x: float, h: float, scale: float, tilted: bool) -> AccountingResult:
+        tail, wtail = self._tails(scale)
+        if tilted:
+            # the window tails are of the tilted PMF: they change delta by 2 wtail e^{K - t eps} (see TiltedPLD),
+            # e^{K - t eps} being within a modest factor of delta near the saddle point for smooth losses (not for
+            # atoms at the largest loss): the default window_tail, not lowered
+            wtail = self.window_tail
+            tilt = lambda parts: choose_tilt(parts, quantity, x)  # noqa: E731
+        else:
+            tilt = 0.0
+        dps = {d: self._direction(d, h, tail, wtail, tilt) for d in self.directions}
+        t = self._summation_rtol(dps)
+        ups, lows = {}, {}
+        for d, dp in dps.items():
+            if quantity == "epsilon":
+                d_up, d_lo = x / (1 + t), x / (1 - t)
+                ups[d] = float(dp.epsilon_upper(d_up))
+                lows[d] = min(float(dp.epsilon_lower(d_lo)) if d_lo < 1 else 0.0, ups[d])
+            else:
+                up = float(dp.delta_upper(x))
+                ups[d] = min(1.0, up * (1 + t))
+                lo = dp.delta_lower(x, up if up < _TILT_BELOW_DELTA else None)
+                lows[d] = min(max(0.0, float(lo) * (1 - t)), ups[d])
+        worst = max(ups, key=ups.get)
+        up, lo = ups[worst], max(lows.values())
+        self._cache = dict(dps)
+        details = {"direction": worst, "discretization": h}
+        if tilted:
+            details["tilt"] = dps[worst].tilt
+        return AccountingResult(up, lo, up, "upper-bound", self.name, quantity, details)
+
+    def _pass_any(self, quantity: str, x: float, h: float, hint: tuple[float, bool] | None) -> AccountingResult:
+        """One pass at grid h: untilted, or tilted for tiny deltas (also where the untilted one cannot
+        resolve the query). Delta queries set the tails (and the path) from an upper bound: that of the
+        previous pass (``hint``: its scale and path), else a first pass with the default tails."""
+        several = sum(c for _, c in self.ledger) > 1
+        if quantity == "epsilon":
+            if several and x < _TILT_BELOW:
+                return self._pass(quantity, x, h, x, True)
+            try:
+                return self._pass(quantity, x, h, x, False)
+            except ResolutionError:
+                if not several:
+                    raise
+                return self._pass(quantity, x, h, x, True)
+        scale, tilted = hint if hint is not None else (1.0, False)
+        res = self._pass(quantity, x, h, scale, tilted)
+        for _ in range(4):  # tails (and path) from the last upper bound, until they are small enough for it
+            want = several and 0.0 < res.upper < _TILT_BELOW_DELTA
+            if res.upper <= 0.0 or (res.upper > 0.1 * scale and tilted == want):
+                break  # tails at most 10x too large for the answer (their mass below 1e-3 rtol of it), right path
+            scale, tilted = res.upper, want
+            res = self._pass(quantity, x, h, scale, tilted)
+        res.details["_hint"] = (scale, tilted)
+        return res
+
+    @staticmethod
+    def _rel_width(res: AccountingResult) -> float:
+        return (res.upper - res.lower) / res.upper if res.upper > 0 else 0.0
+
+    def _query(self, quantity: str, x: float) -> AccountingResult:
+        """The grid loop (see the class docstring)."""
+        self._require_ledger()
+        h = self.h
+        best, reason, coarsened, hint = None, None, False, None
+        for _ in range(_MAX_PASSES):
+            try:
+                res = self._pass_any(quantity, x, h, hint)
+                hint = res.details.pop("_hint", None)
+            except (GridLimitError, ResolutionError) as exc:
+                if not self.auto_h:
+                    raise
+                if best is None:  # the first grid does not fit or cannot resolve: coarser
+                    if h * 4 > 1.0:
+                        raise
+                    h, coarsened = h * 4, True
+                    continue
+                reason = f"refinement stopped at discretization {h:.3g}: {exc}"
+                break
+            if best is None or self._rel_width(res) < self._rel_width(best):
+                best = res
+            w = self._rel_width(res)
+            if w <= self.rtol:
+                break
+            if not self.auto_h:
+                reason = f"the explicit discretization {h:g} gives a relative width of {w:.3g}"
+                break
+            if coarsened:
+                reason = f"the grid was coarsened to {h:g} to fit the limits; a finer one does not fit"
+                break
+            h_next = h * min(0.5, max(1.0 / 64, 0.5 * self.rtol / w))
+            n_next = self.window_points() * h / h_next
+            if h_next < _H_MIN or n_next > _REFINE_WINDOW:
+                reason = (
+                    f"the next grid ({h_next:.3g}, about {n_next:.3g} window points) is over the refinement limits "
+                    f"(discretization >= {_H_MIN:g}, window <= {_REFINE_WINDOW:,} points)"
+                )
+                break
+            h = h_next
+        else:
+            reason = f"{_MAX_PASSES} refinements"
+        details = dict(best.details, rtol=self.rtol, rtol_met=self._rel_width(best) <= self.rtol)
+        if not details["rtol_met"]:
+            details["rtol_reason"] = reason
+        return AccountingResult(best.value, best.lower, best.upper, best.kind, best.accountant, best.quantity, details)
 
     def get_delta(self, epsilon: float) -> AccountingResult:
-        eps = self._checked_epsilon(epsilon)
-        res = self._worst("delta", lambda dp: dp.delta_upper(eps), lambda dp: dp.delta_lower(eps))
-        t = self._summation_rtol()  # of the grid that answered (_worst may have coarsened it)
-        up = min(1.0, res.upper * (1 + t))
-        lo = min(max(0.0, res.lower * (1 - t)), up)
-        return AccountingResult(up, lo, up, res.kind, res.accountant, res.quantity, res.details)
+        return self._query("delta", self._checked_epsilon(epsilon))
 
     def get_epsilon(self, delta: float) -> AccountingResult:
-        delta = self._checked_delta(delta)
-        t = self._summation_rtol()
-        d_up = delta / (1 + t)
-        d_lo = delta / (1 - t)
-        res = self._worst(
-            "epsilon", lambda dp: dp.epsilon_upper(d_up), lambda dp: dp.epsilon_lower(d_lo) if d_lo < 1 else 0.0
-        )
-        return res
+        return self._query("epsilon", self._checked_delta(delta))

@@ -8,10 +8,12 @@ import math
 
 import numpy as np
 
-from ...errors import DPValueError, NumericalError
+from ...errors import NumericalError
 from ._discretise import DiscretePLD, _log_mgf_grid
 from ._fft import ComposedPLD, _fft_power
-from ._spectral import _U, SpectralPLD, _spectral
+from ._interface import CertifiedComposition, GridLimitError
+from ._spectral import _U, _spectral
+from ._tilt import _tilted
 
 #: Largest composed window (grid points) one FFT composition may use: ~5 GiB and about a minute here.
 MAX_WINDOW = 2**26
@@ -38,29 +40,24 @@ def _composed_inf_mass(parts: list[tuple[float, int]], round_up: bool) -> float:
     return min(1.0, v * (1 + slack)) if round_up else max(0.0, v * (1 - slack))
 
 
-def _compose(
-    parts: list[tuple[DiscretePLD, int]], which: str, window_tail: float, spectral: bool = True
-) -> ComposedPLD | SpectralPLD:
-    """Composition of the 'upper' or 'lower' PMFs of the parts, each self-composed ``count`` times.
+def _window(parts: list[tuple[np.ndarray, int, int]], h: float, window_tail: float) -> tuple[int, int, int, int]:
+    """(j_lo, j_hi, offset, span) of the composed window: parts are (masses, i0, count); at most ``window_tail``
+    of the composed mass lies below j_lo h, and at most as much above j_hi h (Chernoff bounds from the
+    log-MGFs, inflated for their rounding).
 
-    Spectral (:class:`SpectralPLD`) when few Fourier coefficients suffice (long compositions) and
-    ``spectral`` is set, else one FFT power on the window (:class:`ComposedPLD`).
+    Raises:
+        GridLimitError: the window has more than ``MAX_WINDOW`` points.
     """
-    h = parts[0][0].h
     t = np.logspace(-2, 2.5, 28)
     K_pos = np.zeros_like(t)
     K_neg = np.zeros_like(t)
     offset = 0
     span = 0
-    for d, c in parts:
-        m = d.upper if which == "upper" else d.lower
-        K_pos += c * _log_mgf_grid(m, d.i0, h, t)
-        K_neg += c * _log_mgf_grid(m, d.i0, h, -t)
-        offset += c * d.i0
+    for m, i0, c in parts:
+        K_pos += c * _log_mgf_grid(m, i0, h, t)
+        K_neg += c * _log_mgf_grid(m, i0, h, -t)
+        offset += c * i0
         span += c * (m.size - 1)
-    inf_mass = _composed_inf_mass(
-        [(d.upper_inf if which == "upper" else d.lower_inf, c) for d, c in parts], round_up=(which == "upper")
-    )
     # rounding of the log-MGFs (~1e-13 relative): inflate them, which only widens the window
     K_pos = K_pos + 1e-9 * (1.0 + np.abs(K_pos))
     K_neg = K_neg + 1e-9 * (1.0 + np.abs(K_neg))
@@ -71,21 +68,39 @@ def _compose(
     j_hi = min(math.ceil(u_hi / h) + 1, offset + span)
     n_win = j_hi - j_lo + 1
     if n_win > MAX_WINDOW:
-        raise DPValueError(
+        raise GridLimitError(
             f"discretization: the composed privacy loss spans [{j_lo * h:.6g}, {j_hi * h:.6g}], {n_win:,} grid points "
             f"at discretization {h:g}, over the limit of {MAX_WINDOW:,} (about a minute and 5 GiB); use a "
             f"discretization of at least {h * n_win / MAX_WINDOW:.2g}"
         )
+    return j_lo, j_hi, offset, span
+
+
+def _compose(
+    parts: list[tuple[DiscretePLD, int]], which: str, window_tail: float, spectral: bool = True, tilt: float = 0.0
+) -> CertifiedComposition:
+    """Composition of the 'upper' or 'lower' PMFs of the parts, each self-composed ``count`` times.
+
+    One step (a single part of count 1): the PMF itself, exactly (:class:`ComposedPLD` without rounding noise or
+    window tails). ``tilt`` > 0: the FFT power of the exponentially tilted PMFs (:class:`TiltedPLD`, relative
+    accuracy in the far tail). Otherwise spectral (:class:`SpectralPLD`) when few Fourier coefficients suffice
+    (long compositions) and ``spectral`` is set, else one FFT power on the window (:class:`ComposedPLD`).
+    """
+    h = parts[0][0].h
+    inf_mass = _composed_inf_mass(
+        [(d.upper_inf if which == "upper" else d.lower_inf, c) for d, c in parts], round_up=(which == "upper")
+    )
+    if len(parts) == 1 and parts[0][1] == 1:
+        d = parts[0][0]
+        m = d.upper if which == "upper" else d.lower
+        return ComposedPLD(h, d.i0, np.maximum(m, 0.0), inf_mass, 0.0, 0.0)
+    if tilt > 0:
+        return _tilted(parts, which, window_tail, tilt, inf_mass)
+    masses = [(d.upper if which == "upper" else d.lower, d.i0, c) for d, c in parts]
+    j_lo, j_hi, offset, _ = _window(masses, h, window_tail)
+    n_win = j_hi - j_lo + 1
     if spectral:
-        sp = _spectral(
-            [(d.upper if which == "upper" else d.lower, d.i0, c) for d, c in parts],
-            h,
-            j_lo,
-            j_hi,
-            offset,
-            inf_mass,
-            2.0 * window_tail,
-        )
+        sp = _spectral(masses, h, j_lo, j_hi, offset, inf_mass, 2.0 * window_tail)
         if sp is not None:
             return sp
     return _fft_power(parts, which, h, j_lo, n_win, offset, inf_mass, window_tail)

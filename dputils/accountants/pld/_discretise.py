@@ -9,9 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import DPValueError, check_positive
+from ...errors import check_positive
 from ...mechanisms import PrivacyLossPair
 from ...numerics import log_diff_exp
+from ._interface import GridLimitError
 
 
 @dataclass
@@ -39,7 +40,7 @@ def discretize(pair: PrivacyLossPair, h: float, tail: float = 1e-20) -> Discrete
     i_hi = math.ceil(hi / h) + 1
     n = i_hi - i_lo + 1
     if n > 5_000_000:
-        raise DPValueError(
+        raise GridLimitError(
             f"discretization: the single-step privacy loss spans [{lo:.3g}, {hi:.3g}], {n:,} grid points at "
             f"discretization {h:g}, over the limit of 5,000,000; use a discretization of at least {h * n / 5e6:.2g}"
         )

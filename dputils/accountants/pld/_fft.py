@@ -10,9 +10,10 @@ import numpy as np
 from scipy import fft as sp_fft
 from scipy.signal import lfilter
 
+from ...errors import DPValueError
 from ...resources import check_memory
 from ._discretise import DiscretePLD
-from ._interface import CertifiedComposition
+from ._interface import CertifiedComposition, GridLimitError
 from ._invert import _invert, _invert_lower
 
 
@@ -169,12 +170,15 @@ def _fft_power(
     # the FFT length must hold every single-part support as well as the window
     n_fft = sp_fft.next_fast_len(max(n_win, max(d.upper.size for d, _ in parts)), real=True)
     # about 80 bytes per point at the peak (input, half spectrum, powers, inverse, window, indices)
-    check_memory(
-        "discretization",
-        80.0 * n_fft,
-        f"the PLD's FFT window of {n_fft:,} points",
-        hint=f"use a coarser discretization than {h:g}",
-    )
+    try:
+        check_memory(
+            "discretization",
+            80.0 * n_fft,
+            f"the PLD's FFT window of {n_fft:,} points",
+            hint=f"use a coarser discretization than {h:g}",
+        )
+    except DPValueError as exc:  # the same refusal, as the type the grid choice branches on
+        raise GridLimitError(str(exc)) from None
     spec = None
     for d, c in parts:
         m = d.upper if which == "upper" else d.lower

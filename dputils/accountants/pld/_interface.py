@@ -6,7 +6,20 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from ...errors import NumericalError
+from ...errors import DPValueError, NumericalError
+
+
+class GridLimitError(DPValueError):
+    """The grid would need more points or memory than the limits allow; a coarser grid fits.
+
+    The accountant's grid choice branches on this type (never on the message): with the default grid it tries
+    a coarser one, or stops refining and reports why."""
+
+
+class ResolutionError(NumericalError):
+    """The certified bracket at this grid cannot resolve the query (the floating-point error bound, or the
+    truncated tails, exceed half of delta). The default grid retries coarser (fewer points, less rounding)
+    or with smaller tails; an explicit grid refuses."""
 
 
 class CertifiedComposition(ABC):
@@ -68,18 +81,18 @@ class CertifiedComposition(ABC):
         """Certified upper bound on epsilon(delta).
 
         Raises:
-            NumericalError: delta is at or below the resolution (infinite-loss mass plus window tails), or the
+            ResolutionError: delta is at or below the resolution (infinite-loss mass plus window tails), or the
                 bound on the floating-point error at the answer exceeds half of delta.
         """
         floor = self.outside + self.inf_mass
         if delta <= floor:
-            raise NumericalError(
+            raise ResolutionError(
                 f"delta={delta:g} is below the PLD accountant's resolution ({floor:.2g}: infinite-loss mass and "
                 "window tails); use the saddle-point or Edgeworth accountant"
             )
         eps, err = self._epsilon_upper_and_error(delta)
         if err > 0.5 * delta:
-            raise NumericalError(
+            raise ResolutionError(
                 f"delta={delta:g} is below the PLD accountant's resolution: the bound on the floating-point error "
                 f"of the {self.path} composition ({err:.2g} at epsilon={eps:.6g}) exceeds half of delta; use a "
                 "coarser discretization, or the saddle-point or Edgeworth accountant"

@@ -78,8 +78,13 @@ def _invert_lower(c, target: float) -> float | None:
             e = _invert(c, t, clamp_zero=False)
         except NumericalError:
             break
-        if c.delta(e) - c.noise(e) >= target:
-            best = e if best is None else max(best, e)
+        step = 4.0 * math.ulp(max(abs(e), c.h))
+        for _ in range(30):  # rounding of the piece solve: move left by growing steps until it holds
+            if c.delta(e) - c.noise(e) >= target:
+                best = e if best is None else max(best, e)
+                break
+            e -= step
+            step *= 2.0
         new_noise = c.noise(e)
         if new_noise >= noise * (1 - 1e-9):
             break

@@ -38,10 +38,13 @@ class _DirectionPLD:
     FFT power costs no memory in the common case.
     """
 
-    def __init__(self, parts: list[tuple[DiscretePLD, int]], window_tail: float, spectral: bool = True):
+    def __init__(
+        self, parts: list[tuple[DiscretePLD, int]], window_tail: float, spectral: bool = True, tilt: float = 0.0
+    ):
         self._window_tail = window_tail
-        self.up = _compose(parts, "upper", window_tail, spectral)
-        self.down = _compose(parts, "lower", window_tail, spectral)
+        self.tilt = tilt
+        self.up = _compose(parts, "upper", window_tail, spectral, tilt)
+        self.down = _compose(parts, "lower", window_tail, spectral, tilt)
         self._fft: dict[str, CertifiedComposition] = {}
         # the single-step PMFs are kept only where an FFT power may still be built from them
         self._parts = parts if self._pairable("upper") or self._pairable("lower") else None
@@ -74,9 +77,10 @@ class _DirectionPLD:
             self._fft[which] = _compose(self._parts, which, self._window_tail, False)
         return self._fft[which]
 
-    def _delta_lower_one(self, d: CertifiedComposition, eps: float) -> float:
+    def _delta_lower_one(self, d: CertifiedComposition, eps: float, scale: float | None) -> float:
         best = 0.0
-        for eta in _ETAS_ABS:
+        etas = _ETAS_ABS if not scale else np.concatenate([_ETAS_ABS, scale * _ETA_FACTORS])
+        for eta in etas:
             best = max(best, d.cert_lower(eps - self.s_eta(eta), eta))
         return best
 
@@ -88,12 +92,14 @@ class _DirectionPLD:
             v = min(v, self._fft_power("upper").cert_upper(eps))
         return v
 
-    def delta_lower(self, eps: float) -> float:
-        v = self._delta_lower_one(self.down, eps)
+    def delta_lower(self, eps: float, scale: float | None = None) -> float:
+        """Certified lower bound on delta(eps), best over the Chernoff slacks eta (a fixed grid, plus
+        fractions of ``scale``, the upper bound, when given: tiny deltas need tiny etas)."""
+        v = self._delta_lower_one(self.down, eps, scale)
         if self._pairable("lower"):
             lo, up = self.down.cert_bracket(eps)
             if up - lo - 2.0 * self.down.outside > _PAIR_RATIO * max(v, up):
-                v = max(v, self._delta_lower_one(self._fft_power("lower"), eps))
+                v = max(v, self._delta_lower_one(self._fft_power("lower"), eps, scale))
         return v
 
     def epsilon_upper(self, delta: float) -> float:
