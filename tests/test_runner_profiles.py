@@ -46,7 +46,7 @@ def test_mark_profile_notes_the_profile_and_replaces_only_missing_glue():
 
 CONFIG = """title: tiny
 only_build_toc_files: true
-exclude_patterns: [_build]
+exclude_patterns: [_build, results, notebooks]
 execute:
   execute_notebooks: "off"
 """
@@ -122,3 +122,19 @@ def test_paper_refuses_in_one_line_before_running_when_it_needs_a_gpu(tmp_path, 
     assert rc == 2 and len(err) == 1
     assert err[0].startswith("error: profile paper: demo (train_device: auto) in params/paper.yml runs at the")
     assert not (root / "_build" / "staging").exists() and not (root / "_build" / "paper" / "methods").exists()
+
+
+@pytest.mark.notebook
+def test_the_books_own_build_reads_the_published_links(tmp_path, capfd):
+    """At the book's profile the pages are the published names, links into the current generation
+    (dputils.book.publish): the -W build reads them, unmarked, and the download of the executed copy works."""
+    root = _root(tmp_path)
+    rc = cli_main("book", ["--root", str(root), "--timeout", "120"])
+    err = capfd.readouterr().err
+    assert rc == 0, err
+    nb = root / "book" / "methods" / "demo.ipynb"
+    assert nb.is_symlink() and (root / "results" / "demo.json").is_symlink()
+    html = (root / "_build" / "html" / "book" / "methods" / "demo.html").read_text()
+    assert 'The long part gives <span class="pasted-text">2.5</span>.' in html and "admonition warning" not in html
+    downloads = list((root / "_build" / "html" / "_downloads").rglob("demo.ipynb"))
+    assert len(downloads) == 1 and downloads[0].read_bytes() == nb.read_bytes()

@@ -137,9 +137,14 @@ def load_grid(path: str | Path) -> list[dict[str, Any]]:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         items = _expanded_items(node, where)
         if items > MAX_GRID_ITEMS:
+            if _has_alias(node):
+                raise DPValueError(
+                    f"{where}: its YAML aliases expand to {items:,} values, over the limit of "
+                    f"{MAX_GRID_ITEMS:,}; write the grid without nested aliases"
+                )
             raise DPValueError(
-                f"{where}: its YAML aliases expand to {items:,} values, over the limit of "
-                f"{MAX_GRID_ITEMS:,}; write the grid without nested aliases"
+                f"{where}: it holds {items:,} values, over the limit of {MAX_GRID_ITEMS:,} "
+                f"(at most {MAX_POINTS:,} points); split the sweep into several grid files"
             )
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -159,7 +164,12 @@ def load_grid(path: str | Path) -> list[dict[str, Any]]:
         raise DPValueError(f"{where}: give exactly one of 'grid:' (lists to combine) or 'points:' (a list of points)")
     if "grid" in data:
         grid = data["grid"]
-        if not isinstance(grid, dict) or not grid:
+        if grid is not None and not isinstance(grid, dict):
+            raise DPValueError(
+                f"{where}: 'grid:' must map each parameter to a list of values (grid: {{x: [1, 2]}}), "
+                f"got a {type(grid).__name__}"
+            )
+        if not grid:
             raise DPValueError(f"{where}: 'grid:' is empty; it must map each parameter to a non-empty list")
         names = list(grid)
         for k in names:
@@ -180,6 +190,22 @@ def load_grid(path: str | Path) -> list[dict[str, Any]]:
             raise DPValueError(f"{where}: points[{i}] must be a non-empty mapping of parameter: value")
         out.append(dict(pt))
     return out
+
+
+def _has_alias(root: Any) -> bool:
+    """Whether the composed YAML document uses an alias (a node reached twice)."""
+    seen: set[int] = set()
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            return True
+        seen.add(id(node))
+        value = getattr(node, "value", None)
+        if isinstance(value, list):
+            for v in value:
+                stack.extend(v if isinstance(v, tuple) else (v,))
+    return False
 
 
 def _expanded_items(root: Any, where: str) -> int:
