@@ -272,3 +272,12 @@ def test_remove_plan_estimate_counts_every_tier():
             break
         expected += dp_work(p, 30, a, wrap) * max(8, p * p) + 20.0 * 30 * 30
     assert remove_plan_operations(G, 30, 40, 3) == pytest.approx(expected, rel=1e-12)
+
+
+def test_wide_bands_memory_counts_the_cached_tables_of_every_tier():
+    """The 20 tiers keep their state tables cached (lru_cache of 16): measured peak 3.6 GB where one tier's
+    estimate was 0.76 GB. Before, a 2 GiB limit let it run (each tier fits); now the plan is refused."""
+    p = _limited([*_MATRIX, "--bands", "20", "--batches", "100"], {"DPUTILS_MAX_MEMORY_GB": "2"}, timeout=120)
+    assert p.returncode == 2 and p.stdout == "", p.stderr
+    err = p.stderr.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: effective-bands:") and "cached" in err, err

@@ -163,6 +163,21 @@ def n_states(window: int, alpha_max: int) -> int:
     return math.comb(alpha_max + window + 1, window + 1)
 
 
+#: How many (window, order) state spaces and group layouts stay cached (``lru_cache`` of :func:`_state_space`,
+#: :func:`_rank_tables` and :func:`_group_layout`): a plan of several bandwidths keeps that many tables at once.
+STATE_CACHE_SIZE = 16
+
+
+def dp_table_bytes(bands: int, b: int, alpha_max: int) -> float:
+    """Estimated bytes of the state space, transition table and group layout of the DP at bandwidth p =
+    ``bands`` up to ``alpha_max`` (the part of :func:`dp_memory` that stays cached after the DP returns)."""
+    L = max(min(bands, b) - 1, 0)
+    A = alpha_max
+    n_st, n_tr = n_states(L, A), n_transitions(L, A)
+    n_grp = math.comb(A + L, L) if L > 0 else 1
+    return 8.0 * (6 * n_tr + 3 * (L + 2) * n_st + 2 * n_grp * (A + 1))
+
+
 def dp_memory(bands: int, b: int, alpha_max: int, wrap: bool) -> float:
     """Estimated peak bytes of the DP for bandwidth p = ``bands`` over ``b`` slots up to ``alpha_max``.
 
@@ -175,7 +190,7 @@ def dp_memory(bands: int, b: int, alpha_max: int, wrap: bool) -> float:
     n_st, n_tr = n_states(L, A), n_transitions(L, A)
     n_grp = math.comb(A + L, L) if L > 0 else 1
     n_pre = n_prefixes(L, A) if wrap and L > 0 else 1
-    tables = 8.0 * (6 * n_tr + 3 * (L + 2) * n_st + 2 * n_grp * (A + 1))
+    tables = dp_table_bytes(bands, b, alpha_max)
     # numpy step: gather, increment and exponentials per transition; factored: padded groups and their sums
     step = 8.0 * n_pre * (max(4 * n_tr, 3 * n_grp * (A + 1)) + 6 * n_st)
     prefixes = 8.0 * n_pre * (L + 2) if wrap and L > 0 else 0.0
