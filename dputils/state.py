@@ -71,20 +71,23 @@ def _path(obj: Any) -> str:
 SAVEABLE_MODULES = ("dputils.mechanisms", "dputils.accountants")
 
 
-def saveable_classes() -> dict[str, type]:
+def _dputils_root(cls: type) -> type:
+    """The most general dputils class ``cls`` derives from (``Accountant`` for ``PLDAccountant``)."""
+    return [c for c in cls.__mro__ if c.__module__.startswith("dputils.")][-1]
+
+
+def saveable_classes(*bases: type) -> dict[str, type]:
     """The registry of classes a state may name: ``{"module.QualName": class}`` for every concrete subclass of
-    :class:`~dputils.accountants.base.Accountant` and :class:`~dputils.mechanisms.Mechanism` defined in
-    dputils, after importing :data:`SAVEABLE_MODULES` (subclasses from other already imported dputils modules
-    are included too: naming them imports nothing)."""
+    :class:`~dputils.mechanisms.Mechanism` and of the most general dputils class of each of ``bases`` (the
+    accountants' :class:`~dputils.accountants.base.Accountant`) defined in dputils, after importing
+    :data:`SAVEABLE_MODULES` and the accountant registry's plug-ins (subclasses from other already imported
+    dputils modules are included too: naming them imports nothing)."""
     for module in SAVEABLE_MODULES:
         importlib.import_module(module)
-    from .accountants import registry
-    from .accountants.base import Accountant
-
-    registry.names()  # imports the registry's fixed plug-in modules
+    importlib.import_module("dputils.accountants.registry").names()  # imports its fixed plug-in modules
 
     found: dict[str, type] = {}
-    stack: list[type] = [Accountant, Mechanism]
+    stack: list[type] = [Mechanism, *{_dputils_root(b) for b in bases}]
     while stack:
         for sub in stack.pop().__subclasses__():
             if sub.__module__.startswith("dputils.") and not inspect.isabstract(sub):
@@ -97,7 +100,7 @@ def _class_at(path: Any, base: type, where: str) -> type:
     """The class ``path`` names, looked up in :func:`saveable_classes` (never imported by its path)."""
     if not isinstance(path, str) or not path.startswith("dputils.") or "." not in path:
         raise DPValueError(f"{where} must name a dputils class, got {path!r}")
-    cls = saveable_classes().get(path)
+    cls = saveable_classes(base).get(path)
     if cls is None:
         raise DPValueError(f"{where}: no class {path!r} in this dputils (only accountants and mechanisms load)")
     if not issubclass(cls, base):

@@ -67,6 +67,7 @@ EXCLUDED = {
     "dputils.book.booksources": "tooling: the book folder of a wheel install",
     "dputils.cli.parse": "tooling: the command line's argument parser",
     "dputils.cli.runs": "tooling: the command-line options and builds of the matrix and shuffling accountants",
+    "dputils.cli.schedule": "tooling: the command line's epochs / batch size / data-set size (q and steps)",
     "dputils.numerics": "internals: numerical helpers",
     "dputils.parallel": "tooling: parallel map for sweeps and Monte Carlo",
     "dputils.progress": "tooling: the progress helper",

@@ -293,7 +293,10 @@ _SHUFFLE = ["--sigma", "1", "--epochs", "1", "--delta", "1e-5"]
         (["epsilon", "--accountant", "matrix-condcomp", "--batches", "200000"] + _MATRIX, "batches"),
         (["epsilon", "--accountant", "matrix-renyi", "--max-order", "100000000"] + _MATRIX, "max-order"),
         (["epsilon", "--accountant", "matrix-renyi-tight", "--max-order", "100000000"] + _MATRIX, "max-order"),
-        (["epsilon", "--accountant", "matrix-mc", "--samples", "1000000000000"] + _MATRIX, "samples"),
+        (
+            ["epsilon", "--accountant", "matrix-mc", "--samples", "1000000000000", "--batches", "100"] + _MATRIX,
+            "samples",
+        ),
         (
             [
                 "calibrate",
@@ -312,8 +315,16 @@ _SHUFFLE = ["--sigma", "1", "--epochs", "1", "--delta", "1e-5"]
         (["epsilon", "--accountant", "matrix-renyi", "--direction", "add"] + _MATRIX, "direction"),
         (["epsilon", "--accountant", "matrix-condcomp", "--max-order", "5"] + _MATRIX, "max-order"),
         (["epsilon", "--accountant", "matrix-mc", "--effective-bands", "5"] + _MATRIX, "effective-bands"),
-        (["epsilon", "--accountant", "matrix-renyi", "--matrix", "identity", "--bands", "4"] + _MATRIX, "bands"),
-        (["epsilon", "--accountant", "matrix-renyi", "--matrix", "bsr", "--bands", "0"] + _MATRIX, "bands"),
+        (
+            ["epsilon", "--accountant", "matrix-renyi", "--matrix", "identity", "--bands", "4", "--batches", "100"]
+            + _MATRIX,
+            "bands",
+        ),
+        (
+            ["epsilon", "--accountant", "matrix-renyi", "--matrix", "bsr", "--bands", "0", "--batches", "100"]
+            + _MATRIX,
+            "bands",
+        ),
         (["epsilon", "--accountant", "matrix-renyi", "--epochs", "0"] + _MATRIX, "epochs"),
         (["epsilon", "--accountant", "matrix-mc", "--seed", "-1"] + _MATRIX, "seed"),
         (["epsilon", "--accountant", "shuffle-batch-clip", "--group-size", "0"] + _SHUFFLE, "group-size"),

@@ -10,6 +10,8 @@ Commands:
 * ``sweep NOTEBOOK --grid GRID.yml [--scheduler ADDRESS] [--workers N] [--resume]``: one papermill run per
   grid point on dask.distributed, collected in ``sweeps/NAME/results.csv`` (see :mod:`dputils.book.sweep`).
 * ``epsilon`` / ``delta``: one JSON object with the value, its bounds, the accountant and the seconds.
+  ``--steps`` has no default: give it, or ``--epochs E --batch-size B --dataset-size N`` (q = B/N,
+  T = ceil(E N / B), :mod:`dputils.cli.schedule`); the output states the ``q`` and ``steps`` used.
 * ``calibrate``: the smallest noise parameter meeting (``--epsilon``, ``--delta``), conservative.
 * ``audit``: one-run privacy auditing of canary scores (when the audit module is installed).
 * ``accountants``: the registered accountant names.

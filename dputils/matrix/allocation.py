@@ -52,7 +52,19 @@ from ..parallel import map_chunks
 from ..resources import available_memory_bytes, check_memory, check_work
 from .factorizations import truncate_gram
 from .mechanism import BallsInBinsMatrixMechanism, check_matrix_mechanism, check_one_run
-from .renyi import DEFAULT_ADD_CLASSES, dp_memory, dp_work, needs_wrap, rho_add_lemma34, rho_add_tight, rho_remove
+from .renyi import (
+    DEFAULT_ADD_CLASSES,
+    STATE_CACHE_SIZE,
+    dp_memory,
+    dp_operations,
+    dp_table_bytes,
+    dp_update_operations,
+    dp_work,
+    needs_wrap,
+    rho_add_lemma34,
+    rho_add_tight,
+    rho_remove,
+)
 
 DEFAULT_ORDERS = tuple(range(2, 129))
 #: Work per tier of the dynamic program (DP updates; with the compiled factored step about one to a few
@@ -119,7 +131,7 @@ def tiered_rho_remove(
     b = G.shape[0]
     max_bands = check_positive_int("effective_bands", max_bands)
     tier_budget = check_positive("tier_budget", tier_budget)
-    _check_remove_plan(b, int(a[-1]), min(max_bands, b), tier_budget)
+    _check_remove_plan(b, int(a[-1]), min(max_bands, b), tier_budget, G)
     memory = available_memory_bytes()
     best = np.full(a.size, np.inf)
     used = np.zeros(a.size, dtype=np.int64)
@@ -146,14 +158,59 @@ def tiered_rho_remove(
     return best, used
 
 
-def _check_remove_plan(b: int, alpha_max: int, tiers: int, tier_budget: float = DEFAULT_TIER_BUDGET) -> None:
+def _remove_plan(G: np.ndarray, b: int, alpha_max: int, tiers: int, tier_budget: float) -> list[tuple[int, int, bool]]:
+    """The DPs :func:`tiered_rho_remove` runs: ``(p, largest order, wrap)`` per tier, widest first, as its loop
+    chooses them (the widest alone when it covers every order; p = 1 runs every order)."""
+    memory = available_memory_bytes()
+    plan = []
+    for p in range(tiers, 1, -1):
+        Gp, _ = truncate_gram(G, p)
+        wrap = needs_wrap(Gp, p) and b >= 2 * p - 2
+        amax = _largest_fitting(p, b, wrap, alpha_max, tier_budget, memory)
+        if p == tiers and amax >= alpha_max:
+            return [(p, amax, wrap)]  # the widest tier covers every order: the loop ends
+        if amax >= 2:
+            plan.append((p, amax, wrap))
+    return plan + [(1, alpha_max, False)]
+
+
+def remove_plan_operations(
+    G: np.ndarray | None, b: int, alpha_max: int, tiers: int, tier_budget: float = DEFAULT_TIER_BUDGET
+) -> float:
+    """Estimated elementary operations of :func:`tiered_rho_remove` (all its bandwidth tiers, the unit of
+    ``DPUTILS_MAX_WORK``): per tier p, the DP it runs (:func:`~dputils.matrix.renyi.dp_operations` at the
+    largest order that fits the tier budget, as the loop chooses it; every order at p = 1) and the truncation
+    of the b x b Gram matrix. Without ``G`` each tier p >= 2 counts its whole budget (an over-estimate)."""
+    if G is None:
+        total = dp_operations(1, b, alpha_max, False) + 20.0 * b * b
+        return total + sum(tier_budget * dp_update_operations(p) + 20.0 * b * b for p in range(2, tiers + 1))
+    plan = _remove_plan(G, b, alpha_max, tiers, tier_budget)
+    return sum(dp_operations(p, b, a, wrap) + 20.0 * b * b for p, a, wrap in plan)
+
+
+def remove_plan_memory(
+    G: np.ndarray, b: int, alpha_max: int, tiers: int, tier_budget: float = DEFAULT_TIER_BUDGET
+) -> float:
+    """Estimated peak bytes of :func:`tiered_rho_remove`: the largest tier's DP (:func:`dp_memory`) plus the
+    state tables of the other tiers, which stay cached (:data:`~dputils.matrix.renyi.STATE_CACHE_SIZE` of them:
+    20 tiers of ``--bands 20 --batches 100`` peaked at 3.6 GB where one tier needs 0.76 GB)."""
+    plan = _remove_plan(G, b, alpha_max, tiers, tier_budget)
+    peaks = [dp_memory(p, b, a, wrap) for p, a, wrap in plan]
+    tables = sorted((dp_table_bytes(p, b, a) for p, a, _ in plan), reverse=True)[:STATE_CACHE_SIZE]
+    return max(peaks) + sum(tables) + 8.0 * 10 * b * b
+
+
+def _check_remove_plan(
+    b: int, alpha_max: int, tiers: int, tier_budget: float = DEFAULT_TIER_BUDGET, G: np.ndarray | None = None
+) -> None:
     """Up-front cost of :func:`tiered_rho_remove`: the p = 1 tier runs every order (work and memory named
-    ``max-order``), and every tier truncates the b x b Gram matrix (named ``effective-bands``)."""
-    work1 = dp_work(1, b, alpha_max, False)
+    ``max-order``), every tier truncates the b x b Gram matrix, and the whole plan's operations
+    (:func:`remove_plan_operations`, named ``effective-bands``) must fit ``DPUTILS_MAX_WORK``."""
+    work1 = dp_operations(1, b, alpha_max, False)
     check_work(
         "max-order",
         work1,
-        "DP updates (bandwidth 1 covers every order)",
+        "operations (bandwidth 1 covers every order)",
         hint=f"over b={b} slots; use a smaller largest order",
     )
     check_memory(
@@ -165,11 +222,19 @@ def _check_remove_plan(b: int, alpha_max: int, tiers: int, tier_budget: float = 
     check_memory(
         "batches", 8.0 * 10 * b * b, f"the {b} x {b} Gram matrix and its truncations", hint="use fewer batches"
     )
+    if G is not None:
+        check_memory(
+            "effective-bands",
+            remove_plan_memory(G, b, alpha_max, tiers, tier_budget),
+            f"the remove-direction DP over bandwidth tiers 1..{tiers} and b={b} slots (tables of every tier cached)",
+            hint="lower the bands (--bands or --effective-bands) or the largest order (--max-order)",
+        )
     check_work(
         "effective-bands",
-        tiers * (20.0 * b * b + tier_budget),
+        remove_plan_operations(G, b, alpha_max, tiers, tier_budget),
         "operations",
-        hint=f"{tiers} bandwidth tiers over b={b} slots; use a smaller effective bandwidth",
+        hint=f"the remove-direction DP over bandwidth tiers 1..{tiers} and b={b} slots; lower the "
+        "bands (--bands or --effective-bands) or the largest order (--max-order)",
     )
 
 
@@ -241,7 +306,7 @@ class MatrixRenyiAccountant(Accountant):
         # refuse up front what this machine cannot do (before any allocation in proportion to the inputs)
         b = m.batches
         if "remove" in self.directions:
-            _check_remove_plan(b, int(self.orders[-1]), min(self._bands_for(m), b), self.tier_budget)
+            _check_remove_plan(b, int(self.orders[-1]), min(self._bands_for(m), b), self.tier_budget, m.gram)
         if self.add_bound == "tight" and "add" in self.directions:
             n_cls = len(set(self.add_classes))
             check_work(
