@@ -66,7 +66,7 @@ def point_table(pt, eps_acc, n: int):
             dict(quantity="ε(δ = 10⁻⁵), SaddlePointAccountant", value=eps_acc.value),
         ],
         caption=f"SPA at n = {n}, ε = 1",
-        digits=7,
+        digits=4,
     )
 
 
