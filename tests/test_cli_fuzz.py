@@ -430,7 +430,9 @@ def test_edgeworth_vacuous_upper_bound_is_null(capsys):
     )
     out, _ = capsys.readouterr()
     assert rc == 0
-    assert _strict(out)["upper"] is None
+    obj = _strict(out)
+    # the default answer carries the PLD's finite certified upper end (issue 35); Edgeworth's own, infinite, is null
+    assert obj["fallback"] == "pld" and obj["upper"] is not None and obj["own_bracket"][1] is None
 
 
 def test_audit_prints_strict_json(capsys, scores):

@@ -66,7 +66,7 @@ def point_table(pt, eps_acc, n: int):
             dict(quantity="ε(δ = 10⁻⁵), SaddlePointAccountant", value=eps_acc.value),
         ],
         caption=f"SPA at n = {n}, ε = 1",
-        digits=7,
+        digits=4,
     )
 
 
@@ -202,7 +202,7 @@ def figure_eps_table(table: Sequence[Mapping], q: float, delta: float):
         label="certified bracket",
     )
     ax.plot(x, A, "o", color=plotting.color("truth"), ms=3, label="truth (authors, mpmath)")
-    ax.set(xlabel="epochs n·q", ylabel=r"$\varepsilon$", title=rf"$\delta = {delta:g}$")
+    ax.set(xlabel="epochs n·q", ylabel=r"$\varepsilon$", title="δ = " + sci(delta, 0))
     ax.legend(loc="upper left", framealpha=1, fontsize=8)
     ax = axes[1]
     for k, lab in [
