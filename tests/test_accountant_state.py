@@ -61,7 +61,13 @@ def test_round_trip_answers_the_same(make, mechs):
 
 def test_options_are_the_constructor_arguments():
     s = PLDAccountant(discretization=2e-4).compose(GaussianMechanism(1.0), 2).state_dict()
-    assert s["options"] == {"direction": "both", "discretization": 2e-4, "tail": 1e-20, "window_tail": 1e-20, "rtol": 1e-3}
+    assert s["options"] == {
+        "direction": "both",
+        "discretization": 2e-4,
+        "tail": 1e-20,
+        "window_tail": 1e-20,
+        "rtol": 1e-3,
+    }
     assert s["ledger"] == [
         {
             "mechanism": {

@@ -136,7 +136,8 @@ class PLDAccountant(Accountant):
     unresolved by floating point (``ResolutionError``) on the first pass is coarsened by factors of 4 (up to 1)
     instead, and then not refined. The truncation of each step's loss (``tail``) is lowered to
     ``1e-4 rtol delta / T`` where that is smaller, so the truncated mass never matters, and queries at delta
-    below 1e-12 (epsilon queries; 1e-14 for delta queries; more than one step) use the exponentially tilted composition (:class:`TiltedPLD`), whose
+    below 1e-12 (epsilon queries; for delta queries an upper bound below 1e-14, or below 1e-9 with a lower bound under
+    half of it; more than one step) use the exponentially tilted composition (:class:`TiltedPLD`), whose
     rounding error is relative to the tail rather than to the bulk: delta down to 1e-30 and below is answered.
     Every pass gives a certified bracket; the narrowest one is returned. ``details`` says which grid answered
     (``"discretization"``), ``"rtol"``, ``"rtol_met"`` and, when it is False (the refinement stopped at a
@@ -310,7 +311,9 @@ class PLDAccountant(Accountant):
         scale, tilted = hint if hint is not None else (1.0, False)
         res = self._pass(quantity, x, h, scale, tilted)
         for _ in range(4):  # tails (and path) from the last upper bound, until they are small enough for it
-            want = several and 0.0 < res.upper < _TILT_BELOW_DELTA
+            # tilted below 1e-14, or below 1e-9 where the untilted bracket lost the answer to rounding
+            lost = res.upper < 1e-9 and res.lower < 0.5 * res.upper
+            want = several and 0.0 < res.upper and (res.upper < _TILT_BELOW_DELTA or lost)
             if res.upper <= 0.0 or (res.upper > 0.1 * scale and tilted == want):
                 break  # tails at most 10x too large for the answer (their mass below 1e-3 rtol of it), right path
             scale, tilted = res.upper, want
