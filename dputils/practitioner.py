@@ -5,7 +5,8 @@ noise multiplier ``sigma`` (Gaussian noise of standard deviation ``sigma C`` on 
 to norm ``C``) and the **sampler** that forms the batches:
 
 * ``"poisson"``: every step includes each record independently with probability ``q = B / N``;
-  ``T = E * floor(N / B)`` steps. The run is the Poisson-subsampled Gaussian mechanism composed ``T`` times
+  ``T = ceil(E N / B)`` steps (:func:`poisson_schedule`, the rule of the command line's ``--epochs --batch-size
+  --dataset-size``: E epochs of N / B expected batches, a last partial step counted whole). The run is the Poisson-subsampled Gaussian mechanism composed ``T`` times
   (:class:`~dputils.mechanisms.SubsampledGaussianMechanism`), accounted by every registered accountant of the
   event ``"subsampled-gaussian"`` (PLD, SPA, Edgeworth, RDP, GDP/CLT).
 * ``"shuffling"``: every epoch permutes the data and cuts it into ``floor(N / B)`` batches of ``B`` (the
@@ -40,6 +41,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 from .accountants import registry
@@ -47,6 +49,7 @@ from .calibration import Calibration, calibrate_noise
 from .errors import DPValueError, NumericalError, check_choice, check_delta, check_positive, check_positive_int
 
 __all__ = [
+    "poisson_schedule",
     "SAMPLERS",
     "SAMPLER_EVENTS",
     "TrainingRun",
@@ -57,6 +60,27 @@ __all__ = [
     "calibrate_sigma",
     "simulated_audit",
 ]
+
+
+def poisson_schedule(epochs: Fraction | int | float, batch_size: int, dataset_size: int) -> tuple[float, int]:
+    """``(q, T) = (B / N, ceil(E N / B))`` for E epochs of Poisson-sampled batches of expected size B out of N.
+
+    Validates every argument (DPValueError naming it): E > 0 finite, B and N positive integers, B <= N. ``T`` is
+    computed exactly (``E`` as a fraction: ``ceil(0.1 * 60000 / 100) = 60``, where floating point gives 61), so a
+    whole number of steps is never rounded up by one. The command line's ``--epochs --batch-size --dataset-size``
+    and :class:`TrainingRun` both use it, so the same words give the same T everywhere.
+    """
+    B = check_positive_int("batch-size", batch_size)
+    N = check_positive_int("dataset-size", dataset_size)
+    if B > N:
+        raise DPValueError(f"batch-size must be at most dataset-size ({N}), got {B}")
+    if isinstance(epochs, float) and not math.isfinite(epochs):
+        raise DPValueError(f"epochs must be a finite number > 0, got {epochs!r}")
+    E = Fraction(epochs)
+    if not E > 0:
+        raise DPValueError(f"epochs must be > 0, got {float(E):g}")
+    return B / N, int(math.ceil(E * N / B))
+
 
 #: The samplers of a training run (module docstring).
 SAMPLERS = ("poisson", "shuffling", "random-allocation")
@@ -84,7 +108,9 @@ _BUILTIN["random-allocation"] = {
 @dataclass(frozen=True)
 class TrainingRun:
     """One DP-SGD run: ``dataset_size`` N, ``batch_size`` B (1 <= B <= N), ``epochs`` E, noise multiplier
-    ``sigma`` and ``sampler`` (one of :data:`SAMPLERS`). Steps per epoch ``floor(N / B)``; rate ``q = B / N``."""
+    ``sigma`` and ``sampler`` (one of :data:`SAMPLERS`). Rate ``q = B / N``; the Poisson run has
+    ``T = ceil(E N / B)`` steps (:func:`poisson_schedule`), shuffling and random allocation ``floor(N / B)`` equal
+    batches per epoch (``E floor(N / B)`` steps)."""
 
     dataset_size: int
     batch_size: int
@@ -110,7 +136,10 @@ class TrainingRun:
 
     @property
     def steps(self) -> int:
-        """``T = E floor(N / B)``."""
+        """The steps of the run: ``ceil(E N / B)`` for Poisson sampling (:func:`poisson_schedule`), else
+        ``E floor(N / B)`` (equal batches; the ``N mod B`` records left over sit the epoch out)."""
+        if self.sampler == "poisson":
+            return poisson_schedule(self.epochs, self.batch_size, self.dataset_size)[1]
         return self.epochs * self.steps_per_epoch
 
     @property

@@ -13,11 +13,11 @@ Fractions are exact: ``E`` is read as a decimal fraction (``0.5``, ``15``), so t
 from __future__ import annotations
 
 import argparse
-import math
 from fractions import Fraction
 from typing import Any
 
-from ..errors import DPValueError, check_positive_int
+from ..errors import DPValueError
+from ..practitioner import poisson_schedule
 
 __all__ = ["add_schedule_arguments", "epochs_schedule", "parse_epochs", "resolve_steps"]
 
@@ -54,23 +54,8 @@ def add_schedule_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset-size", type=_size, default=None, help="data-set size N, an integer >= B")
 
 
-def epochs_schedule(epochs: Fraction | int | float, batch_size: int, dataset_size: int) -> tuple[float, int]:
-    """``(q, T) = (B / N, ceil(E N / B))`` for E epochs of Poisson-sampled batches of expected size B out of N.
-
-    Validates every argument (DPValueError naming it): E > 0 finite, B and N positive integers, B <= N.
-    ``T`` is computed exactly (``E`` as a fraction), so a whole number of steps is not rounded up by one.
-    """
-    B = check_positive_int("batch-size", batch_size)
-    N = check_positive_int("dataset-size", dataset_size)
-    if B > N:
-        raise DPValueError(f"batch-size must be at most dataset-size ({N}), got {B}")
-    if isinstance(epochs, float) and not math.isfinite(epochs):
-        raise DPValueError(f"epochs must be a finite number > 0, got {epochs!r}")
-    E = Fraction(epochs)
-    if not E > 0:
-        raise DPValueError(f"epochs must be > 0, got {float(E):g}")
-    T = math.ceil(E * N / B)
-    return B / N, int(T)
+#: ``(q, T) = (B / N, ceil(E N / B))``: the library's one rule (:func:`dputils.practitioner.poisson_schedule`).
+epochs_schedule = poisson_schedule
 
 
 def _fmt(e: Fraction) -> str:
