@@ -1235,16 +1235,17 @@ def scorecard(tg: Targets) -> None:
     recs = _by_id(tg.to_dict())
     show_table(
         recs,
-        columns=["id", "what", "paper", "ours", "tolerance", "status"],
+        columns=["id", "what", "paper", "ours", "status"],
         headers={"paper": "reference"},
         caption="Reproduction targets: reference (the paper's number, or our own anchor where the source says so),"
-        " ours, tolerance and status",
+        " ours and status",
         digits=4,
     )
     show_table(
         recs,
-        columns=["id", "source", "reason"],
-        caption="Where each reference comes from, and why a target is not run or not reproduced",
+        columns=["id", "tolerance", "source", "reason"],
+        caption="The tolerance of each target, where its reference comes from, and why a target is not run or not"
+        " reproduced",
     )
 
 
