@@ -186,6 +186,7 @@ class Answer:
     upper: float | None
     seconds: float
     error: str = ""
+    note: str = ""
 
     @property
     def certified_upper(self) -> float | None:
@@ -233,7 +234,11 @@ def account(run: TrainingRun, delta: float, names: Iterable[str] | None = None) 
     The bracket is the accountant's reported ``[lower, upper]``; an ``upper-bound`` answer has no lower end,
     an ``approximation`` none at all (even where the result object carries numbers there). A refusal or a
     numerical failure (a ``ValueError`` such as :class:`~dputils.errors.DPValueError`, or a
-    :class:`~dputils.errors.NumericalError`) is an :class:`Answer` with ``epsilon=None`` and the message."""
+    :class:`~dputils.errors.NumericalError`) is an :class:`Answer` with ``epsilon=None`` and the message.
+
+    Each answer is the accountant's **own**: where the saddle-point or Edgeworth accountant's default answer
+    consults the PLD (``details["fallback"] == "pld"``, :mod:`dputils.accountants.certified`), the method's own
+    estimate and bracket are reported, with ``note`` saying so, since the PLD answers in the same list."""
     delta = check_delta(delta)
     wanted = None if names is None else list(names)
     out = []
@@ -249,12 +254,20 @@ def account(run: TrainingRun, delta: float, names: Iterable[str] | None = None) 
             continue
         seconds = time.perf_counter() - t0
         lo, up = _float(getattr(r, "lower", None)), _float(getattr(r, "upper", None))
+        value, note = float(r.value), ""
+        details = getattr(r, "details", None) or {}
+        if details.get("fallback") == "pld":
+            # the method's own answer: its default one is the PLD's bracket intersected with its own, which
+            # would compare the PLD with itself (dputils.accountants.certified)
+            value = float(details["own_value"])
+            lo, up = (_float(x) for x in details["own_bracket"])
+            note = f"own answer; its default answer consults the PLD ({details.get('fallback_reason', '')})"
         if answer == "approximation":
             lo = up = None
         elif answer == "upper-bound":
             lo = None
             up = float(r.value) if up is None else up
-        out.append(Answer(name, label, answer, float(r.value), lo, up, seconds))
+        out.append(Answer(name, label, answer, value, lo, up, seconds, note=note))
     if wanted is not None:
         missing = sorted(set(wanted) - {a.name for a in out})
         if missing:

@@ -177,3 +177,18 @@ def test_position_words():
     assert ch.position(0.9, 1.0, 1.1)[1] == pytest.approx(-0.1)
     assert ch.position_words(0.9, 1.0, 1.1).startswith("10% below")
     assert ch.position_words(1.21, 1.0, 1.1).startswith("10% above")
+
+
+def test_estimate_accountants_report_their_own_answer_not_the_pld_assisted_default():
+    """SPA's default answer at a small-T run consults the PLD (its Theorem-5 bracket is wide there); the
+    comparison must show SPA's own estimate and bracket, computed here with ``fallback="none"``."""
+    from dputils.accountants.spa import SaddlePointAccountant
+    from dputils.mechanisms import SubsampledGaussianMechanism
+
+    run = pr.TrainingRun(10000, 100, 1, 1.0)  # q 0.01, T 100
+    (a,) = pr.account(run, 1e-5, names=["spa"])
+    own = SaddlePointAccountant(fallback="none").compose(SubsampledGaussianMechanism(1.0, 0.01), 100)
+    r = own.get_epsilon(1e-5)
+    assert a.note.startswith("own answer")
+    assert a.epsilon == pytest.approx(float(r.value), rel=1e-12)
+    assert a.lower == pytest.approx(float(r.lower), rel=1e-12) and a.upper == pytest.approx(float(r.upper), rel=1e-12)
