@@ -74,7 +74,7 @@ def main() -> None:
 
         def theirs():
             acc = PRVAccountant(
-                prvs=PoissonSubsampledGaussianMechanism(noise_multiplier=sigma, sampling_probability=q),
+                prvs=[PoissonSubsampledGaussianMechanism(noise_multiplier=sigma, sampling_probability=q)],
                 max_self_compositions=[T],
                 eps_error=0.01,
                 delta_error=delta / 1000,
@@ -117,9 +117,14 @@ def main() -> None:
     for name, s, qq, T, d, direction in FRONTIER:
         m = SubsampledGaussianMechanism(s, qq)
         ts = []
-        for _ in range(args.frontier_repeat):
-            dt, r = _timed(lambda: PLDAccountant(direction=direction).compose(m, T).get_epsilon(d))  # noqa: B023
-            ts.append(dt)
+        try:
+            for _ in range(args.frontier_repeat):
+                dt, r = _timed(lambda: PLDAccountant(direction=direction).compose(m, T).get_epsilon(d))  # noqa: B023
+                ts.append(dt)
+        except ArithmeticError as exc:  # a refusal (NumericalError) is a result: recorded, not a crash
+            frontier.append(dict(name=name, sigma=s, q=qq, steps=T, delta=d, direction=direction, refused=str(exc)))
+            print(f"{name:>36} | refused: {type(exc).__name__}: {exc}", flush=True)
+            continue
         row = dict(
             name=name,
             sigma=s,

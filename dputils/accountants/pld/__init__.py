@@ -38,9 +38,20 @@ accounted for). Each computed mass is given the error bound
 :math:`u\log_2 n` per Fourier coefficient), and delta(eps) is widened by that bound times
 :math:`\sum_{l_j > \varepsilon} (1 - e^{\varepsilon - l_j})` (a geometric sum in closed form), on both
 ends of the bracket. Checked against an 80-bit recomputation: the bound is 30-50x above the observed
-error. ``get_epsilon`` refuses (NumericalError) when this bound plus the window tails exceeds half of
-the target delta, e.g. at tiny deltas where float64 FFT accountants lose precision (see the
-saddle-point chapter).
+error. A composition refuses (:class:`ResolutionError`, a NumericalError) when this bound plus the window tails
+exceeds half of the target delta, e.g. at tiny deltas where float64 FFT accountants lose precision; the
+accountant then answers with the tilted composition below.
+
+**One step** is the discretized PMF itself (no FFT, no rounding noise, no window tails).
+
+**Tiny deltas: exponential tilting** (:mod:`~dputils.accountants.pld._tilt`). The FFT power of the PMFs tilted
+by :math:`e^{t l}` (t the Chernoff/saddle-point parameter of the query) is the tilt of the composition; untilted,
+its rounding error is relative to the masses near the answer, so delta down to 1e-30 (and below) is resolved.
+The single-step truncation ``tail`` is lowered per query to :math:`10^{-4}\,\mathrm{rtol}\,\delta / T`.
+
+**Grid choice.** The default grid refines the discretization per query until the certified bracket's relative
+width is at most ``rtol`` (see :class:`PLDAccountant`); the decisions branch on the exception types
+:class:`GridLimitError` (a DPValueError: over the point or memory limits) and :class:`ResolutionError`.
 
 **Spectral composition (long compositions).** With the window's length N as the period, the aliased
 composed PMF is :math:`\mathrm{circ}_r = \frac1N\sum_k F(k) e^{2\pi i k r/N}` with
@@ -67,7 +78,8 @@ otherwise.
 
 **The package.** One module per job: ``_discretise`` (bin merging, log-MGFs), ``_compose`` (window and choice
 of path), ``_fft`` (the FFT power, :class:`ComposedPLD`), ``_spectral`` (:class:`SpectralPLD`), ``_invert``
-(epsilon from delta), ``_pairs`` (one direction's upper and lower compositions and the second certificate);
+(epsilon from delta), ``_pairs`` (one direction's upper and lower compositions and the second certificate), ``_tilt`` (the tilted
+composition, :class:`TiltedPLD`);
 both composition kinds implement :class:`CertifiedComposition` (``cert_bracket``, ``epsilon_upper``,
 ``epsilon_lower``, ...), and the accountant is here.
 """
@@ -110,6 +122,9 @@ _REFINE_WINDOW = 1 << 24
 _TILT_BELOW = 1e-12
 #: delta queries whose (untilted) upper bound is below this use the tilted composition
 _TILT_BELOW_DELTA = 1e-14
+#: epsilon queries at a delta at least this may use the FFT power where the
+#: spectral composition would cost more (short compositions; issue 35 item 6)
+_PREFER_FFT_ABOVE = 1e-8
 
 
 @register(
@@ -142,7 +157,8 @@ class PLDAccountant(Accountant):
     Every pass gives a certified bracket; the narrowest one is returned. ``details`` says which grid answered
     (``"discretization"``), ``"rtol"``, ``"rtol_met"`` and, when it is False (the refinement stopped at a
     limit, or an explicit grid was too coarse), ``"rtol_reason"``. Each query's grid depends on the query and
-    the ledger alone, never on earlier queries.
+    the ledger alone, never on earlier queries. Epsilon queries at delta >= 1e-8 take the FFT power instead of the
+    spectral composition where the latter's coefficients would cost 4x more (short compositions, e.g. T 100).
 
     Args:
         direction: ``"both"`` (default; the worse of add and remove), ``"add"`` or ``"remove"``.
@@ -208,11 +224,18 @@ class PLDAccountant(Accountant):
         return [(discretize(m.pair(direction), h, tail), c) for m, c in self._merged().items()]
 
     def _direction(
-        self, direction: str, h: float | None = None, tail: float | None = None, wtail: float | None = None, tilt=None
+        self,
+        direction: str,
+        h: float | None = None,
+        tail: float | None = None,
+        wtail: float | None = None,
+        tilt=None,
+        prefer_fft: bool = False,
     ) -> _DirectionPLD:
-        """The composition of one direction on grid ``h`` with truncation ``tail``, window tail ``wtail`` and
-        ``tilt`` (a number, or a callable of the discretized parts giving it), cached. Raises GridLimitError
-        when the grid is over the limits."""
+        """The composition of one direction on grid ``h`` with truncation ``tail``, window tail ``wtail``,
+        ``tilt`` (a number, or a callable of the discretized parts giving it) and ``prefer_fft`` (see
+        :func:`~dputils.accountants.pld._compose._compose`), cached. Raises GridLimitError when the grid is over
+        the limits."""
         h = self.h if h is None else h
         tail = self.tail if tail is None else tail
         wtail = self.window_tail if wtail is None else wtail
@@ -221,7 +244,7 @@ class PLDAccountant(Accountant):
             parts = self._parts(direction, h, tail)
             tilt = tilt(parts)
         tilt = float(tilt or 0.0)
-        key = (direction, h, tail, wtail, tilt)
+        key = (direction, h, tail, wtail, tilt, prefer_fft)
         if key not in self._grids:
             other = ("add" if direction == "remove" else "remove",) + key[1:]
             if other in self._grids and all(getattr(m, "symmetric", False) for m, _ in self.ledger):
@@ -230,7 +253,7 @@ class PLDAccountant(Accountant):
             else:
                 if parts is None:
                     parts = self._parts(direction, h, tail)
-                self._grids[key] = _DirectionPLD(parts, wtail, self._spectral, tilt)
+                self._grids[key] = _DirectionPLD(parts, wtail, self._spectral, tilt, prefer_fft)
             if len(self._grids) > 8:  # keep the memory bounded: drop the oldest grids
                 for k in list(self._grids)[: len(self._grids) - 8]:
                     del self._grids[k]
@@ -273,7 +296,9 @@ class PLDAccountant(Accountant):
             tilt = lambda parts: choose_tilt(parts, quantity, x)  # noqa: E731
         else:
             tilt = 0.0
-        dps = {d: self._direction(d, h, tail, wtail, tilt) for d in self.directions}
+        # the FFT power where it is cheaper than the spectral coefficients, for deltas its rounding cannot touch
+        fast = quantity == "epsilon" and scale >= _PREFER_FFT_ABOVE
+        dps = {d: self._direction(d, h, tail, wtail, tilt, fast) for d in self.directions}
         t = self._summation_rtol(dps)
         ups, lows = {}, {}
         for d, dp in dps.items():
@@ -310,12 +335,16 @@ class PLDAccountant(Accountant):
                 return self._pass(quantity, x, h, x, True)
         scale, tilted = hint if hint is not None else (1.0, False)
         res = self._pass(quantity, x, h, scale, tilted)
-        for _ in range(4):  # tails (and path) from the last upper bound, until they are small enough for it
+        for _ in range(4):  # tails and path from the last upper bound, until they are right for it
+            if res.upper <= 0.0:
+                break
             # tilted below 1e-14, or below 1e-9 where the untilted bracket lost the answer to rounding
             lost = res.upper < 1e-9 and res.lower < 0.5 * res.upper
-            want = several and 0.0 < res.upper and (res.upper < _TILT_BELOW_DELTA or lost)
-            if res.upper <= 0.0 or (res.upper > 0.1 * scale and tilted == want):
-                break  # tails at most 10x too large for the answer (their mass below 1e-3 rtol of it), right path
+            want = several and (res.upper < _TILT_BELOW_DELTA or lost)
+            # tails at most 10x too large for the answer keep their mass below 1e-3 rtol of it
+            tails_ok = res.upper > 0.1 * scale or self._tails(res.upper) == self._tails(scale)
+            if tails_ok and tilted == want:
+                break
             scale, tilted = res.upper, want
             res = self._pass(quantity, x, h, scale, tilted)
         res.details["_hint"] = (scale, tilted)

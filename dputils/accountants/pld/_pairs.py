@@ -39,12 +39,17 @@ class _DirectionPLD:
     """
 
     def __init__(
-        self, parts: list[tuple[DiscretePLD, int]], window_tail: float, spectral: bool = True, tilt: float = 0.0
+        self,
+        parts: list[tuple[DiscretePLD, int]],
+        window_tail: float,
+        spectral: bool = True,
+        tilt: float = 0.0,
+        prefer_fft: bool = False,
     ):
         self._window_tail = window_tail
         self.tilt = tilt
-        self.up = _compose(parts, "upper", window_tail, spectral, tilt)
-        self.down = _compose(parts, "lower", window_tail, spectral, tilt)
+        self.up = _compose(parts, "upper", window_tail, spectral, tilt, prefer_fft)
+        self.down = _compose(parts, "lower", window_tail, spectral, tilt, prefer_fft)
         self._fft: dict[str, CertifiedComposition] = {}
         # the single-step PMFs are kept only where an FFT power may still be built from them
         self._parts = parts if self._pairable("upper") or self._pairable("lower") else None

@@ -300,11 +300,14 @@ def _spectral(
     offset0: int,
     inf_mass: float,
     outside: float,
+    fft_ratio: float | None = None,
 ) -> SpectralPLD | None:
     """The spectral composition when few frequencies suffice, else None (the caller uses the FFT path).
 
     parts: (masses, absolute grid index of masses[0], count). The kept set |k| <= K is the smallest for
-    which every cell of frequencies beyond 2 pi K / N has prod_p bound_p^{c_p} <= 1e-30.
+    which every cell of frequencies beyond 2 pi K / N has prod_p bound_p^{c_p} <= 1e-30. With ``fft_ratio``,
+    also None when the O(K n) cost of the coefficients exceeds ``fft_ratio`` times the FFT power's
+    n_fft log2 n_fft (short compositions, whose sharp composed PMF needs many coefficients).
     """
     N = j_hi - j_lo + 1
     ps = [_Part(m, i0, c) for m, i0, c in parts]
@@ -350,5 +353,9 @@ def _spectral(
     K = int(math.floor(om_K * N / (2 * math.pi) * (1 + 1e-12))) + 1
     if 2 * K + 1 > N // 4 or K * sum(p.n for p in ps) > 4e7:
         return None
+    if fft_ratio is not None:  # the caller prefers the FFT power where it is cheaper by this factor
+        n_fft = sp_fft.next_fast_len(max(N, max(p.n for p in ps)), real=True)
+        if K * sum(p.n for p in ps) > fft_ratio * n_fft * math.log2(n_fft):
+            return None
     offset = offset0 + sum(p.c * p.ctr for p in ps)
     return SpectralPLD(h, j_lo, N, offset, ps, K, inf_mass, outside)
