@@ -82,16 +82,18 @@ def test_one_step_is_the_gaussian_mechanism(eps, direction):
     assert r.upper - r.lower < 0.02 * exact
 
 
-def test_one_step_epsilon_falls_back_to_the_gaussian():
-    # the default grid for T = 1 would need millions of points: the Gaussian mechanism's PLD bound answers
+def test_one_step_epsilon_is_the_gaussian_mechanism_exactly():
+    # T = 1: the example is in the one step, so the pair is the Gaussian mechanism's (no fallback, no lognormal
+    # grid): the PLD accountant's own refined bracket, with a certified lower end
     from scipy.optimize import brentq
 
     r = _eps(1)
     # Gaussian mechanism, sigma 1, delta 1e-5: the root of the closed form (Balle and Wang 2018)
     exact = brentq(lambda e: norm.cdf(0.5 - e) - math.exp(e) * norm.cdf(-0.5 - e) - 1e-5, 1.0, 10.0, xtol=1e-12)
     assert exact == pytest.approx(4.3772, abs=1e-4)
-    assert exact - 1e-9 <= r.upper <= exact + 2e-3
-    assert r.details["fallback"]
+    assert exact * (1 - 1e-3) <= r.lower <= exact + 1e-9
+    assert exact - 1e-9 <= r.upper <= exact * (1 + 1e-3)
+    assert not r.details["fallback"] and r.details["lower_bound"] == "certified"
 
 
 def _mc_delta(T, eps, direction, n=2_000_000, seed=1):

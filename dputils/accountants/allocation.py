@@ -84,7 +84,7 @@ from ..errors import DPValueError, NumericalError, check_positive, check_positiv
 from ..mechanisms import GaussianMechanism, Mechanism, PrivacyLossPair
 from ..numerics import bisect_monotone
 from .base import Accountant, AccountingResult
-from .pld import PLDAccountant
+from .pld import GridLimitError, PLDAccountant
 from .registry import register
 
 __all__ = ["RandomAllocation", "RandomAllocationPLDAccountant", "DiscretePair", "allocation_pairs"]
@@ -514,7 +514,7 @@ class _LazyPLD:
 
     FFT_COUNT = 256
 
-    def __init__(self, ledger, direction: str, given: float | None, default: float) -> None:
+    def __init__(self, ledger, direction: str, given: float | None, default: float | None) -> None:
         self.ledger = ledger
         self.direction = direction
         self.given = given
@@ -534,8 +534,9 @@ class _LazyPLD:
             self._acc = self._make(self.given if self.given is not None else self.default)
         try:
             return fn(self._acc)
-        except DPValueError as exc:
-            if self.given is not None or not str(exc).startswith("discretization"):
+        except GridLimitError:
+            # the fixed grid is over the PLD's point or memory limits (an exception type, never message text)
+            if self.given is not None:
                 raise
             self._acc = self._make(None)
             self.given = -1.0  # retried once
@@ -626,6 +627,12 @@ class RandomAllocationPLDAccountant(Accountant):
         pairs = []
         fallback = []
         for (t, sig), n in counts.items():
+            if t == 1:
+                # 1-out-of-1: the example takes part in the one step, so the pair *is* the Gaussian mechanism's
+                # (exact in both directions): both ledgers, and the lower end stays certified
+                up_ledger.append((GaussianMechanism(sig), n))
+                lo_ledger.append((GaussianMechanism(sig), n))
+                continue
             try:
                 ap = allocation_pairs(t, sig, self.grid, self.tail)
             except _OutOfRange as exc:
@@ -642,7 +649,10 @@ class RandomAllocationPLDAccountant(Accountant):
             slack_lp += n * ap.tau_low[0]
             slack_lq += n * ap.tau_low[1]
         f = 1 + 1e-9  # products of measures of mass 1 + O(tau)
-        direct = not fallback and len(pairs) == 1 and next(iter(counts.values())) == 1
+        direct = not fallback and len(pairs) == 1 and len(counts) == 1 and next(iter(counts.values())) == 1
+        # only Gaussian steps (t = 1 or the fallback): the PLD accountant's own grid refinement (its rtol), not the
+        # fixed grid chosen for the lognormal pairs
+        self._gaussian_only = not pairs
         if fallback:
             exact_lower = False
         self._state = dict(
@@ -658,7 +668,8 @@ class RandomAllocationPLDAccountant(Accountant):
         return self._state
 
     def _pld(self, ledger) -> _LazyPLD:
-        return _LazyPLD(ledger, self.direction, self.discretization, self.DEFAULT_DISCRETIZATION)
+        default = None if getattr(self, "_gaussian_only", False) else self.DEFAULT_DISCRETIZATION
+        return _LazyPLD(ledger, self.direction, self.discretization, default)
 
     def _details(self, st, extra) -> dict:
         return {
