@@ -105,7 +105,7 @@ def _compose(
         m = d.upper if which == "upper" else d.lower
         return ComposedPLD(h, d.i0, np.maximum(m, 0.0), inf_mass, 0.0, 0.0)
     if tilt > 0:
-        return _tilted(parts, which, window_tail, tilt, inf_mass)
+        return _tilted(parts, which, window_tail, tilt, inf_mass, _window)
     masses = [(d.upper if which == "upper" else d.lower, d.i0, c) for d, c in parts]
     j_lo, j_hi, offset, _ = _window(masses, h, window_tail)
     n_win = j_hi - j_lo + 1

@@ -22,6 +22,7 @@ bounded relative to the masses (``rel``); masses below 1e-300 (subnormal) are co
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy.special import logsumexp
@@ -111,11 +112,17 @@ class TiltedPLD(CertifiedComposition):
 
 
 def _tilted(
-    parts: list[tuple[DiscretePLD, int]], which: str, window_tail: float, tilt: float, inf_mass: float
+    parts: list[tuple[DiscretePLD, int]],
+    which: str,
+    window_tail: float,
+    tilt: float,
+    inf_mass: float,
+    window: Callable[..., tuple[int, int, int, int]],
 ) -> TiltedPLD:
     """The composition of the 'upper' or 'lower' PMFs of ``parts`` tilted by ``tilt`` > 0 (see the module
-    docstring); ``inf_mass``: the composed mass at +infinity (untilted)."""
-    from ._compose import _window  # the window helper lives with the composition's choice
+    docstring); ``inf_mass``: the composed mass at +infinity (untilted). ``window``: the composition's window
+    helper (``_compose._window``, passed in so that this module does not import its caller)."""
+    _window = window
 
     h = parts[0][0].h
     tparts = []

@@ -16,9 +16,7 @@ from .. import plotting
 from ..results import glue, glue_all
 from ..tables import sci, show_table
 from .gauss_audit import parameter_table as _parameter_table
-from .gauss_audit import scorecard
-
-__all__ = ["scorecard"]  # the compact scorecard is shared with the gauss_audit chapter
+from .gauss_audit import scorecard  # noqa: F401  (the compact scorecard, shared with the gauss_audit chapter)
 
 
 def sigma_axes(ax, epsilons: Sequence[float], title: str, ylabel: str = "calibrated σ") -> None:
