@@ -8,7 +8,7 @@ import math
 import re
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator
 from scipy import optimize
 from scipy.special import log_ndtr
 
@@ -618,7 +618,8 @@ def plot_small_t(rows):
     ax.set_xlabel("T")
     ax.set_ylabel("median seconds per query")
     plotting.sci_ticks(ax, "x", powers=True)
-    plotting.sci_ticks(ax, "y", minor=True)
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))  # 0.02, 0.05, 0.1, ...: within a decade
+    plotting.sci_ticks(ax, "y")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
