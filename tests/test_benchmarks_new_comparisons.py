@@ -96,17 +96,48 @@ def test_small_t_rows_verdict_and_sentence():
 def test_frontier_rows():
     data = {
         "frontier": [
-            {"name": "x", "delta": 1e-10, "eps_lower": 5.0, "eps_upper": 5.25, "rel_width": 0.05, "seconds": 0.07}
+            {
+                "name": "x",
+                "steps": 1000,
+                "q": 0.001,
+                "sigma": 0.5,
+                "delta": 1e-10,
+                "direction": "both",
+                "eps_lower": 5.0,
+                "eps_upper": 5.25,
+                "rel_width": 0.05,
+                "seconds": 0.07,
+            },
+            {
+                "name": "y",
+                "steps": 10,
+                "q": 0.01,
+                "sigma": 1.0,
+                "delta": 1e-5,
+                "direction": "remove",
+                "refused": "grid too large",
+            },
         ]
     }
-    (r,) = ch.frontier_rows(data)
+    r, refused = ch.frontier_rows(data)
     assert r == {
-        "setting": "x",
+        "T": "1000",
+        "q": "10⁻³",
+        "σ": "0.5",
         "δ": "10⁻¹⁰",
+        "direction": "both",
         "our bracket": "[5.0000, 5.2500]",
         "relative width": 0.05,
         "median s": 0.07,
     }
+    assert refused["our bracket"].startswith("refused: grid too large") and refused["median s"] is None
+
+
+def test_bracket_digits_keep_the_ends_apart():
+    assert ch._bracket(1.0, 1.1) == "[1.0000, 1.1000]"
+    # width 4.6e-5: ceil(4.34) + 1 = 6 decimals
+    assert ch._bracket(5.0067736, 5.0068200) == "[5.006774, 5.006820]"
+    assert ch._bracket(2.0, 2.0) == "[2.0000, 2.0000]"
 
 
 def test_load_recorded_checks_layout(tmp_path):

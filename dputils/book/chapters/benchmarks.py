@@ -444,7 +444,11 @@ SMALL_T_ROW_KEYS = ("steps", "seconds_ours", "seconds_prv", "eps_lower", "eps_up
 
 
 def _bracket(lo: float, hi: float) -> str:
-    return f"[{lo:.4f}, {hi:.4f}]"
+    """``[lo, hi]`` with 4 decimals, or one decimal beyond the first where the two ends differ when the bracket is
+    narrower (``_bracket(5.0067736, 5.0068200) == "[5.006774, 5.006820]"``), so that its ends never print alike."""
+    w = hi - lo
+    d = 4 if w <= 0 else max(4, math.ceil(-math.log10(w)) + 1)
+    return f"[{lo:.{d}f}, {hi:.{d}f}]"
 
 
 def allocation_rows(data) -> list[dict]:
@@ -639,15 +643,28 @@ def glue_run_meta(prefix: str, meta) -> None:
 
 
 def frontier_rows(data) -> list[dict]:
-    """The frontier rows of ``bench_small_t.py`` (ours only): setting, certified bracket, relative width, median
-    seconds."""
-    return [
-        {
-            "setting": r["name"],
+    """The frontier rows of ``bench_small_t.py`` (ours only): setting (T, q, σ, δ, the neighbouring direction),
+    certified bracket, its width relative to its upper end, median seconds; a refused setting shows its reason."""
+    out = []
+    for r in data.get("frontier", []):
+        row = {
+            "T": num(r["steps"]),
+            "q": pow10(r["q"]),
+            "σ": num(r["sigma"]),
             "δ": pow10(r["delta"]),
-            "our bracket": _bracket(r["eps_lower"], r["eps_upper"]),
-            "relative width": r["rel_width"],
-            "median s": r["seconds"],
+            "direction": r.get("direction", ""),
         }
-        for r in data.get("frontier", [])
-    ]
+        if "refused" in r:
+            row.update(
+                {"our bracket": "refused: " + bm.readable(r["refused"]), "relative width": None, "median s": None}
+            )
+        else:
+            row.update(
+                {
+                    "our bracket": _bracket(r["eps_lower"], r["eps_upper"]),
+                    "relative width": r["rel_width"],
+                    "median s": r["seconds"],
+                }
+            )
+        out.append(row)
+    return out
