@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator
 from scipy import optimize
 from scipy.special import log_ndtr
 
@@ -16,13 +17,15 @@ from ...mechanisms import SubsampledGaussianMechanism
 from .. import benchmarks as bm
 from .. import plotting
 from ..results import glue
-from ..tables import diff, pow10, show_table
+from ..tables import diff, num, pow10, show_table
 
 #: the meaning of each parameter of the chapter (shown as a table next to the collapsed ``parameters`` cell)
 PARAMETERS = {
     "data_file": "the recorded run of the accountants (time, answers, references)",
     "dpsgd_file": "the recorded DP-SGD throughput run",
     "pld_file": "the recorded PLD head-to-head run against dp_accounting",
+    "allocation_file": "the recorded random-allocation run against pld-accounting",
+    "small_t_file": "the recorded small-T timing run against prv_accountant",
 }
 
 
@@ -415,3 +418,253 @@ def clt_worst(data, sigma: float, q: float) -> dict[str, float]:
         ]
         worst[name] = math.nan if any(math.isnan(x) for x in rels) else max(rels, default=0.0)
     return worst
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Random allocation against pld-accounting, and small-T speed against prv_accountant (recorded files)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def load_recorded(path, row_keys) -> dict:
+    """Read a recorded JSON file of ``benchmarks/`` (a relative path: :func:`dputils.book.benchmarks.find_recorded`)
+    and check that it has ``meta`` and a non-empty ``rows`` whose every row has ``row_keys``."""
+    with open(bm.find_recorded(path)) as fh:
+        data = json.load(fh)
+    if "meta" not in data or not data.get("rows"):
+        raise bm.BenchmarkFileError(f"{path}: needs 'meta' and a non-empty 'rows'")
+    for i, r in enumerate(data["rows"]):
+        missing = [k for k in row_keys if k not in r]
+        if missing:
+            raise bm.BenchmarkFileError(f"{path}: rows[{i}] lacks {', '.join(missing)}")
+    return data
+
+
+ALLOCATION_ROW_KEYS = ("steps", "selected", "epochs", "ours", "pld_accounting")
+SMALL_T_ROW_KEYS = ("steps", "seconds_ours", "seconds_prv", "eps_lower", "eps_upper", "prv")
+
+
+def _bracket(lo: float, hi: float) -> str:
+    """``[lo, hi]`` with 4 decimals, or one decimal beyond the first where the two ends differ when the bracket is
+    narrower (``_bracket(5.0067736, 5.0068200) == "[5.006774, 5.006820]"``), so that its ends never print alike."""
+    w = hi - lo
+    d = 4 if w <= 0 else max(4, math.ceil(-math.log10(w)) + 1)
+    return f"[{lo:.{d}f}, {hi:.{d}f}]"
+
+
+def allocation_rows(data) -> list[dict]:
+    """One row per recorded setting (t, k, epochs) of ``bench_allocation.py``: both brackets, the ratio of their
+    widths (theirs / ours, only where our lower end is certified), both times and the speed-up (their time / ours,
+    recomputed from the times). Where the peer gave no answer its error text stands in its columns. The keys
+    ``_both``, ``_meet``, ``_upper_ok``, ``_width_ratio``, ``_speedup`` carry the numbers for
+    :func:`allocation_summary` (not shown: :func:`dputils.book.tables.show_table` is given the columns)."""
+    out = []
+    for r in data["rows"]:
+        ours, peer = r["ours"], r["pld_accounting"]
+        both = "upper" in peer and "lower" in peer
+        certified = ours.get("lower_bound") == "certified"
+        row = {
+            "setting": f"t = {r['steps']}, k = {r['selected']}, {r['epochs']} epoch{'s' * (r['epochs'] > 1)}",
+            "ours": _bracket(ours["lower"], ours["upper"]) if certified else f"≤ {ours['upper']:.4f} (no lower end)",
+            "ours s": ours["seconds"],
+            "_both": both,
+        }
+        if both:
+            w_ours = ours["upper"] - ours["lower"]
+            w_peer = peer["upper"] - peer["lower"]
+            ratio = w_peer / w_ours if certified and w_ours > 0 else None
+            speedup = peer["seconds"] / ours["seconds"]
+            row.update(
+                {
+                    "pld-accounting": _bracket(peer["lower"], peer["upper"]),
+                    "width theirs / ours": ratio,
+                    "pld-accounting s": peer["seconds"],
+                    "speed-up": speedup,
+                    "_meet": ours["lower"] <= peer["upper"] and peer["lower"] <= ours["upper"],
+                    "_upper_ok": ours["upper"] <= peer["upper"],
+                    "_inside": certified and peer["lower"] <= ours["lower"] and ours["upper"] <= peer["upper"],
+                    "_width_ratio": ratio,
+                    "_speedup": speedup,
+                }
+            )
+        else:
+            row.update(
+                {
+                    "pld-accounting": peer.get("error", "no answer"),
+                    "width theirs / ours": None,
+                    "pld-accounting s": None,
+                    "speed-up": None,
+                }
+            )
+        out.append(row)
+    return out
+
+
+ALLOCATION_COLUMNS = [
+    "setting",
+    "ours",
+    "pld-accounting",
+    "width theirs / ours",
+    "ours s",
+    "pld-accounting s",
+    "speed-up",
+]
+
+
+def allocation_summary(rows) -> dict:
+    """From :func:`allocation_rows`: how many settings both answered, whether our bracket meets theirs and our
+    upper end is at most theirs at all of them, whether our certified bracket lies inside theirs at all with a
+    certified lower end, the range of width ratios and speed-ups, and the settings where the peer gave no answer
+    (with its text)."""
+    both = [r for r in rows if r["_both"]]
+    ratios = [r["_width_ratio"] for r in both if r["_width_ratio"] is not None]
+    speed = [r["_speedup"] for r in both]
+    return {
+        "n": len(rows),
+        "n_both": len(both),
+        "all_meet": bool(both) and all(r["_meet"] for r in both),
+        "all_upper_ok": bool(both) and all(r["_upper_ok"] for r in both),
+        "all_inside": bool(ratios) and all(r["_inside"] for r in both if r["_width_ratio"] is not None),
+        "n_inside": len(ratios),
+        "width_min": min(ratios, default=math.nan),
+        "width_max": max(ratios, default=math.nan),
+        "speed_min": min(speed, default=math.nan),
+        "speed_max": max(speed, default=math.nan),
+        "missing": [(r["setting"], r["pld-accounting"]) for r in rows if not r["_both"]],
+    }
+
+
+def allocation_sentence(s) -> str:
+    """The page's sentence on the allocation comparison, every relation in it read from ``s``
+    (:func:`allocation_summary`)."""
+    parts = []
+    if s["all_inside"]:
+        parts.append(
+            f"At every one of the {s['n_inside']} settings that both answer with a certified lower end on our side, "
+            f"our bracket lies inside theirs and is {num(s['width_min'])} to {num(s['width_max'])} times narrower"
+        )
+    elif s["all_meet"]:
+        parts.append(f"At every one of the {s['n_both']} settings both answer, our bracket meets theirs")
+    else:
+        parts.append("Our bracket does not meet theirs at every setting both answer")
+    parts.append(
+        f"our upper end is {'at most theirs at every one of them' if s['all_upper_ok'] else 'above theirs somewhere'}"
+    )
+    parts.append(f"and ours is {num(s['speed_min'])} to {num(s['speed_max'])} times faster")
+    text = "; ".join(parts[:2]) + ", " + parts[2] + "."
+    for setting, why in s["missing"]:
+        text += f" At {setting}, pld-accounting gave no answer ({why}); ours did."
+    return text
+
+
+def small_t_rows(data) -> list[dict]:
+    """One row per T of ``bench_small_t.py``: median query time of both (same run), prv's over ours, whether ours
+    is at most prv's, the width of our certified bracket and of prv_accountant's error interval, and their ratio
+    (prv's / ours)."""
+    out = []
+    for r in data["rows"]:
+        w_ours = r["eps_upper"] - r["eps_lower"]
+        w_prv = r["prv"][2] - r["prv"][0]
+        out.append(
+            {
+                "T": r["steps"],
+                "ours s": r["seconds_ours"],
+                "prv s": r["seconds_prv"],
+                "prv / ours": r["seconds_prv"] / r["seconds_ours"],
+                "ours ≤ prv": r["seconds_ours"] <= r["seconds_prv"],
+                "our width": w_ours,
+                "prv width": w_prv,
+                "width prv / ours": w_prv / w_ours,
+            }
+        )
+    return out
+
+
+def small_t_verdict(rows) -> dict:
+    """Per T of :func:`small_t_rows`, whether our median is at most prv's; the T where it is not (with both
+    medians), and the range of width ratios."""
+    fails = [r for r in rows if not r["ours ≤ prv"]]
+    ratios = [r["width prv / ours"] for r in rows]
+    return {
+        "holds": not fails,
+        "fails": fails,
+        "held_at": [r["T"] for r in rows if r["ours ≤ prv"]],
+        "width_min": min(ratios),
+        "width_max": max(ratios),
+    }
+
+
+def small_t_sentence(v) -> str:
+    """The page's sentence on the small-T timing, read from ``v`` (:func:`small_t_verdict`)."""
+    held = ", ".join(map(num, v["held_at"])) or "no T"
+    text = f"Our median is at or below prv_accountant's at T = {held}"
+    if v["fails"]:
+        text += "; it is above at " + "; ".join(
+            f"T = {num(r['T'])} ({num(r['ours s'])} s against {num(r['prv s'])} s)" for r in v["fails"]
+        )
+        text += ", so the goal of a median at or below prv's at every T is not met"
+    else:
+        text += ", so the goal holds at every recorded T"
+    text += (
+        f". Our certified bracket is {num(v['width_min'])} to {num(v['width_max'])} times narrower than "
+        "prv_accountant's error interval."
+    )
+    return text
+
+
+def plot_small_t(rows):
+    """Median query time against T for both accountants, log-log, one panel."""
+    fig, ax = plt.subplots(figsize=(4.6, 3.2))
+    T = [r["T"] for r in rows]
+    ax.plot(T, [r["ours s"] for r in rows], "o-", label="dputils PLD")
+    ax.plot(T, [r["prv s"] for r in rows], "s--", label="prv_accountant")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("T")
+    ax.set_ylabel("median seconds per query")
+    plotting.sci_ticks(ax, "x", powers=True)
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))  # 0.02, 0.05, 0.1, ...: within a decade
+    plotting.sci_ticks(ax, "y")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def glue_run_meta(prefix: str, meta) -> None:
+    """Glue a recorded run's machine, load before and after, and date as ``{prefix}_machine``, ``_load_before``,
+    ``_load_after``, ``_date``."""
+    values = {
+        f"{prefix}_machine": bm.describe_machine(meta),
+        f"{prefix}_load_before": _load(meta["load_before"]),
+        f"{prefix}_load_after": _load(meta["load_after"]),
+        f"{prefix}_date": _date(meta),
+    }
+    for k, v in values.items():
+        glue(k, v, display=False)
+
+
+def frontier_rows(data) -> list[dict]:
+    """The frontier rows of ``bench_small_t.py`` (ours only): setting (T, q, σ, δ, the neighbouring direction),
+    certified bracket, its width relative to its upper end, median seconds; a refused setting shows its reason."""
+    out = []
+    for r in data.get("frontier", []):
+        row = {
+            "T": num(r["steps"]),
+            "q": pow10(r["q"]),
+            "σ": num(r["sigma"]),
+            "δ": pow10(r["delta"]),
+            "direction": r.get("direction", ""),
+        }
+        if "refused" in r:
+            row.update(
+                {"our bracket": "refused: " + bm.readable(r["refused"]), "relative width": None, "median s": None}
+            )
+        else:
+            row.update(
+                {
+                    "our bracket": _bracket(r["eps_lower"], r["eps_upper"]),
+                    "relative width": r["rel_width"],
+                    "median s": r["seconds"],
+                }
+            )
+        out.append(row)
+    return out

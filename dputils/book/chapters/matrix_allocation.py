@@ -3,6 +3,7 @@ under random allocation). The numbers they show are computed by :mod:`dputils.ma
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -13,6 +14,7 @@ import numpy as np
 
 from ...matrix.panels import FAMILIES
 from .. import plotting
+from ..benchmarks import RESULTS_DIR, find_recorded
 from ..results import glue, glue_all
 from ..tables import sci, show_table
 from .gauss_audit import parameter_table as _parameter_table
@@ -200,7 +202,7 @@ _RESULTS = dict(
     add_r2_exact_dpsgd="add_exact", sigma_dpsgd_renyi_tight="sig_dpsgd_tight",
     sigma_dpsgd_remove_only="sig_dpsgd_remove", sigma_bsr_renyi="sig_bsr_renyi", sigma_bsr_renyi_tight="sig_bsr_tight",
     sigma_bsr_mc="sig_bsr_mc", sigma_bsr_mc_standard_error="sig_bsr_mc_se", tight_noise_saving_dpsgd="saving_dpsgd",
-    tight_noise_saving_bsr="saving_bsr",
+    tight_noise_saving_bsr="saving_bsr", allocation_reference="rows_ref",
 )  # fmt: skip
 
 
@@ -664,3 +666,60 @@ def record_remaining_panels(tg, rest: Mapping[str, Mapping[str, Any]], eps: floa
             fmt=dict(keys=", ".join(keys), n=n, e=eps, fig=fig, sigmas=sigmas),
             ran=bool(rest),
         )
+
+
+# ---- The b = 1 reference: DP-SGD under random allocation (allocation-pld) --------------------------------------------
+
+#: the recorded comparison of allocation-pld with pld-accounting 2.0 (``benchmarks/bench_allocation.py --json``)
+ALLOCATION_FILE = RESULTS_DIR / "allocation.json"
+
+
+def allocation_peer_row(steps: int, sigma: float, delta: float, path=ALLOCATION_FILE) -> dict[str, Any]:
+    """The row of the recorded allocation benchmark (``benchmarks/results/allocation.json``) for one epoch of
+    ``steps`` batches, one participation, noise ``sigma`` and ``delta``: ``{"ours": {...}, "peer": {...}}`` with the
+    ``lower``/``upper`` epsilon and ``seconds`` of allocation-pld and of pld-accounting 2.0 as recorded. A
+    ``ValueError`` when the file has no such row or the peer has no bracket there (it timed out, say)."""
+    with open(find_recorded(path)) as fh:
+        rows = json.load(fh)["rows"]
+    for r in rows:
+        key = (r["steps"], r["selected"], r["epochs"], r["sigma"], r["delta"])
+        if key == (steps, 1, 1, sigma, delta):
+            peer = r.get("pld_accounting", {})
+            if "upper" not in peer or "lower" not in peer:
+                raise ValueError(f"{path}: no pld-accounting bracket at steps={steps} ({peer.get('error', 'missing')})")
+            return {"ours": r["ours"], "peer": peer}
+    raise ValueError(f"{path}: no row for steps={steps}, sigma={sigma:g}, delta={delta:g}, one epoch, selected=1")
+
+
+def reference_rows(ref: tuple[float, float], bounds: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows comparing each entry of ``bounds`` (``name``, ``kind``, ``epsilon`` and optionally ``lower``/``upper``)
+    with the certified bracket ``ref = (lower, upper)`` of the exact ε: ``ratio = epsilon / upper`` is how many times
+    the exact ε the entry is *at least* (the exact ε is at most ``upper``); ``above_lower`` whether ``epsilon`` is at
+    least the reference's certified lower end (every certified upper bound must be: a violation is a bug)."""
+    lo, hi = ref
+    if not 0 < lo <= hi:
+        raise ValueError(f"ref must be a bracket 0 < lower <= upper, got {ref!r}")
+    out = []
+    for b in bounds:
+        e = float(b["epsilon"])
+        out.append({**b, "ratio": e / hi, "above_lower": e >= lo})
+    return out
+
+
+def brackets_intersect(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether the closed intervals ``a`` and ``b`` share a point."""
+    return max(a[0], b[0]) <= min(a[1], b[1])
+
+
+def reference_table(rows: Sequence[Mapping[str, Any]], ref: tuple[float, float], steps: int, delta: float) -> None:
+    """The bounds of the chapter against the allocation-pld bracket ``ref`` (rows of :func:`reference_rows`)."""
+    show_table(
+        [
+            {"method": r["name"], "kind": r["kind"], "ε": r["epsilon"],
+             "interval": "—" if r.get("lower") is None else f"[{r['lower']:.4g}, {r['upper']:.4g}]",
+             "ε / reference upper end": r["ratio"]}
+            for r in rows
+        ],
+        caption=f"DP-SGD under random allocation, {steps} batches, σ = 1, δ = {sci(delta, 1)}: every bound of the "
+        f"chapter against allocation-pld's certified bracket [{ref[0]:.4f}, {ref[1]:.4f}]",
+    )  # fmt: skip
