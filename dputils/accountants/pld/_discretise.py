@@ -33,7 +33,13 @@ class DiscretePLD:
 
 
 def discretize(pair: PrivacyLossPair, h: float, tail: float = 1e-20) -> DiscretePLD:
-    """Bin-merge ``pair``'s privacy loss on the grid ``i * h`` (see the module docstring)."""
+    """Bin-merge ``pair``'s privacy loss on the grid ``i * h`` (see the module docstring).
+
+    Floating-point: each bin's log P-mass and merged loss a carry the bound of :func:`_log_bin_error`; the upper PMF
+    splits the atom as if at a + bound (capped at the bin's right end) with the P-mass rounded up, the lower one
+    rounds the P-mass and the rounding error a - eps_{k-1} down. Bins whose tail difference is not resolved (the
+    bound infinite, e.g. Q-tails that round to 1 in the low-loss tail) go wholly to the right end in the upper PMF
+    and count rounding error 0 in the lower one."""
     h = check_positive("discretization", h)
     lo, hi = pair.loss_quantile_range(tail)
     i_lo = math.floor(lo / h) - 1
