@@ -398,8 +398,12 @@ def plt():
     mpl.use("Agg")
     import matplotlib.pyplot as plt
 
-    yield plt
-    plt.close("all")
+    # matplotlib's defaults, whatever an earlier test of this worker applied (the book's style and its figure
+    # hooks change fonts and legends, which these geometry tests measure)
+    with mpl.rc_context():
+        mpl.rcdefaults()
+        yield plt
+        plt.close("all")
 
 
 def _unit_axes(plt):
