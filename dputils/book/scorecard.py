@@ -141,7 +141,7 @@ class Targets:
             not_run_reason = not_run_reason or not_run_text
             if not not_run_reason:
                 raise ValueError(f"{self.chapter} target {id}: ran=False needs not_run_reason (or a not_run text)")
-            keep = ("what", "paper", "source", "section")
+            keep = ("what", "paper", "source", "section", "origin")
             fields = {**{k: v for k, v in fields.items() if k in keep}, "kind": "not_run", "reason": not_run_reason}
             ours, ok = None, None
         new_kind = fields.get("kind")
@@ -230,6 +230,7 @@ class Targets:
         source: str = "paper",
         section: str = "",
         note: str = "",
+        origin: str | None = None,
     ) -> bool:
         """Record a target and raise ``AssertionError`` if ``ours`` misses ``paper`` (see :func:`within`)."""
         ok = within(ours, paper, tol, mode)
@@ -242,6 +243,7 @@ class Targets:
             tolerance=_tol_text(tol, mode, paper),
             status="pass" if ok else "fail",
             source=source,
+            origin=_origin(origin, id),
             section=section,
             reason=note,
         )
@@ -263,6 +265,7 @@ class Targets:
         source: str = "paper",
         section: str = "",
         note: str = "",
+        origin: str | None = None,
     ) -> bool:
         """Record a qualitative target (an ordering, a shape) and raise ``AssertionError`` if it fails."""
         ok = bool(condition)
@@ -274,6 +277,7 @@ class Targets:
             tolerance="",
             status="pass" if ok else "fail",
             source=source,
+            origin=_origin(origin, id),
             section=section,
             reason=note,
         )
@@ -293,6 +297,7 @@ class Targets:
         mode: str = "abs",
         source: str = "paper",
         section: str = "",
+        origin: str | None = None,
     ) -> None:
         """Record a target that does not reproduce, with the measured numbers and the reason.
 
@@ -310,12 +315,21 @@ class Targets:
             tolerance=_tol_text(tol, mode, paper),
             status="not reproduced",
             source=source,
+            origin=_origin(origin, id),
             section=section,
             reason=reason,
         )
 
     def not_run(
-        self, id: str, what: str, *, reason: str, paper: Any = None, source: str = "paper", section: str = ""
+        self,
+        id: str,
+        what: str,
+        *,
+        reason: str,
+        paper: Any = None,
+        source: str = "paper",
+        section: str = "",
+        origin: str | None = None,
     ) -> None:
         """Record a target that cannot run here (GPU, data, profile) and why."""
         self._add(
@@ -326,6 +340,7 @@ class Targets:
             tolerance="",
             status="not run",
             source=source,
+            origin=_origin(origin, id),
             section=section,
             reason=reason,
         )
@@ -356,11 +371,23 @@ _KINDS: dict[str, tuple[str, ...]] = {
     "not_run": ("what", "reason"),
 }
 _OPTIONAL: dict[str, set[str]] = {
-    "check": {"mode", "source", "section", "note"},
-    "check_true": {"ours", "paper", "source", "section", "note"},
-    "not_reproduced": {"mode", "source", "section"},  # and "note", for the pass of an outcome
-    "not_run": {"paper", "source", "section"},
+    "check": {"mode", "source", "section", "note", "origin"},
+    "check_true": {"ours", "paper", "source", "section", "note", "origin"},
+    "not_reproduced": {"mode", "source", "section", "origin"},  # and "note", for the pass of an outcome
+    "not_run": {"paper", "source", "section", "origin"},
 }
+
+#: where a target's reference number comes from (issue 37 item 3): ``paper`` = printed in the paper (``source``
+#: names the place: table, figure, equation, page); ``repo`` = from the authors' code or repository; ``ours`` = our
+#: own computation (a closed form evaluated, mpmath, another algorithm, our simulation, a number read off a plot is
+#: ``paper`` only if the plot is the paper's)
+ORIGINS = ("paper", "repo", "ours")
+
+
+def _origin(origin: str | None, id: str) -> str | None:
+    if origin is not None and origin not in ORIGINS:
+        raise ValueError(f"target {id}: origin {origin!r} is not one of {', '.join(ORIGINS)}")
+    return origin
 
 
 def target_spec_path(chapter: str, root: Path | None = None) -> Path:
@@ -394,6 +421,8 @@ def read_target_spec(path: Path) -> dict[str, dict[str, Any]]:
         extra = sorted(set(entry) - {"kind", "not_run"} - set(_KINDS[kind]) - _OPTIONAL[kind])
         if extra:
             raise ValueError(f"{path}: target {tid} ({kind}): unexpected field(s) {', '.join(extra)}")
+        if entry.get("origin") is not None and entry["origin"] not in ORIGINS:
+            raise ValueError(f"{path}: target {tid}: origin {entry['origin']!r} is not one of {', '.join(ORIGINS)}")
     return {str(k): dict(v) for k, v in data.items()}
 
 
