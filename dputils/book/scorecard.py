@@ -454,15 +454,87 @@ def load_targets(results_dir: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def _md_cell(v: Any) -> str:
+    import re
 
     s = fmt_value(v)
+    # an exponent's sign as a minus (U+2212): a browser breaks a line after a hyphen ("1.5e-|03"), never there
+    s = re.sub(r"(?<=\d[eE])-(?=\d)", "\u2212", s)
+    # a hyphen before a digit or a sign, not after a word ("Figure 2a-2b", "1-3"): non-breaking (U+2011); a line
+    # may still break after a word's hyphen ("conditional-composition"), as the browser check allows
+    s = re.sub(r"(?<![^\W\d_]{2})(?<=\S)-(?=[^\s])(?![^\W\d_])", "\u2011", s)
     return s.replace("|", "\\|").replace("\n", " ")
 
 
+#: how the page names each origin (:data:`ORIGINS`), and the targets whose table entry has none
+ORIGIN_LABELS = {
+    "paper": "printed in a paper",
+    "repo": "from the authors' code",
+    "ours": "our own computation",
+    None: "origin not recorded",
+}
+#: the short label in front of a target's source on the page
+_ORIGIN_TAGS = {"paper": "paper", "repo": "authors' code", "ours": "ours"}
+
+
+def origin_totals(targets: dict[str, list[dict[str, Any]]]) -> dict[str | None, dict[str, int]]:
+    """``{origin: {status: count}}`` over all chapters, for the origins present (``paper``, ``repo``, ``ours``, in
+    that order, then ``None`` for records without an origin); each inner dict has every status of
+    :data:`STATUSES`."""
+    out: dict[str | None, dict[str, int]] = {}
+    for o in (*ORIGINS, None):
+        recs = [r for rs in targets.values() for r in rs if r.get("origin") == o]
+        if recs:
+            out[o] = {s: sum(r["status"] == s for r in recs) for s in STATUSES}
+    return out
+
+
+def _counts_text(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "none"
+
+
+def origins_sentence(targets: dict[str, list[dict[str, Any]]]) -> str:
+    """The totals by where the reference number comes from, as one sentence of the page (and of the landing page,
+    which includes it): "Against numbers printed in a paper: 40 (38 pass, 2 not reproduced); ..."."""
+    parts = []
+    for o, counts in origin_totals(targets).items():
+        parts.append(f"{ORIGIN_LABELS[o]}: {sum(counts.values())} ({_counts_text(counts)})")
+    return ("By where the reference number comes from: " + "; ".join(parts) + ".") if parts else ""
+
+
+def with_origins(
+    targets: dict[str, list[dict[str, Any]]], spec_dir: Path | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """The records with the ``origin`` of their chapter's target table (``params/targets/<chapter>.yml``) where the
+    record has none (a results file written before the field existed); a record's own origin is kept."""
+    out = {}
+    for chapter, recs in targets.items():
+        path = Path(spec_dir) / f"{chapter}.yml" if spec_dir is not None else target_spec_path(chapter)
+        try:
+            spec = read_target_spec(path) if path.is_file() else {}
+        except ValueError:
+            spec = {}
+        out[chapter] = [{**r, "origin": r.get("origin") or spec.get(str(r.get("id")), {}).get("origin")} for r in recs]
+    return out
+
+
+def unlabelled_targets(spec_dir: Path | str) -> dict[str, list[str]]:
+    """``{chapter: [target ids]}`` of the entries without an ``origin`` in every ``*.yml`` target table of
+    ``spec_dir`` (``params/targets``), chapters and ids in the files' order; chapters with none are left out.
+    A malformed table raises ``ValueError`` naming the file (:func:`read_target_spec`)."""
+    out: dict[str, list[str]] = {}
+    for path in sorted(Path(spec_dir).glob("*.yml")):
+        missing = [tid for tid, entry in read_target_spec(path).items() if entry.get("origin") is None]
+        if missing:
+            out[path.stem] = missing
+    return out
+
+
 def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, str] | None = None) -> str:
-    """The scorecard page (MyST markdown): totals per chapter, then one table of every target across all
-    chapters (chapter, target, what and where the reference comes from, paper, ours, tolerance, status), with the
-    reasons of the rows that are not plain passes as numbered notes below it, so the table fits the column."""
+    """The scorecard page (MyST markdown): totals, over all chapters and by where the reference number comes from
+    (``origin``: printed in a paper, the authors' code, our own computation; :func:`origin_totals`), per chapter
+    and per origin; then one table per chapter (target, what and where the reference comes from, the reference
+    number with its tolerance, ours, status), with the reasons of the rows that are not plain passes as numbered
+    notes below, so that each table fits the column (issue 34)."""
     titles = titles or {}
 
     def link(chapter: str, short: bool = False) -> str:
@@ -478,11 +550,16 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
         "(`results/NAME.json`, written by `python -m dputils run`). A target that fails stops its chapter's run, "
         "so a built book shows no *fail*; *not reproduced* rows give the measured numbers and the reason; "
         "*not run* rows need what this machine does not have (a GPU, a data set) or a larger profile. "
-        "Under each target, in italics, is where the reference number comes from: the paper, or a computed "
-        "anchor of our own.",
+        "The reference number of a target is printed in a paper (its table, figure, equation or text), comes "
+        "from the authors' code, or is a computation of our own (a closed form, another algorithm, a "
+        "simulation); the totals count the three apart, and under each target, in italics, is which one and "
+        "where it comes from.",
         "",
     ]
     lines.append("**Totals:** " + ", ".join(f"{n} {s}" for s, n in totals(targets).items()) + ".")
+    by_origin = origins_sentence(targets)
+    if by_origin:
+        lines.append(by_origin)
     lines.append("")
     if not targets:
         lines.append("No chapter has recorded targets yet: run `python -m dputils run`.")
@@ -499,21 +576,36 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
         counts = [sum(r["status"] == s for r in recs) for s in STATUSES]
         lines.append(f"| {link(chapter)} | " + " | ".join(map(str, counts)) + f" | {len(recs)} |")
     lines += ["```", ""]
+    lines += [
+        "```{table} Targets by where the reference number comes from",
+        ":class: dp-scorecard-summary",
+        "",
+        "| reference number | " + " | ".join(STATUSES) + " | total |",
+        "|---" * (len(STATUSES) + 2) + "|",
+    ]
+    for o, counts in origin_totals(targets).items():
+        lines.append(
+            f"| {ORIGIN_LABELS[o]} | " + " | ".join(str(counts[s]) for s in STATUSES) + f" | {sum(counts.values())} |"
+        )
+    lines += ["```", ""]
     notes: list[str] = []
     for chapter, recs in targets.items():
         # one table per chapter under its own heading: the chapter is named once, not on every row
         title = titles.get(chapter, chapter).split(":")[0]
+        per_origin = "; ".join(
+            f"{sum(c.values())} {ORIGIN_LABELS[o]}" for o, c in origin_totals({chapter: recs}).items()
+        )
         lines += [
             f"## {title}",
             "",
-            f"{link(chapter)}: {len(recs)} targets.",
+            f"{link(chapter)}: {len(recs)} targets ({per_origin}).",
             "",
             f"```{{table}} The targets of {title}, with the reference number and ours",
             ":class: dp-scorecard",
-            ":widths: 8 40 14 14 12 12",
+            ":widths: 10 42 20 18 10",
             "",
-            "| target | what | paper | ours | tolerance | status |",
-            "|---|---|---|---|---|---|",
+            "| target | what (where the reference comes from) | reference (tolerance) | ours | status |",
+            "|---|---|---|---|---|",
         ]
         for r in _by_id(recs):
             status = r["status"]
@@ -522,21 +614,17 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
                 notes.append(f"{link(chapter, short=True)}, {_md_cell(r.get('id'))}: {_md_cell(r.get('reason'))}")
                 status_md += f" [{len(notes)}]"
             what = _md_cell(r.get("what"))
-            if r.get("source"):
-                what += f" *({_md_cell(r.get('source'))})*"
+            tag = _ORIGIN_TAGS.get(r.get("origin"))
+            source = _md_cell(r.get("source")) if r.get("source") else ""
+            if tag and not source.lower().startswith("our " if tag == "ours" else tag.lower()):
+                source = f"{tag}: {source}" if source else tag
+            if source:
+                what += f" *({source})*"
+            ref = _md_cell(r.get("paper")) if r.get("paper") is not None or not r.get("tolerance") else ""
+            tol = _md_cell(r.get("tolerance")) if r.get("tolerance") else ""
+            ref = f"{ref} ({tol})" if ref and tol else ref or tol
             lines.append(
-                "| "
-                + " | ".join(
-                    [
-                        _md_cell(r.get("id")),
-                        what,
-                        _md_cell(r.get("paper")),
-                        _md_cell(r.get("ours")),
-                        _md_cell(r.get("tolerance")),
-                        status_md,
-                    ]
-                )
-                + " |"
+                "| " + " | ".join([_md_cell(r.get("id")), what, ref, _md_cell(r.get("ours")), status_md]) + " |"
             )
         lines += ["```", ""]
     if notes:
@@ -547,10 +635,15 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
 
 
 def write_page(
-    results_dir: Path, out: Path, chapters: Iterable[str] | None = None, titles: dict[str, str] | None = None
+    results_dir: Path,
+    out: Path,
+    chapters: Iterable[str] | None = None,
+    titles: dict[str, str] | None = None,
+    spec_dir: Path | None = None,
 ) -> Path:
-    """Write the scorecard page for the chapters (in that order; default: every results file)."""
-    targets = load_targets(results_dir)
+    """Write the scorecard page for the chapters (in that order; default: every results file). A record without
+    an ``origin`` takes its chapter's target table's (``spec_dir``, default ``params/targets``; :func:`with_origins`)."""
+    targets = with_origins(load_targets(results_dir), spec_dir)
     if chapters is not None:
         order = list(chapters)
         targets = {c: targets[c] for c in order if c in targets}
