@@ -126,3 +126,16 @@ def test_chapters_of_this_branch_are_labelled(chapter):
     for tid, e in spec.items():
         if e["origin"] == "paper":
             assert any(w in e.get("source", "") for w in ("Table", "Fig", "Eq", "Sec", "p.")), (chapter, tid)
+
+
+def test_landing_page_includes_the_totals_by_origin(tmp_path):
+    # book/intro.md includes the scorecard between two markers: the sentence by origin must fall between them
+    import re
+
+    intro = (Path(__file__).resolve().parents[1] / "book" / "intro.md").read_text()
+    inc = re.search(r"```\{include\} scorecard\.md\n:start-after: \"(.*?)\"\n:end-before: \"(.*?)\"\n```", intro)
+    assert inc and "counted apart" in intro
+    page = sc.page_markdown(TARGETS)
+    between = page.split(inc.group(1), 1)[1].split(inc.group(2), 1)[0]
+    assert "4 pass" in between and "printed in a paper: 2 (1 pass, 1 not reproduced)" in between
+    assert "our own computation: 2" in between and "Targets by where" not in between
