@@ -80,6 +80,22 @@ def site(tmp_path_factory):
     # a wide table in dputils.book.tables' own scroll box (issue 28 let it scroll; issue 34 counts it)
     wide = Table([{f"column {i}": 0.5 * i for i in range(40)}])._repr_html_()
     (root / "wide_dpbook_box.html").write_text(PAGE.format(extra=wide, filler=3200))
+    # a chapter's own targets table (Targets.table): long texts, lists of numbers, a reason; it fits the column
+    from dputils.book.scorecard import Targets
+
+    tg = Targets("planted", spec={})
+    for k in range(6):  # the columns of the edgeworth chapter's table, 772 px wide in its 688 px column before
+        tg.check(
+            f"T{k} PRV bracket",
+            "Gaussian mechanism, μ = 1, δ = 10⁻⁵: ε of AEA orders 0–3",
+            [0.3139, 0.3186],
+            [0.3139, 0.3186],
+            0.0007,
+            mode="le",
+            source="our computation (contour-integral truth, dputils.truth); the bound is PRV's stated eps_error",
+        )
+    tg.not_reproduced("T99", "a vacuous bound", 4.649e-5, 2.0, 0.1, reason="the bound is vacuous here " * 4)
+    (root / "targets_table.html").write_text(PAGE.format(extra=tg.table()._repr_html_(), filler=0))
     # the same ids on the scorecard are its content
     (root / "scorecard.html").write_text(PAGE.format(extra=PLANTED["target_in_prose"], filler=3200))
     # the code of "code_share" on a short page: not measured
@@ -124,6 +140,14 @@ def test_metrics_count_what_the_findings_name(site):
     assert m["code_share"] > bc.CODE_SHARE_MAX and m["code_px"] >= 60 * 20
     found, m = _reading(site, "target_in_prose.html")
     assert m["target_ids"] == 1 and "T2.1" in found[0].detail
+
+
+def test_chapter_targets_table_fits_the_column(site):
+    found, m = _reading(site, "targets_table.html")
+    assert m["tables"] == 2 and m["wide_tables"] == 0 and found == [], found
+    root, server, browser = site
+    r = bc.check_page(browser, server, "targets_table.html")
+    assert r.findings == [], r.findings  # no number broken over lines either (split), nothing sticks out
 
 
 def test_exempt_pages_and_short_pages(site):

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from .results import read, repo_root
-from .tables import fmt_value, show_table
+from .tables import fmt_value, show_targets
 
 STATUSES = ("pass", "fail", "not reproduced", "not run")
 
@@ -355,13 +355,11 @@ class Targets:
         return out
 
     def table(self):
-        """The targets as a :class:`dputils.book.tables.Table` (displayed in a notebook)."""
+        """The targets as a :class:`dputils.book.tables.Table` (displayed in a notebook) that fits the page's column
+        (:func:`dputils.book.tables.show_targets`: id, what with the reason of a target that did not pass, paper,
+        ours, status; sources and tolerances are on the scorecard), in id order."""
 
-        return show_table(
-            _by_id(self.records),
-            columns=["id", "what", "source", "paper", "ours", "tolerance", "status", "reason"],
-            digits=4,
-        )
+        return show_targets(_by_id(self.records))
 
 
 _KINDS: dict[str, tuple[str, ...]] = {
