@@ -515,10 +515,13 @@ def with_origins(
     return out
 
 
-def unlabelled_targets(spec_dir: Path | str) -> dict[str, list[str]]:
+def unlabelled_targets(spec_dir: Path | str | None = None) -> dict[str, list[str]]:
     """``{chapter: [target ids]}`` of the entries without an ``origin`` in every ``*.yml`` target table of
-    ``spec_dir`` (``params/targets``), chapters and ids in the files' order; chapters with none are left out.
-    A malformed table raises ``ValueError`` naming the file (:func:`read_target_spec`)."""
+    ``spec_dir`` (default: the book's ``params/targets``, :func:`target_spec_path`), chapters and ids in the files'
+    order; chapters with none are left out (``{}``: every target says where its reference comes from). A malformed
+    table raises ``ValueError`` naming the file (:func:`read_target_spec`)."""
+    if spec_dir is None:
+        spec_dir = target_spec_path("any").parent
     out: dict[str, list[str]] = {}
     for path in sorted(Path(spec_dir).glob("*.yml")):
         missing = [tid for tid, entry in read_target_spec(path).items() if entry.get("origin") is None]
