@@ -39,6 +39,7 @@ from ... import data as dpdata
 from ...audit.simulate import binom_accept_max
 from .. import plotting
 from ..benchmarks import RESULTS_DIR, find_recorded
+from ..recordings import provenance_status
 from ..results import glue, glue_all
 from ..scorecard import Targets
 from ..tables import sci, show_table
@@ -1053,17 +1054,39 @@ PAPER_T_STEPS = 2500
 GPU_WHITEBOX = RESULTS_DIR / "gpu_whitebox_h200.json"
 
 
-def gpu_whitebox(path: Path | str = GPU_WHITEBOX) -> dict[str, Any]:
+def gpu_whitebox(path: Path | str = GPU_WHITEBOX, tg: Targets | None = None, id_: str | None = None) -> dict[str, Any]:
     """Show the white-box audits recorded on a GPU at the paper's model and batch (WideResNet-16-4, batch 4096 of
     50,000, q 0.08192, sigma 2.6245, m 5000) and glue their numbers; the run's measured speed fills target T8d's
     reason. Checks what the audit promises: a correct run's bounds stay below its PLD epsilon, and the run whose
     noise is divided by 4 is caught (Gaussian bound above that epsilon). Returns the summary saved with the results
-    (``{}`` when the file is absent, say in a copy without the recorded benchmarks)."""
+    (``{}`` when the file is absent, say in a copy without the recorded benchmarks).
+
+    With ``tg`` and ``id_``, also shows the recording's provenance (commit, machine, seconds,
+    :mod:`dputils.book.recordings`) and records target ``id_``: it passes only while the code files named in the
+    provenance hash as they did when recorded, so a code change flips it and the status ledger reports it."""
     path = find_recorded(path)
     if not path.exists():
         display(Markdown(f"*No GPU recording found ({path}).*"))
+        if tg is not None:
+            tg.record(id_, ran=False, not_run_reason=f"no GPU recording ({path.name}) in this copy")
         return {}
     rec = json.loads(path.read_text())
+    if tg is not None:
+        prov = rec["_provenance"]
+        st = provenance_status(prov)
+        display(
+            Markdown(
+                f"Recorded on {prov['machine']}, {prov['seconds']:.0f} s of training, code of commit "
+                f"`{prov['commit'][:10]}` ({prov['commit_note']}). The code files it depends on "
+                + ("hash as they did then." if st["matches"] else "have changed since: the table is not a rerun.")
+            )
+        )
+        tg.record(
+            id_,
+            (st["current"] or "missing files")[:12],
+            ok=st["matches"],
+            fmt=dict(commit=prov["commit"][:10], rec_hash=st["recorded"][:12], cur_hash=(st["current"] or "?")[:12]),
+        )
     rows, sps = [], []
     for key in sorted(k for k in rec if k.startswith("T")):
         for name, label in (("correct", "correct"), ("noise_div_4", "noise / 4")):
