@@ -1083,7 +1083,7 @@ def gpu_whitebox(path: Path | str = GPU_WHITEBOX, tg: Targets | None = None, id_
         )
         tg.record(
             id_,
-            (st["current"] or "missing files")[:12],
+            "as recorded" if st["matches"] else ("files missing" if st["missing"] else "changed since the recording"),
             ok=st["matches"],
             fmt=dict(commit=prov["commit"][:10], rec_hash=st["recorded"][:12], cur_hash=(st["current"] or "?")[:12]),
         )
