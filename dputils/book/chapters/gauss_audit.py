@@ -39,6 +39,7 @@ from ... import data as dpdata
 from ...audit.simulate import binom_accept_max
 from .. import plotting
 from ..benchmarks import RESULTS_DIR, find_recorded
+from ..recordings import provenance_status
 from ..results import glue, glue_all
 from ..scorecard import Targets
 from ..tables import sci, show_table
@@ -49,7 +50,7 @@ SMOKE = "smoke profile: checked at the book's (full) profile only"
 def record_not_run(tg: Targets, ids: Iterable[str], what: str, reason: str = SMOKE, **fields: Any) -> None:
     """Record each of ``ids`` as not run, with one shared ``what`` and ``reason`` (the smoke profile's)."""
     for id_ in ids:
-        tg.not_run(id_, what, reason=reason, **fields)
+        tg.not_run(id_, what, reason=reason, **{"origin": tg.spec.get(id_, {}).get("origin"), **fields})
 
 
 REPO = "authors' repository, published after the paper"
@@ -271,6 +272,91 @@ def corollary1_table(tg: Targets, ids: Sequence[str], cor1: dict[str, Any], pape
     return rows
 
 
+def tail_factor_targets(tg: Targets, ids: Sequence[str], cor1: dict[str, Any]) -> list[float]:
+    """Record ``ids`` (x0 = 3, 4, 5): Corollary 1's tail factor phi(x0)(x0^2 - 1), read from
+    :func:`dputils.audit.model1.edgeworth_deviations` as its leading tail term over its prefactor, against the
+    paper's printed column; returns the three factors. The x0 = 5 entry is an outcome (the paper's 3.58e-5 is not
+    the formula's value rounded)."""
+    tf = [r["leading term"] / cor1["prefactor"] for r in cor1["tails"]]
+    x0s = [r["x0"] for r in cor1["tails"]]
+    if x0s != [3, 4, 5]:
+        record_not_run(tg, ids, "Corollary 1's tail-factor column", reason="the paper's column is at x0 = 3, 4, 5")
+        return tf
+    tg.record(ids[0], tf[0])
+    tg.record(ids[1], tf[1])
+    p5 = tg.spec[ids[2]]["paper"]
+    tg.record(ids[2], tf[2], fmt=dict(tf5=tf[2], tf5_3=float(f"{tf[2]:.3g}"), rel=p5 / tf[2] - 1))
+    glue_all(ga_tf5=sci(tf[2], 4), ga_tf5_rel=f"{p5 / tf[2] - 1:.2%}")
+    show_table(
+        [{"x0": x, "ours": f, "paper": tg.spec[k]["paper"]} for x, f, k in zip(x0s, tf, ids)],
+        caption="Corollary 1's tail factor φ(x0)(x0² − 1): ours against the paper's printed column",
+        digits=4,
+    )
+    return tf
+
+
+def fixed_input_targets(tg: Targets, ids: Sequence[str], discretization: float) -> list[dict[str, Any]]:
+    """Record ``ids`` = (Gaussian box auditor, Steinke et al., f-DP, PLD accountant) on fixed inputs, each against a
+    truth computed independently (params/targets/gauss_audit.yml names it; tests/test_gauss37_truths.py recomputes
+    the mpmath ones), and show them. The inputs are fixed so that a 1% error in any of the four fails the run at
+    every profile: deterministic scores at normal quantiles for the box auditor, counts (m, r, v) = (1000, 100, 90)
+    for the thresholding bounds, the paper's eps = 8 setting for the accountant."""
+    from ...audit import gauss as gauss_mod
+    from ...audit import model1, onerun
+
+    id_box, id_st, id_fdp, id_pld = ids
+    z = stats.norm.ppf((np.arange(1, 501) - 0.5) / 500)
+    box = gauss_mod.gauss_audit(3.0 + 1.1 * z, z, 1e-5, 0.05, region="bonferroni").epsilon_lower
+    st = onerun.steinke_epsilon(1000, 100, 90, 1e-5, 0.05)
+    fdp = onerun.fdp_epsilon(1000, 100, 90, 1e-5, 0.05)
+    pld = model1.theoretical_epsilon(2.6245, 0.0819, 2500, 1e-5, discretization=discretization)["epsilon"]
+    tg.record(id_box, box)
+    tg.record(id_st, st)
+    tg.record(id_fdp, fdp)
+    tg.record(id_pld, pld, fmt=dict(disc=sci(discretization, 1)))
+    names = (
+        "Gaussian auditor (box), fixed scores",
+        "Steinke et al., m 1000, r 100, v 90",
+        "f-DP audit, m 1000, r 100, v 90",
+        "PLD accountant (upper), eps-8 setting",
+    )
+    truths = ("mpmath", "mpmath", "mpmath", "dp-accounting PLD")
+    rows = [
+        {"quantity": n, "ours": v, "truth": tg.spec[k]["paper"], "truth from": t, "tolerance": f"{tg.spec[k]['tol']:g}"}
+        for n, v, k, t in zip(names, (box, st, fdp, pld), ids, truths)
+    ]
+    show_table(rows, caption="The auditors and the accountant on fixed inputs (δ = 10⁻⁵, α = 0.05)", digits=6)
+    return rows
+
+
+def gram_target(tg: Targets, id_: str, m: int = 5000, seed: int = 0) -> dict[str, Any]:
+    """Record ``id_``: the paper's Fig. 4(a) claim at its dimension. The ``m`` Dirac canary directions are drawn as
+    the white-box run draws them (:func:`dputils.audit.canary.draw_canaries`, stream 7) among the parameters of a
+    WideResNet-16-4 (10 classes), and their Gram matrix is computed as a sparse product A A^T of the one-hot rows
+    (not from the coordinates' distinctness); ours is its largest off-diagonal entry. Glues the dimension
+    (``ga_gram_d``), the largest entry (``ga_gram_max``) and the number of coincident coordinates expected if the
+    coordinates were drawn with replacement, m(m - 1)/(2D) (``ga_gram_birthday``)."""
+    from scipy import sparse
+
+    from ...audit.canary import CanaryConfig, draw_canaries
+    from ...training.models import make_model
+
+    d = int(sum(p.numel() for p in make_model("wrn16-4").parameters()))
+    coords = draw_canaries(
+        CanaryConfig(mechanism="dpsgd", m=m, seed=seed, sigma=2.6245, model="wrn16-4"), stream=7, n_coords=d
+    ).coords
+    a = sparse.csr_matrix((np.ones(m), (np.arange(m), coords)), shape=(m, d))
+    gram = (a @ a.T).tocoo()
+    off = np.abs(gram.data[gram.row != gram.col])
+    diag = gram.diagonal()
+    gmax = float(off.max()) if off.size else 0.0
+    assert np.allclose(diag, 1.0)  # unit directions
+    tg.record(id_, gmax, fmt=dict(m=m, d=d))
+    birthday = m * (m - 1) / (2 * d)
+    glue_all(ga_gram_d=d, ga_gram_max=gmax, ga_gram_birthday=birthday, ga_gram_m=m)
+    return {"d": d, "max_offdiag": gmax, "birthday": birthday}
+
+
 def draw_rates(rates: dict[str, Any]) -> Any:
     """The Kolmogorov distance against T in both regimes of :func:`dputils.audit.model1.kolmogorov_rates`:
     exact (markers) and Theorem 1's leading term (grey lines), log-log."""
@@ -330,8 +416,21 @@ def headline(
     else:
         for id_ in mean_ids:
             sp = tg.spec[id_]
-            tg.not_run(id_, sp["what"].format(reps=reps), reason=SMOKE, paper=sp["paper"], source=sp["source"])
-        tg.not_run(ratio_id, "eps = 8: ratio ours / Steinke et al.", reason=SMOKE, paper=2.0)
+            tg.not_run(
+                id_,
+                sp["what"].format(reps=reps),
+                reason=SMOKE,
+                paper=sp["paper"],
+                source=sp["source"],
+                origin=tg.spec[id_]["origin"],
+            )
+        tg.not_run(
+            ratio_id,
+            "eps = 8: ratio ours / Steinke et al.",
+            reason=SMOKE,
+            paper=2.0,
+            origin=tg.spec[ratio_id]["origin"],
+        )
     # the white-box run's data (below): Fashion-MNIST, else the fallback found
     kind = dpdata.classification_kind() if wb_dataset == "fashion-mnist" else "synthetic-blobs"
     tg.record(gpu_id, fmt=dict(data=dpdata.classification_label(kind)))
@@ -669,7 +768,14 @@ def region_coverage_table(
         k_ = region_cov.get(mc, {}).get(name)
         fmt = dict(reps=reps, k=k_)
         if not run_all:
-            tg.not_run(id_, tg.spec[id_]["what"].format(**fmt), reason=SMOKE, paper=1 - alpha, source=src)
+            tg.not_run(
+                id_,
+                tg.spec[id_]["what"].format(**fmt),
+                reason=SMOKE,
+                paper=1 - alpha,
+                source=src,
+                origin=tg.spec[id_]["origin"],
+            )
             continue
         p_ = stats.binom.cdf(k_, reps, 1 - alpha)
         tg.record(id_, k_ / reps, paper=1 - alpha, tol=tol, fmt=dict(fmt, p=p_))
@@ -714,7 +820,7 @@ def null_table(tg: Targets, id_: str, null_zero: dict[str, int], reps: int, m: i
         null_pos = 1 - min(null_zero.values()) / reps  # worst method
         tg.record(id_, null_pos, paper=alpha, tol=k_null / reps - alpha)
     else:
-        tg.not_run(id_, "null runs: bound = 0 almost always", reason=SMOKE, paper=alpha)
+        tg.not_run(id_, "null runs: bound = 0 almost always", reason=SMOKE, paper=alpha, origin=tg.spec[id_]["origin"])
 
 
 def bug_table(bug_res: dict[str, dict[str, float]], claimed: float) -> None:
@@ -948,17 +1054,39 @@ PAPER_T_STEPS = 2500
 GPU_WHITEBOX = RESULTS_DIR / "gpu_whitebox_h200.json"
 
 
-def gpu_whitebox(path: Path | str = GPU_WHITEBOX) -> dict[str, Any]:
+def gpu_whitebox(path: Path | str = GPU_WHITEBOX, tg: Targets | None = None, id_: str | None = None) -> dict[str, Any]:
     """Show the white-box audits recorded on a GPU at the paper's model and batch (WideResNet-16-4, batch 4096 of
     50,000, q 0.08192, sigma 2.6245, m 5000) and glue their numbers; the run's measured speed fills target T8d's
     reason. Checks what the audit promises: a correct run's bounds stay below its PLD epsilon, and the run whose
     noise is divided by 4 is caught (Gaussian bound above that epsilon). Returns the summary saved with the results
-    (``{}`` when the file is absent, say in a copy without the recorded benchmarks)."""
+    (``{}`` when the file is absent, say in a copy without the recorded benchmarks).
+
+    With ``tg`` and ``id_``, also shows the recording's provenance (commit, machine, seconds,
+    :mod:`dputils.book.recordings`) and records target ``id_``: it passes only while the code files named in the
+    provenance hash as they did when recorded, so a code change flips it and the status ledger reports it."""
     path = find_recorded(path)
     if not path.exists():
         display(Markdown(f"*No GPU recording found ({path}).*"))
+        if tg is not None:
+            tg.record(id_, ran=False, not_run_reason=f"no GPU recording ({path.name}) in this copy")
         return {}
     rec = json.loads(path.read_text())
+    if tg is not None:
+        prov = rec["_provenance"]
+        st = provenance_status(prov)
+        display(
+            Markdown(
+                f"Recorded on {prov['machine']}, {prov['seconds']:.0f} s of training, code of commit "
+                f"`{prov['commit'][:10]}` ({prov['commit_note']}). The code files it depends on "
+                + ("hash as they did then." if st["matches"] else "have changed since: the table is not a rerun.")
+            )
+        )
+        tg.record(
+            id_,
+            "as recorded" if st["matches"] else ("files missing" if st["missing"] else "changed since the recording"),
+            ok=st["matches"],
+            fmt=dict(commit=prov["commit"][:10], rec_hash=st["recorded"][:12], cur_hash=(st["current"] or "?")[:12]),
+        )
     rows, sps = [], []
     for key in sorted(k for k in rec if k.startswith("T")):
         for name, label in (("correct", "correct"), ("noise_div_4", "noise / 4")):
@@ -1056,7 +1184,9 @@ def ftrl_sigma_table(tg: Targets, id_: str, T: int, delta: float, eps: Any, sigm
     if T == 128 and delta == 1e-5 and all(e in NOTE_SIGMA_NODE for e in eps):
         tg.record(id_, sigma_nodes, paper=[NOTE_SIGMA_NODE[e] for e in eps])
     else:
-        tg.not_run(id_, "DP-FTRL σ of a tree node", reason="anchors hold at T = 128, δ = 10⁻⁵")
+        tg.not_run(
+            id_, "DP-FTRL σ of a tree node", reason="anchors hold at T = 128, δ = 10⁻⁵", origin=tg.spec[id_]["origin"]
+        )
     show_table(
         [
             {"target eps": e, "sigma_node": s_n, "mu-GDP": math.sqrt(L) / s_n, "L": L}
@@ -1087,7 +1217,9 @@ def ideal_ftrl_table(
         tg.record(notes_id, mean["gauss"], paper=[NOTE_IDEAL[e] for e in eps])
     else:
         src = "our independent computation (exact-Gaussian simulation, m 5000)"
-        tg.not_run(notes_id, "DP-FTRL idealised at m = 5000", reason=SMOKE, source=src)
+        tg.not_run(
+            notes_id, "DP-FTRL idealised at m = 5000", reason=SMOKE, source=src, origin=tg.spec[notes_id]["origin"]
+        )
     n9 = ideal["gauss"].size
     k9 = int(np.sum(ideal["gauss"] > np.array(eps)[:, None]))
     k9_ok = binom_accept_max(n9, alpha)
