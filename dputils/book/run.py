@@ -198,7 +198,8 @@ def load_profile(profile: str, root: Path | None = None) -> dict[str, dict[str, 
 
 def check_output_folder(output: Path) -> None:
     """Refuse, before anything runs, an ``--output DIR`` that cannot be a folder: an existing file, a path under a
-    file, or a folder that cannot be written (one line, a ``ValueError``)."""
+    file, or a folder that cannot be written, and likewise ``DIR/methods`` and ``DIR/results``, where the run
+    publishes (one line, a ``ValueError``)."""
     base = output.expanduser()
     base = base if base.is_absolute() else Path.cwd() / base
     p = base
@@ -211,6 +212,11 @@ def check_output_folder(output: Path) -> None:
         raise ValueError(f"--output: {base} {where}; give a folder (DIR/methods and DIR/results are written there)")
     if p.is_dir() and not os.access(p, os.W_OK | os.X_OK):
         raise ValueError(f"--output: cannot write in {p} (permission denied)")
+    for sub in (base / "methods", base / "results"):  # where publishing writes: checked now, not after the run
+        if sub.exists() and not sub.is_dir():
+            raise ValueError(f"--output: {sub} is a file; the run publishes its notebooks and results in folders there")
+        if sub.is_dir() and not os.access(sub, os.W_OK | os.X_OK):
+            raise ValueError(f"--output: cannot write in {sub} (permission denied)")
 
 
 def output_dirs(profile: str, root: Path, output: Path | str | None = None) -> tuple[Path, Path]:
