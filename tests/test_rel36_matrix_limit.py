@@ -106,3 +106,27 @@ def test_calibrated_rate_predicts_measured_cpu_time():
     measured = time.process_time() - t
     est = remove_plan_seconds(remove_plan_operations(G, 20, 128, 3))
     assert est / 10 <= measured <= 2 * est, (measured, est)
+
+
+def test_a_query_needing_more_than_a_few_gb_is_refused_by_default():
+    """--bands 9 --batches 30: about 31 s at the calibrated rate (under the minute) but 5.5 GB estimated, over
+    the query's 4 GiB (dputils.cli.QUERY_MAX_MEMORY_GB; this machine allows more). Before: it ran."""
+    from dputils.cli import QUERY_MAX_MEMORY_GB
+    from dputils.matrix.allocation import remove_plan_memory
+    from dputils.resources import memory_limit
+
+    if memory_limit().bytes <= QUERY_MAX_MEMORY_GB * 1024**3:
+        pytest.skip("this machine's own memory limit is below the query's")
+    est = remove_plan_memory(_gram(9, 30), 30, 128, 9)
+    assert est > QUERY_MAX_MEMORY_GB * 1024**3
+    env = {k: v for k, v in os.environ.items() if k not in ("DPUTILS_MAX_WORK", "DPUTILS_MAX_MEMORY_GB")}
+    p = subprocess.run(
+        [sys.executable, "-m", "dputils", *_MATRIX, "--bands", "9", "--batches", "30"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=env,
+    )
+    err = p.stderr.strip()
+    assert p.returncode == 2 and len(err.splitlines()) == 1, err
+    assert f"up to {est / 1e9:.3g} GB" in err and "DPUTILS_MAX_MEMORY_GB" in err and "operations (about" not in err

@@ -60,6 +60,8 @@ def test_same_grid_passes_and_fresh_starts_afresh(tmp_path):
     a = _grid(tmp_path, "a.yml", [1.0, 2.0])
     _table_of(root, a)
     sweep.check_same_grid(sweep.plan_sweep("nb", a, name="s", root=root))  # the same grid: accepted (--resume)
+    wider = _grid(tmp_path, "w.yml", [1.0, 2.0, 3.0])
+    sweep.check_same_grid(sweep.plan_sweep("nb", wider, name="s", root=root))  # extended: every old row stays
     plan_b = sweep.plan_sweep("nb", _grid(tmp_path, "b.yml", [1.0]), name="s", root=root)  # a subset is another grid
     with pytest.raises(DPValueError, match="holds another grid's results"):
         sweep.check_same_grid(plan_b)

@@ -28,9 +28,10 @@ rerun keeps the last good ones (its ``point.json`` says failed and keeps the goo
 The point id is a readable slug of the swept values plus a short hash of all parameters the run received.
 At the end ``sweeps/NAME/results.csv`` and ``results.parquet`` hold one row per point: ``point``, the swept
 parameters, ``status``, ``error``, ``seconds``, then the notebook's recorded results (nested keys joined
-with dots; lists as JSON text; ``targets`` as counts per status). A ``--name`` whose ``results.csv`` holds another
-grid's points (another list of point ids: :func:`grid_hash`) is refused before anything runs, naming both grids'
-hashes; ``--fresh`` starts afresh (the table is rewritten for the new grid; the old points' folders stay).
+with dots; lists as JSON text; ``targets`` as counts per status). A ``--name`` whose ``results.csv`` holds points
+the new grid does not have (its rows would be lost; the grids are named by :func:`grid_hash`) is refused before
+anything runs, naming both grids' hashes; a grid that extends the old one is accepted; ``--fresh`` starts afresh
+(the table is rewritten for the new grid; the old points' folders stay).
 
 Points run as tasks on a Dask cluster: without ``--scheduler`` a LocalCluster of ``--workers`` processes
 (default and at most: one per CPU core, and no more than there are points; a larger ``--workers`` is capped
@@ -305,9 +306,10 @@ def grid_hash(point_ids: Sequence[str]) -> str:
 
 
 def check_same_grid(plan: Plan, fresh: bool = False) -> None:
-    """Refuse to run ``plan`` into ``sweeps/NAME/`` when that folder's ``results.csv`` holds another grid's
-    points (the new table would hold the new rows only): DPValueError naming both grids' hashes and
-    ``--fresh``. ``fresh=True`` accepts it (the table is then rewritten for the new grid)."""
+    """Refuse to run ``plan`` into ``sweeps/NAME/`` when that folder's ``results.csv`` holds points the plan
+    does not have (the new table would lose those rows): DPValueError naming both grids' hashes and
+    ``--fresh``. The same grid, or one that extends it, is accepted; so is anything with ``fresh=True`` (the
+    table is then rewritten for the new grid)."""
     table = plan.out_dir / "results.csv"
     if fresh or not table.is_file():
         return
@@ -316,7 +318,7 @@ def check_same_grid(plan: Plan, fresh: bool = False) -> None:
     except (OSError, csv.Error, UnicodeDecodeError):
         old = None
     new = [pt.id for pt in plan.points]
-    if old == new:
+    if old is not None and set(old) <= set(new):  # the same grid, or one extended: every old row stays
         return
     what = "an unreadable table" if old is None else f"grid {grid_hash(old)}, {len(old)} point(s)"
     raise DPValueError(

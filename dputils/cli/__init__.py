@@ -447,19 +447,31 @@ def _audit(argv: Sequence[str]) -> dict[str, Any]:
 #: is refused; ``DPUTILS_MAX_WORK=1e12`` lets it run.
 QUERY_MAX_SECONDS = 60.0
 QUERY_MAX_WORK = 9e10
+#: The memory limit of a command-line query when ``DPUTILS_MAX_MEMORY_GB`` is not set: a few GB (or the
+#: machine's own limit, :func:`dputils.resources.memory_limit`, when smaller).
+QUERY_MAX_MEMORY_GB = 4.0
 
 
 @contextlib.contextmanager
 def _query_limits():
-    """``DPUTILS_MAX_WORK`` at :data:`QUERY_MAX_WORK` for the duration of one query, unless already set."""
-    if os.environ.get("DPUTILS_MAX_WORK"):
-        yield
-        return
-    os.environ["DPUTILS_MAX_WORK"] = repr(QUERY_MAX_WORK)
+    """``DPUTILS_MAX_WORK`` at :data:`QUERY_MAX_WORK` and ``DPUTILS_MAX_MEMORY_GB`` at
+    :data:`QUERY_MAX_MEMORY_GB` (when the machine allows more) for the duration of one query, each unless
+    already set."""
+    from ..resources import memory_limit
+
+    saved = {k: os.environ.get(k) for k in ("DPUTILS_MAX_WORK", "DPUTILS_MAX_MEMORY_GB")}
+    if not saved["DPUTILS_MAX_WORK"]:
+        os.environ["DPUTILS_MAX_WORK"] = repr(QUERY_MAX_WORK)
+    if not saved["DPUTILS_MAX_MEMORY_GB"] and memory_limit().bytes > QUERY_MAX_MEMORY_GB * 1024.0**3:
+        os.environ["DPUTILS_MAX_MEMORY_GB"] = repr(QUERY_MAX_MEMORY_GB)
     try:
         yield
     finally:
-        os.environ.pop("DPUTILS_MAX_WORK", None)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _accounting_command(cmd: str, rest: Sequence[str]) -> int:
