@@ -1,15 +1,7 @@
 """One line instead of a traceback: a cell timeout names its cell, Ctrl-C says the last good results are kept,
 and a bad --output or --root is refused before anything runs."""
 
-import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
-
 import nbformat
-import pytest
 
 from dputils.book import booksources
 from dputils.book.run import cli_main
@@ -55,45 +47,8 @@ def test_a_cell_timeout_names_the_cell_in_a_few_lines(tmp_path, capfd):
     assert "before any cell" not in err
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
-def test_ctrl_c_says_the_last_good_results_are_kept(tmp_path):
-    root = _root(tmp_path)
-    good = root / "_build" / "smoke" / "results"
-    env = {k: v for k, v in os.environ.items() if k not in ("DPBOOK_RESULTS_DIR", "MPLBACKEND")}
-    # a first good run (no wait), then one interrupted in its sleeping cell
-    first = subprocess.run(
-        [sys.executable, "-m", "dputils", "run", "--root", str(root), "--profile", "smoke"],
-        env=env,
-        capture_output=True,
-    )
-    assert first.returncode == 0, first.stderr.decode()
-    before = (good / "slow.json").read_bytes()
-    (root / "params" / "smoke.yml").write_text("slow:\n  wait: 300.0\n")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dputils", "run", "--root", str(root), "--profile", "smoke"],
-        env=env,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group, as a terminal's foreground job
-    )
-    t0 = time.time()
-    staging = root / "_build" / "staging"
-    while time.time() - t0 < 90:  # until its kernel is in the sleeping cell
-        if any(staging.glob("*/slow/slow.ipynb")) or any(staging.glob("*/slow")):
-            break
-        time.sleep(0.2)
-    time.sleep(6.0)  # the kernel started and runs the sleep
-    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends
-    _, err = proc.communicate(timeout=60)
-    lines = err.decode().strip().splitlines()
-    assert proc.returncode == 130, err.decode()
-    assert lines[-1] == "interrupted; the last good results are kept"
-    assert "Traceback" not in err.decode() and "KeyboardInterrupt" not in err.decode(), err.decode()
-    assert (good / "slow.json").read_bytes() == before
-    left = [d for d in staging.glob("*") if d.name.endswith(f"-{proc.pid}")]
-    assert left == []
-    out = subprocess.run(["pgrep", "-f", str(root)], capture_output=True, text=True)
-    assert out.stdout.strip() == ""  # no worker or kernel left
+# Ctrl-C in `run`: tests/test_rel36_interrupt.py (it waits for a marker the sleeping cell writes, not a fixed
+# sleep, so a loaded machine no longer makes it flaky).
 
 
 def test_output_that_is_a_file_is_refused_before_running(tmp_path, capfd):

@@ -28,7 +28,9 @@ An option the chosen accountant or mechanism does not use, or an option given tw
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
 import sys
 import time
 import warnings
@@ -437,6 +439,41 @@ def _audit(argv: Sequence[str]) -> dict[str, Any]:
     return audit_cli.run(p.parse_args(argv))
 
 
+#: The work limit of a command-line query (epsilon, delta, calibrate) when ``DPUTILS_MAX_WORK`` is not set:
+#: about one minute of CPU at the matrix DP's measured rate
+#: (:data:`dputils.matrix.allocation.DP_OPERATIONS_PER_SECOND`, 1.5e9 operations per second), where the library's
+#: own default (:data:`dputils.resources.DEFAULT_MAX_WORK`, 1e12) allows several minutes for the book's runs.
+#: ``--bands 20 --batches 100`` of matrix-renyi-tight (3.4e11 operations, about 2 minutes and 3.6 GB measured)
+#: is refused; ``DPUTILS_MAX_WORK=1e12`` lets it run.
+QUERY_MAX_SECONDS = 60.0
+QUERY_MAX_WORK = 9e10
+#: The memory limit of a command-line query when ``DPUTILS_MAX_MEMORY_GB`` is not set: a few GB (or the
+#: machine's own limit, :func:`dputils.resources.memory_limit`, when smaller).
+QUERY_MAX_MEMORY_GB = 4.0
+
+
+@contextlib.contextmanager
+def _query_limits():
+    """``DPUTILS_MAX_WORK`` at :data:`QUERY_MAX_WORK` and ``DPUTILS_MAX_MEMORY_GB`` at
+    :data:`QUERY_MAX_MEMORY_GB` (when the machine allows more) for the duration of one query, each unless
+    already set."""
+    from ..resources import memory_limit
+
+    saved = {k: os.environ.get(k) for k in ("DPUTILS_MAX_WORK", "DPUTILS_MAX_MEMORY_GB")}
+    if not saved["DPUTILS_MAX_WORK"]:
+        os.environ["DPUTILS_MAX_WORK"] = repr(QUERY_MAX_WORK)
+    if not saved["DPUTILS_MAX_MEMORY_GB"] and memory_limit().bytes > QUERY_MAX_MEMORY_GB * 1024.0**3:
+        os.environ["DPUTILS_MAX_MEMORY_GB"] = repr(QUERY_MAX_MEMORY_GB)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def _accounting_command(cmd: str, rest: Sequence[str]) -> int:
     """epsilon / delta / calibrate / audit / accountants: JSON on stdout, or one line on stderr.
 
@@ -451,9 +488,11 @@ def _accounting_command(cmd: str, rest: Sequence[str]) -> int:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")  # RuntimeWarnings etc.: degraded results are flagged in the JSON
             if cmd in ("epsilon", "delta"):
-                out = _query(cmd, rest)
+                with _query_limits():
+                    out = _query(cmd, rest)
             elif cmd == "calibrate":
-                out = _calibrate(rest)
+                with _query_limits():
+                    out = _calibrate(rest)
             elif cmd == "audit":
                 out = _audit(rest)
             else:  # accountants

@@ -49,7 +49,7 @@ from ..errors import (
 )
 from ..numerics import bisect_monotone
 from ..parallel import map_chunks
-from ..resources import available_memory_bytes, check_memory, check_work
+from ..resources import _distinct, available_memory_bytes, check_memory, check_work, max_work, memory_limit
 from .factorizations import truncate_gram
 from .mechanism import BallsInBinsMatrixMechanism, check_matrix_mechanism, check_one_run
 from .renyi import (
@@ -200,12 +200,28 @@ def remove_plan_memory(
     return max(peaks) + sum(tables) + 8.0 * 10 * b * b
 
 
+#: Elementary operations per second of the remove-direction DP (the unit of :func:`remove_plan_operations`),
+#: measured as CPU time on a 2-core x86-64 machine (issue 36): ``dputils epsilon --accountant
+#: matrix-renyi-tight --matrix bsr --batches 100`` at ``--bands 8`` 3.2e10 operations in 15 s, ``--bands 10``
+#: 6.1e10 in 31 s, ``--bands 20`` 3.4e11 in 111 s; :func:`tiered_rho_remove` alone (orders 2..128, warm) at
+#: (bands, batches) = (3, 20) 1.8e9 in 0.4 s, (3, 40) 1.9e9 in 1.4 s, (5, 20) 9.6e9 in 5.2 s, (8, 40) 3.6e10 in
+#: 24 s: 1.5e9 to 4.5e9 per second. The slowest rate is taken, so the stated time errs long.
+DP_OPERATIONS_PER_SECOND = 1.5e9
+
+
+def remove_plan_seconds(operations: float) -> float:
+    """Estimated CPU seconds of ``operations`` of the remove-direction DP (:data:`DP_OPERATIONS_PER_SECOND`)."""
+    return operations / DP_OPERATIONS_PER_SECOND
+
+
 def _check_remove_plan(
     b: int, alpha_max: int, tiers: int, tier_budget: float = DEFAULT_TIER_BUDGET, G: np.ndarray | None = None
 ) -> None:
     """Up-front cost of :func:`tiered_rho_remove`: the p = 1 tier runs every order (work and memory named
-    ``max-order``), every tier truncates the b x b Gram matrix, and the whole plan's operations
-    (:func:`remove_plan_operations`, named ``effective-bands``) must fit ``DPUTILS_MAX_WORK``."""
+    ``max-order``), every tier truncates the b x b Gram matrix, and the whole plan (named ``effective-bands``)
+    must fit both ``DPUTILS_MAX_WORK`` (:func:`remove_plan_operations`) and the memory limit
+    (:func:`remove_plan_memory`). Its refusal is one line stating the estimate in seconds
+    (:func:`remove_plan_seconds`) and GB as well as operations, and the options to lower."""
     work1 = dp_operations(1, b, alpha_max, False)
     check_work(
         "max-order",
@@ -222,20 +238,28 @@ def _check_remove_plan(
     check_memory(
         "batches", 8.0 * 10 * b * b, f"the {b} x {b} Gram matrix and its truncations", hint="use fewer batches"
     )
-    if G is not None:
-        check_memory(
-            "effective-bands",
-            remove_plan_memory(G, b, alpha_max, tiers, tier_budget),
-            f"the remove-direction DP over bandwidth tiers 1..{tiers} and b={b} slots (tables of every tier cached)",
-            hint="lower the bands (--bands or --effective-bands) or the largest order (--max-order)",
+    ops = remove_plan_operations(G, b, alpha_max, tiers, tier_budget)
+    nbytes = remove_plan_memory(G, b, alpha_max, tiers, tier_budget) if G is not None else None
+    work_cap, mem_cap = max_work(), memory_limit()
+    over_work = not (ops <= work_cap)
+    over_mem = nbytes is not None and not (nbytes <= mem_cap.bytes)
+    if over_work or over_mem:
+        gb = "" if nbytes is None else f" and up to {nbytes / 1e9:.3g} GB (the tables of every tier cached)"
+        limits = []
+        need, cap = _distinct(ops, work_cap)
+        if over_work:
+            limits.append(
+                f"the limit of {cap} operations (about {remove_plan_seconds(work_cap):.3g} s; "
+                "set DPUTILS_MAX_WORK to raise it)"
+            )
+        if over_mem:
+            limits.append(mem_cap.describe())
+        raise DPValueError(
+            f"effective-bands: the remove-direction DP over bandwidth tiers 1..{tiers} and b={b} slots would take "
+            f"about {remove_plan_seconds(ops):.3g} s{gb} ({need} operations at "
+            f"{DP_OPERATIONS_PER_SECOND:.2g} per second), over {' and '.join(limits)}; lower the bands "
+            "(--bands or --effective-bands) or the largest order (--max-order)"
         )
-    check_work(
-        "effective-bands",
-        remove_plan_operations(G, b, alpha_max, tiers, tier_budget),
-        "operations",
-        hint=f"the remove-direction DP over bandwidth tiers 1..{tiers} and b={b} slots; lower the "
-        "bands (--bands or --effective-bands) or the largest order (--max-order)",
-    )
 
 
 class MatrixRenyiAccountant(Accountant):
