@@ -65,7 +65,7 @@ from ..errors import (
 )
 from ..mechanisms import GaussianMechanism
 from .base import Accountant, AccountingResult
-from .certified import FALLBACKS, with_pld_fallback
+from .certified import FALLBACKS, PLDFallbackMixin
 from .registry import COMMON_EVENTS, register
 
 __all__ = [
@@ -645,7 +645,7 @@ def spa_work(pair, n: int, delta: float, repeats: int = 1) -> dict[str, Any]:
     color="#9467bd",
     help="saddle-point accountant (Alghamdi et al.): SP-CLT estimate with certified Theorem-5 bounds",
 )
-class SaddlePointAccountant(Accountant):
+class SaddlePointAccountant(PLDFallbackMixin, Accountant):
     """Saddle-point accountant: SP-CLT estimate with the certified Theorem-5 bracket.
 
     ``get_delta``/``get_epsilon`` return ``kind="estimate"``: ``value`` is SP-CLT (eq. 8), ``lower`` and
@@ -686,20 +686,6 @@ class SaddlePointAccountant(Accountant):
                 SaddlePointWarning,
                 stacklevel=3,
             )
-
-    def get_delta(self, epsilon: float) -> AccountingResult:
-        eps = self._checked_epsilon(epsilon)
-        self._require_ledger()
-        if self.fallback == "pld":
-            return with_pld_fallback(self, "delta", eps, lambda: self._own_delta(eps))
-        return self._own_delta(eps)
-
-    def get_epsilon(self, delta: float) -> AccountingResult:
-        delta = self._checked_delta(delta)
-        self._require_ledger()
-        if self.fallback == "pld":
-            return with_pld_fallback(self, "epsilon", delta, lambda: self._own_epsilon(delta))
-        return self._own_epsilon(delta)
 
     def _own_delta(self, eps: float) -> AccountingResult:
         """SP-CLT delta(eps) with the Theorem-5 bracket (no fallback)."""
