@@ -20,6 +20,7 @@ from ...truth import truth_delta
 from .. import plotting
 from ..scorecard import Targets
 from ..tables import sci, show_table
+from .own_bracket import own_bracket_rows, own_bracket_table
 
 # the authors' mpmath truth, eps(delta = 1e-15) at sigma = 2, q = 0.01 for the 32 values of n in
 # linspace(1500, 4500, 32) (their repository, ICML code, Fig. 2 values)
@@ -455,58 +456,20 @@ def record_eps_table(tg: Targets, ids, table, pair, delta: float, n_truth: int, 
 
 
 def own_bracket_over_T(sigma: float, q: float, delta: float, Ts: Sequence[int]) -> list[dict[str, Any]]:
-    """Where SPA's own answer is usable: per T, the SP-CLT ε(δ) and its Theorem-5 bracket (``fallback="none"``),
-    the PLD accountant's certified bracket (the reference: its width is ~10⁻⁴ relative), SP-CLT's error
-    against the PLD's upper end, and the accountant's default answer (the PLD's bracket intersected where
-    SPA's is over 10% wide, :mod:`dputils.accountants.certified`)."""
-    import warnings
-
-    from ...accountants.pld import PLDAccountant
+    """Where SPA's own answer is usable: per T, the SP-CLT ε(δ) and its Theorem-5 bracket next to the PLD's
+    certified bracket and the accountant's default answer (:func:`~dputils.book.chapters.own_bracket.own_bracket_rows`)."""
     from ...mechanisms import SubsampledGaussianMechanism
 
-    mech = SubsampledGaussianMechanism(sigma, q)
-    rows = []
-    for T in Ts:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", spa.SaddlePointWarning)
-            own = spa.SaddlePointAccountant(fallback="none").compose(mech, int(T)).get_epsilon(delta)
-            ans = spa.SaddlePointAccountant().compose(mech, int(T)).get_epsilon(delta)
-        ref = PLDAccountant().compose(mech, int(T)).get_epsilon(delta)
-        rows.append(
-            dict(
-                T=int(T),
-                clt=own.value,
-                own_lower=own.lower,
-                own_upper=own.upper,
-                own_width=(own.upper - own.lower) / own.upper,
-                pld_lower=ref.lower,
-                pld_upper=ref.upper,
-                clt_rel=own.value / ref.upper - 1,
-                answer=ans.value,
-                answer_rel=ans.value / ref.upper - 1,
-                fallback=ans.details.get("fallback") == "pld",
-            )
-        )
-    return rows
+    return own_bracket_rows(spa.SaddlePointAccountant, SubsampledGaussianMechanism(sigma, q), delta, Ts)
 
 
-def own_bracket_table(rows: Sequence[Mapping[str, Any]], sigma: float, q: float, delta: float):
-    """The rows of :func:`own_bracket_over_T` as a table."""
-    return show_table(
-        [
-            {
-                "T": r["T"],
-                "SP-CLT ε": f"{r['clt']:.4g}",
-                "Theorem-5 bracket": f"[{r['own_lower']:.4g}, {r['own_upper']:.4g}]",
-                "width / upper": f"{r['own_width']:.2g}",
-                "PLD bracket": f"[{r['pld_lower']:.5g}, {r['pld_upper']:.5g}]",
-                "SP-CLT − PLD (rel.)": f"{r['clt_rel']:+.2g}",
-                "default answer": f"{r['answer']:.4g}",
-                "PLD consulted": "yes" if r["fallback"] else "no",
-            }
-            for r in rows
-        ],
-        caption=f"SPA's own answer over T (σ = {sigma:g}, q = {q:g}, δ = {sci(delta, 0)})",
+def own_bracket_table_spa(rows: Sequence[Mapping[str, Any]], sigma: float, q: float, delta: float):
+    """The rows of :func:`own_bracket_over_T` as a table (with the Theorem-5 bracket's relative width)."""
+    return own_bracket_table(
+        rows,
+        "SP-CLT",
+        f"SPA's own answer over T (σ = {sigma:g}, q = {q:g}, δ = {sci(delta, 0)})",
+        extra={"own width / upper": lambda r: f"{r['own_width']:.2g}"},
     )
 
 
