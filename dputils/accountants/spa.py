@@ -240,6 +240,14 @@ class SPAPoint:
         return d
 
 
+def log_theta_max(t: float) -> float:
+    r""":math:`\log\max_{x>0}\theta_t(x) = t\log t - (1+t)\log(1+t)` for the kernel
+    :math:`\theta_t(x) = (e^{-tx} - e^{-(1+t)x})\,1\{x>0\}` of eq. (39), ``t > 0``: the constant of the refined
+    moments bound (eq. 42-43). :math:`\theta_t` is unimodal on :math:`x > 0` (the paper's Fig. 2 and Appendix B),
+    its maximum at :math:`x = \log(1 + 1/t)`. Exact (a closed form)."""
+    return t * math.log(t) - (1.0 + t) * math.log1p(t)
+
+
 def spa_terms(ledger: Ledger, t: float, epsilon: float | None = None) -> SPAPoint:
     """SPA quantities at tilt ``t`` > 0 for threshold ``epsilon``.
 
@@ -262,8 +270,7 @@ def spa_terms(ledger: Ledger, t: float, epsilon: float | None = None) -> SPAPoin
     gamma = (K1 - eps) / s
     a = t * s - gamma
     log_clt = log_pref - 0.5 * gamma * gamma + _log_mills_diff(a, s) - 0.5 * _LOG_2PI
-    log_theta_max = t * math.log(t) - (1.0 + t) * math.log1p(t)
-    log_ma = log_pref + log_theta_max
+    log_ma = log_pref + log_theta_max(t)
     n_tot = _total_count(ledger)
     if _all_gaussian(ledger):
         log_err = -math.inf  # the tilted sum is exactly Gaussian: SP-CLT is exact
