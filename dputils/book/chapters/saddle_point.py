@@ -82,7 +82,7 @@ def moments_table(tg: Targets, ours: Mapping, mp_ref: Mapping, k1: float, k1_exa
             "quantity": lab,
             "ours": sci(o, 6),
             "ours / mpmath − 1": sci(o / m - 1, 1),
-            "reference": sci(r, 7).replace("000×", "×"),
+            "reference": _as_given(r),
             "ours / reference − 1": sci(o / r - 1, 1),
         }
         for lab, o, m, r in vals
@@ -90,6 +90,13 @@ def moments_table(tg: Targets, ours: Mapping, mp_ref: Mapping, k1: float, k1_exa
     return show_table(
         rows, caption=f"Per-step moments of the loss, σ = {sigma}, q = {q} (K(1): mpmath column is the closed form)"
     )
+
+
+def _as_given(x: float) -> str:
+    """A reference value with the digits it was given (up to 7; :func:`sci` without trailing zeros)."""
+    m, _, p = sci(x, 7).partition("×")
+    m = m.rstrip("0").rstrip(".") if "." in m else m
+    return f"{m}×{p}" if p else m
 
 
 def gaussian_table(exact: float, g):
