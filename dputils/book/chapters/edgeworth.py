@@ -329,7 +329,7 @@ def record_figure3(tg: Targets, ids, fig3, gdp_limit: float) -> None:
     )
     tg.record(t9_mid_b, max(r["truth_upper"] for r in fig3["mid_b"]))
     finite = [r["m"] for r in lb if math.isfinite(r["ew_upp"])]
-    glue_all(ew_err_trend=error_trend(lb), ew_first_finite_upp=min(finite) if finite else 0)
+    glue_all(ew_err_trend=error_trend(lb), ew_first_finite_upp=f"{min(finite):,}" if finite else "—")
 
 
 def record_prv(tg: Targets, ids, prv9, truth9: float, eps_error: float) -> None:
