@@ -139,6 +139,31 @@ def with_pld_fallback(
     return AccountingResult(value, lower, upper, kind, acc.name, quantity, details)
 
 
+class PLDFallbackMixin:
+    """``get_delta``/``get_epsilon`` of an estimate accountant with a ``fallback`` option (``"pld"`` or
+    ``"none"``, :data:`FALLBACKS`): the checked query, then the method's own answer (``_own_delta``/``_own_epsilon``,
+    which the accountant defines) narrowed by the PLD's certified bracket where it is vacuous, wide or failed
+    (:func:`with_pld_fallback`) when ``fallback == "pld"``, or the own answer alone. One helper for the
+    saddle-point and Edgeworth accountants (listed before :class:`~dputils.accountants.base.Accountant` in
+    their bases)."""
+
+    fallback: str
+
+    def get_delta(self, epsilon: float) -> AccountingResult:
+        eps = self._checked_epsilon(epsilon)
+        self._require_ledger()
+        if self.fallback == "pld":
+            return with_pld_fallback(self, "delta", eps, lambda: self._own_delta(eps))
+        return self._own_delta(eps)
+
+    def get_epsilon(self, delta: float) -> AccountingResult:
+        delta = self._checked_delta(delta)
+        self._require_ledger()
+        if self.fallback == "pld":
+            return with_pld_fallback(self, "epsilon", delta, lambda: self._own_epsilon(delta))
+        return self._own_epsilon(delta)
+
+
 def certified_answer(acc: Accountant, quantity: str, target: float) -> AccountingResult:
     """``acc``'s answer for ``quantity`` at ``target``; for an estimate accountant of the common mechanisms
     (``spa``, ``edgeworth``) its certified bracket narrowed by the PLD's where it is vacuous, wide or failed

@@ -68,7 +68,7 @@ from ..errors import DPValueError, NumericalError, check_choice, check_delta, ch
 from ..mechanisms import Mechanism, SubsampledLaplaceMechanism
 from ..numerics import bisect_monotone
 from .base import Accountant, AccountingResult
-from .certified import FALLBACKS, with_pld_fallback
+from .certified import FALLBACKS, PLDFallbackMixin
 from .registry import COMMON_EVENTS, register
 
 __all__ = [
@@ -424,7 +424,7 @@ def _grid_hi(f, delta: float, start: float) -> float:
     color="#8c564b",
     help="Edgeworth accountant (Wang et al.): AEA estimate (order 2) with the EEAI certified bracket",
 )
-class EdgeworthAccountant(Accountant):
+class EdgeworthAccountant(PLDFallbackMixin, Accountant):
     r"""Edgeworth accountant {cite}`wang_edgeworth`: AEA estimate with the EEAI certified bracket.
 
     ``get_delta(eps)`` / ``get_epsilon(delta)`` return ``value`` = the order-``order`` AEA (Def. 4.1; the
@@ -508,13 +508,6 @@ class EdgeworthAccountant(Accountant):
         up = np.minimum.accumulate(up)
         lo = np.maximum.accumulate(lo[::-1])[::-1]
         return lo, up
-
-    def get_delta(self, epsilon: float) -> AccountingResult:
-        eps = self._checked_epsilon(epsilon)
-        self._require_ledger()
-        if self.fallback == "pld":
-            return with_pld_fallback(self, "delta", eps, lambda: self._own_delta(eps))
-        return self._own_delta(eps)
 
     def _own_delta(self, eps: float) -> AccountingResult:
         """Order-``order`` AEA delta(eps) with the EEAI bracket (no fallback)."""
@@ -617,13 +610,6 @@ class EdgeworthAccountant(Accountant):
                 )
             )
         return e_lo, e_up
-
-    def get_epsilon(self, delta: float) -> AccountingResult:
-        delta = self._checked_delta(delta)
-        self._require_ledger()
-        if self.fallback == "pld":
-            return with_pld_fallback(self, "epsilon", delta, lambda: self._own_epsilon(delta))
-        return self._own_epsilon(delta)
 
     def _own_epsilon(self, delta: float) -> AccountingResult:
         """Order-``order`` AEA epsilon(delta) with the EEAI bracket (no fallback)."""

@@ -65,7 +65,7 @@ from ..errors import (
 )
 from ..mechanisms import GaussianMechanism
 from .base import Accountant, AccountingResult
-from .certified import FALLBACKS, with_pld_fallback
+from .certified import FALLBACKS, PLDFallbackMixin
 from .registry import COMMON_EVENTS, register
 
 __all__ = [
@@ -240,6 +240,14 @@ class SPAPoint:
         return d
 
 
+def log_theta_max(t: float) -> float:
+    r""":math:`\log\max_{x>0}\theta_t(x) = t\log t - (1+t)\log(1+t)` for the kernel
+    :math:`\theta_t(x) = (e^{-tx} - e^{-(1+t)x})\,1\{x>0\}` of eq. (39), ``t > 0``: the constant of the refined
+    moments bound (eq. 42-43). :math:`\theta_t` is unimodal on :math:`x > 0` (the paper's Fig. 2 and Appendix B),
+    its maximum at :math:`x = \log(1 + 1/t)`. Exact (a closed form)."""
+    return t * math.log(t) - (1.0 + t) * math.log1p(t)
+
+
 def spa_terms(ledger: Ledger, t: float, epsilon: float | None = None) -> SPAPoint:
     """SPA quantities at tilt ``t`` > 0 for threshold ``epsilon``.
 
@@ -262,8 +270,7 @@ def spa_terms(ledger: Ledger, t: float, epsilon: float | None = None) -> SPAPoin
     gamma = (K1 - eps) / s
     a = t * s - gamma
     log_clt = log_pref - 0.5 * gamma * gamma + _log_mills_diff(a, s) - 0.5 * _LOG_2PI
-    log_theta_max = t * math.log(t) - (1.0 + t) * math.log1p(t)
-    log_ma = log_pref + log_theta_max
+    log_ma = log_pref + log_theta_max(t)
     n_tot = _total_count(ledger)
     if _all_gaussian(ledger):
         log_err = -math.inf  # the tilted sum is exactly Gaussian: SP-CLT is exact
@@ -645,7 +652,7 @@ def spa_work(pair, n: int, delta: float, repeats: int = 1) -> dict[str, Any]:
     color="#9467bd",
     help="saddle-point accountant (Alghamdi et al.): SP-CLT estimate with certified Theorem-5 bounds",
 )
-class SaddlePointAccountant(Accountant):
+class SaddlePointAccountant(PLDFallbackMixin, Accountant):
     """Saddle-point accountant: SP-CLT estimate with the certified Theorem-5 bracket.
 
     ``get_delta``/``get_epsilon`` return ``kind="estimate"``: ``value`` is SP-CLT (eq. 8), ``lower`` and
@@ -686,20 +693,6 @@ class SaddlePointAccountant(Accountant):
                 SaddlePointWarning,
                 stacklevel=3,
             )
-
-    def get_delta(self, epsilon: float) -> AccountingResult:
-        eps = self._checked_epsilon(epsilon)
-        self._require_ledger()
-        if self.fallback == "pld":
-            return with_pld_fallback(self, "delta", eps, lambda: self._own_delta(eps))
-        return self._own_delta(eps)
-
-    def get_epsilon(self, delta: float) -> AccountingResult:
-        delta = self._checked_delta(delta)
-        self._require_ledger()
-        if self.fallback == "pld":
-            return with_pld_fallback(self, "epsilon", delta, lambda: self._own_epsilon(delta))
-        return self._own_epsilon(delta)
 
     def _own_delta(self, eps: float) -> AccountingResult:
         """SP-CLT delta(eps) with the Theorem-5 bracket (no fallback)."""

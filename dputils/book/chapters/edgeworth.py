@@ -17,6 +17,7 @@ from .. import plotting
 from ..results import glue_all
 from ..scorecard import Targets
 from ..tables import sci, show_table
+from .own_bracket import own_bracket_rows, own_bracket_table
 
 # column headers of the reproduction tables (comparison_row keys)
 HEAD = {
@@ -225,6 +226,41 @@ def record_figure2(tg: Targets, readings, orderings, left, mid, run_rdp: bool) -
     )
 
 
+def record_pins(tg: Targets, ids, left, side) -> None:
+    """``ids`` = (RDP, SPA): the RDP ε of the left panel at m = 1000 against dp_accounting's RDP accountant on a
+    dense order grid, and the saddle-point accountant's SP-CLT ε at m = 200 of the middle panel (δ = 10⁻⁵,
+    ``side`` from :func:`dputils.baselines.spa_against_rows`) against the contour-integral truth, both stored in
+    the targets file at the methods' measured accuracy (so that a 1% error fails; the Figure 2 readings of RDP
+    allow 3%, and the side-by-side table checks SPA only with its own bracket). Not run where the rows lack them."""
+    t_rdp, t_spa = ids
+    row = {r["m"]: r for r in left}.get(1000)
+    ok = row is not None and "rdp" in row
+    tg.record(t_rdp, row["rdp"] if ok else None, ran=ok, not_run_reason="m = 1000 with RDP is not in this run")
+    s = {(r["delta"], r["m"]): r for r in side or []}.get((1e-5, 200))
+    tg.record(t_spa, None if s is None else s["spa"], ran=s is not None, not_run_reason="m = 200 with SPA not run")
+
+
+def record_large_m(tg: Targets, ids, left3, gdp_limit: float, truth9: float, ew9: float, prv9) -> dict[str, float]:
+    """``ids`` = (GDP close, stability): the paper's two claims about large m in Section 5. "GDP ... is fairly
+    close to the AEA when m is large": at the largest m of Figure 3's left panel (``left3``, where p√m = 0.4 fixes
+    the GDP parameter, so ``gdp_limit`` is its closed-form ε), |EW_EST / GDP − 1|, read as close within 1%.
+    "Better numerical stability for large m" than the FFT: at m = 10⁶ (middle panel) the order-2 estimate ``ew9``
+    nearer the contour-integral truth ``truth9`` than the PRV estimate ``prv9[1]``, recorded as not reproduced
+    with both distances otherwise. Returns the measured numbers."""
+    t_gdp, t_stab = ids
+    last = max(left3, key=lambda r: r["m"])
+    close = abs(last["ew2"] / gdp_limit - 1)
+    tg.record(t_gdp, close, fmt=dict(m=f"{last['m']:,}"))
+    d_ew, d_prv = abs(ew9 - truth9), abs(prv9[1] - truth9)
+    tg.record(
+        t_stab,
+        ok=d_ew < d_prv,
+        ours=f"EW_EST {sci(d_ew, 2)}, PRV {sci(d_prv, 2)} from the truth",
+        fmt=dict(ew=sci(d_ew, 2), prv=sci(d_prv, 2)),
+    )
+    return dict(m=last["m"], close=close, d_ew=d_ew, d_prv=d_prv)
+
+
 def order3_worse(rows) -> list[int]:
     """The m of ``rows`` where the order-3 estimate is farther from the truth than the order-2 one."""
     return [r["m"] for r in rows if _err(r, "ew3") > _err(r, "ew2")]
@@ -286,16 +322,14 @@ def record_figure3(tg: Targets, ids, fig3, gdp_limit: float) -> None:
     if 10**6 in ma:
         tg.record(t9_ew, ma[10**6]["ew2"], paper=ma[10**6]["truth"])
     else:
-        tg.record(
-            t9_ew, ran=False, source="paper", not_run_reason="m = 1e6 is not in this run's parameters (smoke profile)"
-        )
+        tg.record(t9_ew, ran=False, not_run_reason="m = 1e6 is not in this run's parameters (smoke profile)")
     tg.record(
         t9_right,
         condition=all(r["truth_upper"] == 0.0 and r["ew2"] == 0.0 and r["ew_low"] == 0.0 for r in fig3["right"]),
     )
     tg.record(t9_mid_b, max(r["truth_upper"] for r in fig3["mid_b"]))
     finite = [r["m"] for r in lb if math.isfinite(r["ew_upp"])]
-    glue_all(ew_err_trend=error_trend(lb), ew_first_finite_upp=min(finite) if finite else 0)
+    glue_all(ew_err_trend=error_trend(lb), ew_first_finite_upp=f"{min(finite):,}" if finite else "—")
 
 
 def record_prv(tg: Targets, ids, prv9, truth9: float, eps_error: float) -> None:
@@ -346,24 +380,19 @@ def record_work(tg: Targets, ids, prv_rows, truths: Mapping[int, tuple[float, fl
 
 def own_bound_over_T(sigma: float, q: float, delta: float, Ts: Sequence[int], pld_max_T: int) -> list[dict[str, Any]]:
     """Where the Edgeworth accountant's own certified upper end becomes finite: per T, the Lemma 4.3 bound Δ_P
-    (the larger over the directions), the EEAI (``fallback="none"``) and, for T up to ``pld_max_T``, the
-    default answer (the PLD's certified bracket intersected where the EEAI is vacuous or over 10% wide,
-    :mod:`dputils.accountants.certified`). EW_UPP is finite only where Δ_P < δ; ``T_finite`` extrapolates the
-    T where that happens with the 1/√T decay of Δ_P (first-order term of the bound)."""
+    (the larger over the directions), the EEAI and, for T up to ``pld_max_T``, the PLD's bracket and the default
+    answer (:func:`~dputils.book.chapters.own_bracket.own_bracket_rows`). EW_UPP is finite only where Δ_P < δ;
+    ``T_finite`` extrapolates the T where that happens with the 1/√T decay of Δ_P (first-order term of the
+    bound)."""
     from ...accountants.edgeworth import EdgeworthAccountant
     from ...mechanisms import SubsampledGaussianMechanism
 
-    mech = SubsampledGaussianMechanism(sigma, q)
-    rows = []
-    for T in Ts:
-        own_acc = EdgeworthAccountant(fallback="none").compose(mech, int(T))
-        own = own_acc.get_epsilon(delta)
-        dP = max(b[0] for b in own_acc.error_bounds().values())
-        row = dict(T=int(T), Delta_P=dP, aea=own.value, own_lower=own.lower, own_upper=own.upper)
-        if T <= pld_max_T:
-            ans = EdgeworthAccountant().compose(mech, int(T)).get_epsilon(delta)
-            row.update(answer=ans.value, lower=ans.lower, upper=ans.upper, fallback=ans.details.get("fallback"))
-        rows.append(row)
+    def delta_p(acc) -> dict[str, float]:
+        return dict(Delta_P=max(b[0] for b in acc.error_bounds().values()))
+
+    rows = own_bracket_rows(
+        EdgeworthAccountant, SubsampledGaussianMechanism(sigma, q), delta, Ts, pld_max_T=pld_max_T, extra=delta_p
+    )
     last = rows[-1]
     t_finite = last["T"] * (last["Delta_P"] / delta) ** 2
     for r in rows:
@@ -372,26 +401,12 @@ def own_bound_over_T(sigma: float, q: float, delta: float, Ts: Sequence[int], pl
 
 
 def own_bound_table(rows: Sequence[Mapping[str, Any]], sigma: float, q: float, delta: float):
-    """The rows of :func:`own_bound_over_T` as a table."""
-
-    def end(x):
-        return "∞" if not math.isfinite(x) else f"{x:.4g}"
-
-    return show_table(
-        [
-            {
-                "T": r["T"],
-                "Δ_P": sci(r["Delta_P"], 3),
-                "AEA ε": f"{r['aea']:.4g}",
-                "EEAI": f"[{r['own_lower']:.4g}, {end(r['own_upper'])}]",
-                "default answer [certified bracket]": (
-                    f"{r['answer']:.4g} [{r['lower']:.5g}, {r['upper']:.5g}]" if "answer" in r else "not run"
-                ),
-                "PLD consulted": ("yes" if r.get("fallback") == "pld" else "no") if "answer" in r else "",
-            }
-            for r in rows
-        ],
-        caption=f"The Edgeworth accountant over T (σ = {sigma:g}, q = {q:.4g}, δ = {sci(delta, 0)})",
+    """The rows of :func:`own_bound_over_T` as a table (with the Lemma 4.3 bound Δ_P)."""
+    return own_bracket_table(
+        rows,
+        "AEA",
+        f"The Edgeworth accountant over T (σ = {sigma:g}, q = {q:.4g}, δ = {sci(delta, 0)})",
+        extra={"Δ_P": lambda r: sci(r["Delta_P"], 3)},
     )
 
 

@@ -20,6 +20,7 @@ from ...truth import truth_delta
 from .. import plotting
 from ..scorecard import Targets
 from ..tables import sci, show_table
+from .own_bracket import own_bracket_rows, own_bracket_table
 
 # the authors' mpmath truth, eps(delta = 1e-15) at sigma = 2, q = 0.01 for the 32 values of n in
 # linspace(1500, 4500, 32) (their repository, ICML code, Fig. 2 values)
@@ -71,27 +72,44 @@ def point_table(pt, eps_acc, n: int):
 
 
 def moments_table(tg: Targets, ours: Mapping, mp_ref: Mapping, k1: float, k1_exact: float, sigma: float, q: float):
-    """Per-step moments of the loss: ours, mpmath and the reference values of targets T2.1-T2.4."""
+    """Per-step moments of the loss: ours at 6 digits, and its relative differences from mpmath (30 digits; the
+    closed form for K(1)) and from the reference values of targets T2.1-T2.4 (given to 5-7 digits)."""
     labels = {"mean": ("E[L]", "T2.1"), "var": ("Var L", "T2.2"), "abs3": ("E|L − E L|³", "T2.3")}
+    vals = [(lab, ours[k], mp_ref[k], tg.spec[tid]["paper"]) for k, (lab, tid) in labels.items()]
+    vals.append(("K(1)", k1, k1_exact, tg.spec["T2.4"]["paper"]))
     rows = [
-        dict(quantity=lab, ours=ours[k], mpmath=mp_ref[k], reference=tg.spec[tid]["paper"])
-        for k, (lab, tid) in labels.items()
+        {
+            "quantity": lab,
+            "ours": sci(o, 6),
+            "ours / mpmath − 1": sci(o / m - 1, 1),
+            "reference": _as_given(r),
+            "ours / reference − 1": sci(o / r - 1, 1),
+        }
+        for lab, o, m, r in vals
     ]
-    rows.append(dict(quantity="K(1)", ours=k1, mpmath=k1_exact, reference=tg.spec["T2.4"]["paper"]))
-    return show_table(rows, caption=f"Per-step moments of the loss, σ = {sigma}, q = {q}", digits=10)
+    return show_table(
+        rows, caption=f"Per-step moments of the loss, σ = {sigma}, q = {q} (K(1): mpmath column is the closed form)"
+    )
+
+
+def _as_given(x: float) -> str:
+    """A reference value with the digits it was given (up to 7; :func:`sci` without trailing zeros)."""
+    m, _, p = sci(x, 7).partition("×")
+    m = m.rstrip("0").rstrip(".") if "." in m else m
+    return f"{m}×{p}" if p else m
 
 
 def gaussian_table(exact: float, g):
-    """The Gaussian mechanism (μ = 1, ε = 1): the exact δ and the three SPA variants."""
+    """The Gaussian mechanism (μ = 1, ε = 1): the exact δ and each SPA variant's relative difference from it."""
     return show_table(
         [
-            dict(method="exact (closed form)", delta=exact),
-            dict(method="SP-CLT", delta=g.delta_clt),
-            dict(method="SP-MSD0", delta=g.delta_msd0),
-            dict(method="SP-MSD1", delta=g.delta_msd1),
+            dict(method="exact (closed form)", delta=f"{exact:.6g}", rel="0"),
+            dict(method="SP-CLT", delta=f"{g.delta_clt:.6g}", rel=sci(g.delta_clt / exact - 1, 2)),
+            dict(method="SP-MSD0", delta=f"{g.delta_msd0:.6g}", rel=sci(g.delta_msd0 / exact - 1, 3)),
+            dict(method="SP-MSD1", delta=f"{g.delta_msd1:.6g}", rel=sci(g.delta_msd1 / exact - 1, 3)),
         ],
+        headers=dict(delta="δ(1)", rel="δ / exact − 1"),
         caption="Gaussian mechanism, μ = 1, ε = 1",
-        digits=12,
     )
 
 
@@ -159,25 +177,27 @@ def figure_delta_curve(eps_grid, curve: Mapping, eps_truth, tr, rel: Mapping, si
 
 
 def eps_table(table: Sequence[Mapping], delta: float):
-    """ε(δ) against n: the authors' truth, SP-CLT, its relative error and the certified bracket."""
+    """ε(δ) against n: the authors' truth, SP-CLT's relative error against it and the certified bracket."""
     return show_table(
         [
             dict(
                 n=r["n"],
-                authors=f"{r['authors']:.10f}",
-                clt=f"{r['clt']:.10f}",
-                rel=r["rel_clt"],
+                authors=f"{r['authors']:.6g}",
+                rel=sci(r["clt"] / r["authors"] - 1, 2),
                 bracket=f"[{r['lower']:.5f}, {r['upper']:.5f}]",
-                t_hat=r["t_hat"],
-                degraded=r["degraded"],
+                t_hat=f"{r['t_hat']:.3g}",
+                degraded="yes" if r["degraded"] else "no",
             )
             for r in table
         ],
         headers=dict(
-            authors="truth ε (authors)", clt="SP-CLT ε", rel="rel. err.", bracket="certified bracket", t_hat="t̂"
+            authors="truth ε (authors)",
+            rel="SP-CLT / truth − 1",
+            bracket="certified bracket",
+            t_hat="t̂",
+            degraded="flagged",
         ),
         caption=f"ε(δ = {sci(delta, 1)}) against the number of steps n",
-        digits=3,
     )
 
 
@@ -270,33 +290,29 @@ def timing_table(timing: Sequence[Mapping]):
 
 
 def tiny_delta_table(rows_tiny: Sequence[Mapping], n: int):
-    """δ(ε) at n steps: SP-CLT, dp_accounting's PLD and the PRV accountant against the truth."""
+    """δ(ε) at n steps: the truth and the relative errors of SP-CLT, dp_accounting's PLD and the PRV estimate,
+    with PRV's bounds."""
     return show_table(
         [
             dict(
-                eps=r["eps"],
-                truth=r["truth"],
-                spa=r["spa"],
-                spa_rel=r["spa_rel"],
-                pld=r["pld"],
-                pld_rel=r["pld_rel"],
-                prv=r["prv"],
-                prv_b=f"[{r['prv_lower']:.2e}, {r['prv_upper']:.2e}]",
+                eps=f"{r['eps']:g}",
+                truth=sci(r["truth"], 4),
+                spa_rel=sci(r["spa_rel"], 2),
+                pld_rel=sci(r["pld_rel"], 2),
+                prv_rel=sci(r["prv_rel"], 2),
+                prv_b=f"[{sci(r['prv_lower'], 2)}, {sci(r['prv_upper'], 2)}]",
             )
             for r in rows_tiny
         ],
         headers=dict(
             eps="ε",
             truth="truth δ",
-            spa="SP-CLT",
-            spa_rel="rel. err.",
-            pld="PLD",
-            pld_rel="rel. err.",
-            prv="PRV",
+            spa_rel="SP-CLT rel. err.",
+            pld_rel="PLD rel. err.",
+            prv_rel="PRV rel. err.",
             prv_b="PRV bounds",
         ),
-        caption=f"δ(ε) at n = {n}: SPA, PLD, PRV against the truth",
-        digits=4,
+        caption=f"δ(ε) at n = {n}: SPA, PLD and PRV against the truth",
     )
 
 
@@ -455,58 +471,20 @@ def record_eps_table(tg: Targets, ids, table, pair, delta: float, n_truth: int, 
 
 
 def own_bracket_over_T(sigma: float, q: float, delta: float, Ts: Sequence[int]) -> list[dict[str, Any]]:
-    """Where SPA's own answer is usable: per T, the SP-CLT ε(δ) and its Theorem-5 bracket (``fallback="none"``),
-    the PLD accountant's certified bracket (the reference: its width is ~10⁻⁴ relative), SP-CLT's error
-    against the PLD's upper end, and the accountant's default answer (the PLD's bracket intersected where
-    SPA's is over 10% wide, :mod:`dputils.accountants.certified`)."""
-    import warnings
-
-    from ...accountants.pld import PLDAccountant
+    """Where SPA's own answer is usable: per T, the SP-CLT ε(δ) and its Theorem-5 bracket next to the PLD's
+    certified bracket and the accountant's default answer (:func:`~dputils.book.chapters.own_bracket.own_bracket_rows`)."""
     from ...mechanisms import SubsampledGaussianMechanism
 
-    mech = SubsampledGaussianMechanism(sigma, q)
-    rows = []
-    for T in Ts:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", spa.SaddlePointWarning)
-            own = spa.SaddlePointAccountant(fallback="none").compose(mech, int(T)).get_epsilon(delta)
-            ans = spa.SaddlePointAccountant().compose(mech, int(T)).get_epsilon(delta)
-        ref = PLDAccountant().compose(mech, int(T)).get_epsilon(delta)
-        rows.append(
-            dict(
-                T=int(T),
-                clt=own.value,
-                own_lower=own.lower,
-                own_upper=own.upper,
-                own_width=(own.upper - own.lower) / own.upper,
-                pld_lower=ref.lower,
-                pld_upper=ref.upper,
-                clt_rel=own.value / ref.upper - 1,
-                answer=ans.value,
-                answer_rel=ans.value / ref.upper - 1,
-                fallback=ans.details.get("fallback") == "pld",
-            )
-        )
-    return rows
+    return own_bracket_rows(spa.SaddlePointAccountant, SubsampledGaussianMechanism(sigma, q), delta, Ts)
 
 
-def own_bracket_table(rows: Sequence[Mapping[str, Any]], sigma: float, q: float, delta: float):
-    """The rows of :func:`own_bracket_over_T` as a table."""
-    return show_table(
-        [
-            {
-                "T": r["T"],
-                "SP-CLT ε": f"{r['clt']:.4g}",
-                "Theorem-5 bracket": f"[{r['own_lower']:.4g}, {r['own_upper']:.4g}]",
-                "width / upper": f"{r['own_width']:.2g}",
-                "PLD bracket": f"[{r['pld_lower']:.5g}, {r['pld_upper']:.5g}]",
-                "SP-CLT − PLD (rel.)": f"{r['clt_rel']:+.2g}",
-                "default answer": f"{r['answer']:.4g}",
-                "PLD consulted": "yes" if r["fallback"] else "no",
-            }
-            for r in rows
-        ],
-        caption=f"SPA's own answer over T (σ = {sigma:g}, q = {q:g}, δ = {sci(delta, 0)})",
+def own_bracket_table_spa(rows: Sequence[Mapping[str, Any]], sigma: float, q: float, delta: float):
+    """The rows of :func:`own_bracket_over_T` as a table (with the Theorem-5 bracket's relative width)."""
+    return own_bracket_table(
+        rows,
+        "SP-CLT",
+        f"SPA's own answer over T (σ = {sigma:g}, q = {q:g}, δ = {sci(delta, 0)})",
+        extra={"own width / upper": lambda r: f"{r['own_width']:.2g}"},
     )
 
 
@@ -523,6 +501,23 @@ def record_pins(tg: Targets, ids, table, off_paper: str | None) -> None:
     r = {row["n"]: row for row in table}[4500]
     tg.record(t_gdp, r["gdp"])
     tg.record(t_ma, r["ma"])
+
+
+def theta_unimodal(ts: Sequence[float] = (0.1, 1.0, 10.0, 100.0), n: int = 200_001) -> dict[str, Any]:
+    """The kernel θ_t(x) = e^{-tx}(1 − e^{-x}) of eq. (39) (the paper's Fig. 2) evaluated directly on a dense
+    geometric grid of x in [10⁻⁸ / t, 10³ / t] for each t of ``ts``: the number of sign changes of its successive
+    differences (1 for a unimodal function; differences below 10⁻³⁰⁰ in size are dropped), and the largest relative
+    gap between the grid's maximum and :func:`dputils.accountants.spa.log_theta_max`, the library's closed form
+    t^t/(1+t)^{1+t} used by the refined moments bound (the grid resolves the peak to ~10⁻⁸ relative)."""
+    changes, gap = [], 0.0
+    for t in ts:
+        x = np.geomspace(1e-8 / t, 1e3 / t, n)
+        th = np.exp(-t * x) * -np.expm1(-x)
+        d = np.diff(th)
+        sgn = np.sign(d[np.abs(d) > 1e-300])
+        changes.append(int(np.count_nonzero(sgn[1:] != sgn[:-1])))
+        gap = max(gap, abs(float(th.max()) / math.exp(spa.log_theta_max(t)) - 1))
+    return dict(ts=list(ts), sign_changes=changes, max_rel_gap=gap)
 
 
 #: the meaning of each parameter of the chapter (shown next to its value in the run)
