@@ -791,3 +791,47 @@ def record_pins(tg) -> dict[str, Any]:
         "orders": orders,
         "allocation_pld": (float(ref.lower), float(ref.upper)),
     }
+
+
+def _cyclic_band(b: int, bands: int) -> np.ndarray:
+    """A p-cyclically banded Gram matrix with positive corners (several epochs' wrap-around): 1 on the diagonal,
+    0.3 at cyclic distance 1..p-1."""
+    i = np.arange(b)
+    d = np.abs(i[:, None] - i[None, :])
+    d = np.minimum(d, b - d)
+    return np.where(d == 0, 1.0, np.where(d < bands, 0.3, 0.0))
+
+
+def poly_degree(values: Sequence[int]) -> int:
+    """Degree of the polynomial through integer ``values`` at consecutive points: the smallest d whose (d+1)-th
+    finite differences all vanish (exact integer arithmetic); raises ``ValueError`` when too few points decide."""
+    diff = [int(v) for v in values]
+    for d in range(len(diff) - 1):
+        nxt = [b - a for a, b in zip(diff, diff[1:])]
+        if all(x == 0 for x in nxt) and len(nxt) >= 2:
+            return d
+        diff = nxt
+    raise ValueError(f"{len(values)} points cannot decide the degree")
+
+
+def dp_operation_counts() -> dict[str, Any]:
+    """The dynamic programme's enumerated updates (``log_partition_dp(..., stats=)``: deterministic counts, not
+    timings) against the paper's complexity O(b p α^{2p}) (Section 3; Appendix C). The count of a run is a polynomial
+    in b and in α, so its degree is measured exactly by finite differences (:func:`poly_degree`): in b (p = 1,
+    α = 16, b = 10-15), in α for p = 1 without wrap-around (one epoch) and for p = 1, 2, 3 with it (several epochs,
+    the paper's case: the p - 1 fixed prefix counts multiply the work), b = 20, α from 6 on. The claim predicts
+    degree 1 in b and 2p in α with the wrap-around. Also returns the counts."""
+    from ...matrix.renyi import log_partition_dp
+
+    def count(b: int, bands: int, alpha: int, wrap: bool = True) -> int:
+        G = _cyclic_band(b, bands) if wrap else np.eye(b)
+        st: dict[str, int] = {}
+        log_partition_dp(G, 2.0, alpha, bands, work_budget=None, stats=st)
+        return st["transitions"]
+
+    counts = {"b": {b: count(b, 1, 16) for b in range(10, 16)}}
+    counts["p1 one epoch"] = {a: count(20, 1, a, wrap=False) for a in range(6, 12)}
+    for p, n in ((1, 6), (2, 8), (3, 10)):
+        counts[f"p{p}"] = {a: count(20, p, a) for a in range(6, 6 + n)}
+    degrees = {k: poly_degree(list(v.values())) for k, v in counts.items()}
+    return {"degrees": degrees, "counts": counts}
