@@ -8,12 +8,14 @@ tests/test_matrix_allocation_mutation.py (T8d-cc); the T2b/T2c references by the
 
 from __future__ import annotations
 
+import dataclasses
 import types
 
 import numpy as np
 import pytest
 
 from dputils.accountants import allocation as alloc_pld
+from dputils.accountants import pld
 from dputils.book.scorecard import Targets
 from dputils.matrix import allocation, noise_curves, renyi
 
@@ -48,6 +50,7 @@ def test_unmutated_pins_pass():
         "T12g": "pass",
         "T12d": "pass",
         "T12e": "not reproduced",
+        "T12i": "pass",
         "T12f": "pass",
     }
 
@@ -119,3 +122,17 @@ def test_allocation_pld_plus_one_percent(monkeypatch, end):
 
     monkeypatch.setattr(alloc_pld.RandomAllocationPLDAccountant, "get_epsilon", mutant)
     _fails("T12f")
+
+
+def test_pld_composition_plus_one_percent(monkeypatch):
+    """The book's PLD accountant (dputils.accountants.pld), which composes conditional composition's per-step
+    pairs, 1% too large: dp_accounting's composition of the same pairs (T12i) sees it."""
+    real = pld.PLDAccountant.get_epsilon
+
+    def mutant(self, delta):
+        r = real(self, delta)
+        scale = lambda v: None if v is None else v * 1.01  # noqa: E731
+        return dataclasses.replace(r, value=r.value * 1.01, lower=scale(r.lower), upper=scale(r.upper))
+
+    monkeypatch.setattr(pld.PLDAccountant, "get_epsilon", mutant)
+    _fails("T12i")

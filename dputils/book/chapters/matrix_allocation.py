@@ -725,6 +725,27 @@ def reference_table(rows: Sequence[Mapping[str, Any]], ref: tuple[float, float],
     )  # fmt: skip
 
 
+def condcomp_reference(acc, delta: float, grid: float = 1e-3) -> float:
+    """ε of a conditional-composition accountant for DP-SGD recomputed with another library: dp_accounting's
+    pessimistic PLD (connect-the-dots, value grid ``grid``) composes the per-step pairs of both chains, each a
+    Gaussian subsampled at the participating slot's weight (Corollary 4.4 with C = I), at δ - δ_E. Independent of the
+    book's PLD accountant, not of the per-step weights (pinned separately, T8d-cc)."""
+    from dp_accounting.pld import privacy_loss_distribution as pl
+
+    de = acc.delta_e if acc.delta_e is not None else acc.fraction * delta
+    out = []
+    for d in ("remove", "add"):
+        comp = None
+        for sens, w in acc.step_pairs(de, d):
+            if len(sens) != 2 or sens[0] != 0 or sens[1] != 1:
+                raise ValueError("condcomp_reference handles DP-SGD (step means 0 and 1) only")
+            p = pl.from_gaussian_mechanism(acc.sigma, sampling_prob=float(w[1]), value_discretization_interval=grid)
+            comp = p if comp is None else comp.compose(p)
+        pmf = comp._pmf_remove if d == "remove" else comp._pmf_add  # the one direction of this chain
+        out.append(float(pmf.get_epsilon_for_delta(delta - de)))
+    return max(out)
+
+
 #: The small setting at which the chapter pins its accountants (issue 37): DP-SGD, one epoch, b = 20 slots, σ = 1,
 #: δ = 1e-5, integer orders 2..64. Cheap (about a second) and run at every profile.
 PIN_SLOTS, PIN_SIGMA, PIN_DELTA, PIN_ORDERS = 20, 1.0, 1e-5, range(2, 65)
@@ -741,6 +762,8 @@ def record_pins(tg) -> dict[str, Any]:
     * T12c: the noise-curve calibration (:func:`noise_curves.renyi_sigma`, relative precision 1e-4) at ε = 1;
     * T12d: the optimal Rényi order of Algorithm 3 at the paper's DP-SGD settings (N = 100 and 1000, ε = 0.5,
       at the independent calibrated σ of Figures 2a and 2b), and T12e the paper's claim that it lies in 30-50;
+    * T12i: conditional composition's ε at the pin setting against dp_accounting's PLD composing the same per-step
+      pairs (:func:`condcomp_reference`): the composition stage (the per-step weights are pinned by T8d-cc);
     * T12f: allocation-pld (the b = 1 reference) for DP-SGD with T = 2 batches, σ = 2: the exact ε of the pair, by
       one-dimensional quadrature with a closed-form inner expectation, must lie in its certified bracket.
 
@@ -749,6 +772,7 @@ def record_pins(tg) -> dict[str, Any]:
     from ...accountants.allocation import RandomAllocationPLDAccountant
     from ...matrix import (
         BallsInBinsMatrixMechanism,
+        ConditionalCompositionAccountant,
         MatrixRenyiAccountant,
         MatrixRenyiTightAccountant,
         build_strategy,
@@ -775,6 +799,9 @@ def record_pins(tg) -> dict[str, Any]:
     tg.record("T12d", orders)
     lo, hi = 30, 50
     tg.record("T12e", f"{orders[0]} and {orders[1]}", ok=all(lo <= o <= hi for o in orders), fmt=dict(o=orders))
+    cc = ConditionalCompositionAccountant(discretization=0.005, progress=False).compose(mech)
+    cc_eps = cc.get_epsilon(PIN_DELTA)
+    tg.record("T12i", float(cc_eps), paper=condcomp_reference(cc, PIN_DELTA))
     ref = (
         RandomAllocationPLDAccountant()
         .compose(BallsInBinsMatrixMechanism(build_strategy("identity", 1, 2), 2.0))
@@ -790,6 +817,7 @@ def record_pins(tg) -> dict[str, Any]:
         "add7": add7,
         "orders": orders,
         "allocation_pld": (float(ref.lower), float(ref.upper)),
+        "condcomp": float(cc_eps),
     }
 
 
