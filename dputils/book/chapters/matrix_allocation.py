@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -863,3 +864,139 @@ def dp_operation_counts() -> dict[str, Any]:
         counts[f"p{p}"] = {a: count(20, p, a) for a in range(6, 6 + n)}
     degrees = {k: poly_degree(list(v.values())) for k, v in counts.items()}
     return {"degrees": degrees, "counts": counts}
+
+
+# ---- Recordings: results too expensive for the book's profile, computed once by hand and kept with their provenance
+
+#: where the chapter's recordings live (one JSON file per recording, under the repository)
+RECORDINGS_DIR = Path(__file__).resolve().parents[3] / "params" / "recordings" / "matrix_allocation"
+
+#: per recording: the modules whose source its value depends on (their hash is stored with the value)
+RECORDING_CODE = {
+    "T7c": (
+        "dputils.matrix.allocation",
+        "dputils.matrix.condcomp",
+        "dputils.matrix.factorizations",
+        "dputils.matrix.mechanism",
+        "dputils.matrix.noise_curves",
+        "dputils.matrix.panels",
+        "dputils.matrix.renyi",
+        "dputils.accountants.pld",
+        "dputils.accountants.rdp",
+        "dputils.calibration",
+    )
+}
+
+
+def code_hash(modules: Sequence[str]) -> str:
+    """SHA-256 over the source files of ``modules`` (sorted by name; each file's name and bytes)."""
+    import hashlib
+    import importlib
+
+    h = hashlib.sha256()
+    for name in sorted(modules):
+        path = Path(importlib.import_module(name).__file__)
+        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _git_commit() -> str:
+    import subprocess
+
+    root = RECORDINGS_DIR.parents[2]
+    try:
+        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return rev.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def write_recording(name: str, value: Mapping[str, Any], seconds: float, directory: Path | None = None) -> Path:
+    """Store recording ``name``: its ``value``, the commit, the hash of the code it depends on
+    (:data:`RECORDING_CODE`), the machine and the run time in seconds."""
+    import datetime
+    import os
+    import platform
+
+    if name not in RECORDING_CODE:
+        raise ValueError(f"recording {name!r}: unknown, known are {', '.join(RECORDING_CODE)}")
+    directory = RECORDINGS_DIR if directory is None else Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    rec = {
+        "name": name,
+        "value": dict(value),
+        "commit": _git_commit(),
+        "code_hash": code_hash(RECORDING_CODE[name]),
+        "code": list(RECORDING_CODE[name]),
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        },
+        "seconds": float(seconds),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps(rec, indent=1, ensure_ascii=False) + "\n")
+    return path
+
+
+def read_recording(name: str, directory: Path | None = None) -> dict[str, Any] | None:
+    """Recording ``name`` with ``"stale"`` added (True when the code it depends on has changed since: its stored
+    hash differs from :func:`code_hash` now); None when there is none."""
+    path = (RECORDINGS_DIR if directory is None else Path(directory)) / f"{name}.json"
+    if not path.is_file():
+        return None
+    rec = json.loads(path.read_text())
+    rec["stale"] = rec.get("code_hash") != code_hash(rec.get("code") or RECORDING_CODE.get(name, ()))
+    return rec
+
+
+def stale_recordings(directory: Path | None = None) -> list[str]:
+    """The names of the stored recordings whose code hash no longer matches the code."""
+    directory = RECORDINGS_DIR if directory is None else Path(directory)
+    if not directory.is_dir():
+        return []
+    return sorted(p.stem for p in directory.glob("*.json") if read_recording(p.stem, directory)["stale"])
+
+
+def recording_provenance(rec: Mapping[str, Any]) -> str:
+    """One line of a recording's provenance, for the page."""
+    return (
+        f"recorded {rec['date'][:10]} at commit {rec['commit'][:10]} in {rec['seconds']:.0f} s "
+        f"({rec['machine']['cpus']} CPUs); code hash {rec['code_hash'][:10]}"
+        + (" (stale: the code has changed since)" if rec.get("stale") else "")
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m dputils.book.chapters.matrix_allocation record T7c``: compute a recording and store it;
+    ``... check``: list stale recordings (exit status 1 when any)."""
+    import argparse
+    import time
+
+    ap = argparse.ArgumentParser(prog="python -m dputils.book.chapters.matrix_allocation")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("record").add_argument("name", choices=sorted(RECORDING_CODE))
+    sub.add_parser("check")
+    a = ap.parse_args(argv)
+    if a.cmd == "check":
+        stale = stale_recordings()
+        print("stale recordings: " + (", ".join(stale) if stale else "none"))
+        return 1 if stale else 0
+    t0 = time.perf_counter()
+    from ...matrix.panels import multi_epoch_bisr
+
+    value = multi_epoch_bisr()
+    print(write_recording(a.name, value, time.perf_counter() - t0))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
