@@ -917,9 +917,12 @@ def _git_commit() -> str:
     return rev.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-def write_recording(name: str, value: Mapping[str, Any], seconds: float, directory: Path | None = None) -> Path:
+def write_recording(
+    name: str, value: Mapping[str, Any], seconds: float, directory: Path | None = None, digest: str | None = None
+) -> Path:
     """Store recording ``name``: its ``value``, the commit, the hash of the code it depends on
-    (:data:`RECORDING_CODE`), the machine and the run time in seconds."""
+    (:data:`RECORDING_CODE`; ``digest``: the hash taken when the run started, so that an edit during the run is not
+    credited), the machine and the run time in seconds."""
     import datetime
     import os
     import platform
@@ -932,7 +935,7 @@ def write_recording(name: str, value: Mapping[str, Any], seconds: float, directo
         "name": name,
         "value": dict(value),
         "commit": _git_commit(),
-        "code_hash": code_hash(RECORDING_CODE[name]),
+        "code_hash": digest or code_hash(RECORDING_CODE[name]),
         "code": list(RECORDING_CODE[name]),
         "machine": {
             "platform": platform.platform(),
@@ -990,13 +993,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         stale = stale_recordings()
         print("stale recordings: " + (", ".join(stale) if stale else "none"))
         return 1 if stale else 0
-    t0 = time.perf_counter()
     from ...matrix.panels import multi_epoch_bisr
 
+    digest, t0 = code_hash(RECORDING_CODE[a.name]), time.perf_counter()
     value = multi_epoch_bisr()
-    print(write_recording(a.name, value, time.perf_counter() - t0))
+    print(write_recording(a.name, value, time.perf_counter() - t0, digest=digest))
     return 0
 
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def record_multi_bisr(tg, rec: Mapping[str, Any] | None, n: int, cost: float) -> str:
+    """Record T7c (Figure 3c) from its recording ``rec`` (:func:`read_recording`): scored when present and not stale,
+    else not run with the reason. Returns the sentence the page shows about it (with the recording's provenance)."""
+    if rec is None or rec["stale"]:
+        why = "no recording" if rec is None else "the recording is stale (" + recording_provenance(rec) + ")"
+        text = tg.spec["T7c"]["not_run"].format(n=n, cost=cost)
+        tg.record("T7c", ran=False, not_run_reason=f"{why}; {text}")
+        return f"Here: {why}, so the panel is not scored."
+    v = rec["value"]
+    prov = recording_provenance(rec)
+    tg.record(
+        "T7c", round(v["condcomp_epsilon"], 4), fmt=dict(sigma=v["sigma_renyi"], cc=v["condcomp_epsilon"], prov=prov)
+    )
+    rel = "below" if v["condcomp_epsilon"] < v["eps"] else "above"
+    return (
+        f"The recording ({prov}): at Rényi's σ = {v['sigma_renyi']:.3f} for ε = {v['eps']:g}, conditional composition "
+        f"certifies ε = {v['condcomp_epsilon']:.3f}, {rel} the target."
+    )
