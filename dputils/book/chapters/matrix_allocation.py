@@ -1010,8 +1010,8 @@ def record_multi_bisr(tg, rec: Mapping[str, Any] | None, n: int, cost: float) ->
     else not run with the reason. Returns the sentence the page shows about it (with the recording's provenance)."""
     if rec is None or rec["stale"]:
         why = "no recording" if rec is None else "the recording is stale (" + recording_provenance(rec) + ")"
-        text = tg.spec["T7c"]["not_run"].format(n=n, cost=cost)
-        tg.record("T7c", ran=False, not_run_reason=f"{why}; {text}")
+        cost_text = f"about {cost:.0f} s" if math.isfinite(cost) else "an unmeasured time"
+        tg.record("T7c", ran=False, fmt=dict(why=why, n=n, cost=cost_text))
         return f"Here: {why}, so the panel is not scored."
     v = rec["value"]
     prov = recording_provenance(rec)
