@@ -847,7 +847,7 @@ def dp_operation_counts() -> dict[str, Any]:
     """The dynamic programme's enumerated updates (``log_partition_dp(..., stats=)``: deterministic counts, not
     timings) against the paper's complexity O(b p α^{2p}) (Section 3; Appendix C). The count of a run is a polynomial
     in b and in α, so its degree is measured exactly by finite differences (:func:`poly_degree`): in b (p = 1,
-    α = 16, b = 10-15), in α for p = 1 without wrap-around (one epoch) and for p = 1, 2, 3 with it (several epochs,
+    α = 16, b = 10-15), in α for p = 2 without wrap-around (one epoch, degree p + 1) and for p = 1, 2, 3 with it (several epochs,
     the paper's case: the p - 1 fixed prefix counts multiply the work), b = 20, α from 6 on. The claim predicts
     degree 1 in b and 2p in α with the wrap-around. Also returns the counts."""
     from ...matrix.renyi import log_partition_dp
@@ -859,7 +859,7 @@ def dp_operation_counts() -> dict[str, Any]:
         return st["transitions"]
 
     counts = {"b": {b: count(b, 1, 16) for b in range(10, 16)}}
-    counts["p1 one epoch"] = {a: count(20, 1, a, wrap=False) for a in range(6, 12)}
+    counts["p2 one epoch"] = {a: count(20, 2, a, wrap=False) for a in range(6, 13)}
     for p, n in ((1, 6), (2, 8), (3, 10)):
         counts[f"p{p}"] = {a: count(20, p, a) for a in range(6, 6 + n)}
     degrees = {k: poly_degree(list(v.values())) for k, v in counts.items()}
