@@ -810,7 +810,7 @@ def record_pins(tg) -> dict[str, Any]:
     )
     exact = tg.spec["T12f"]["paper"]
     inside = float(ref.lower) <= exact <= float(ref.upper)
-    tg.record("T12f", condition=inside, fmt=dict(lo=float(ref.lower), hi=float(ref.upper)))
+    tg.record("T12f", condition=inside, fmt=dict(w=float(ref.upper) - float(ref.lower)))
     return {
         "alg3": float(alg3),
         "tight": float(tight),
