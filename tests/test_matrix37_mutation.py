@@ -47,6 +47,7 @@ def test_unmutated_pins_pass():
         "T12a": "pass",
         "T12b": "pass",
         "T12c": "pass",
+        "T12j": "pass",
         "T12g": "pass",
         "T12d": "pass",
         "T12e": "not reproduced",
@@ -136,3 +137,15 @@ def test_pld_composition_plus_one_percent(monkeypatch):
 
     monkeypatch.setattr(pld.PLDAccountant, "get_epsilon", mutant)
     _fails("T12i")
+
+
+def test_gaussian_rdp_plus_one_percent(monkeypatch):
+    """The unamplified Gaussian's Rényi divergence alpha/(2 sigma^2) 1% too large (PlainGaussianRDP)."""
+    real = noise_curves.PlainGaussianRDP.__init__
+
+    def init(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        self.rho = self.rho * 1.01
+
+    monkeypatch.setattr(noise_curves.PlainGaussianRDP, "__init__", init)
+    _fails("T12j")

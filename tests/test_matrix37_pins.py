@@ -155,3 +155,14 @@ def test_t12f_quadrature_against_a_plain_monte_carlo():
         rem, add = (float(x) for x in _delta_two_slots(mp.mpf(0.5), 2.0))
     for got, s in ((rem, np.maximum(w - math.exp(0.5), 0)), (add, np.maximum(1 - math.exp(0.5) * w, 0))):
         assert abs(s.mean() - got) < 5 * s.std() / math.sqrt(s.size) + 1e-12
+
+
+def test_t12j_plain_gaussian_sigma():
+    """The unamplified Gaussian (sensitivity 1): epsilon(sigma) = min over orders of Theorem 3.1 at rho = alpha/(2 sigma^2)."""
+    sig = mp.mpf(SPEC["T12j"]["paper"])
+
+    def eps(s):
+        return min(conversion(mp.mpf(a) / (2 * s * s), a, DELTA) for a in range(2, 65))
+
+    with mp.workdps(40):
+        assert abs(eps(sig) - 1) < 1e-12 and eps(sig * (1 - 1e-9)) > 1

@@ -758,6 +758,7 @@ def record_pins(tg) -> dict[str, Any]:
     * T12a: Algorithm 3 (:class:`MatrixRenyiAccountant`: the remove DP, Lemma 3.4's add bound, Theorem 3.1's
       conversion) at the pin setting;
     * T12b: the tight variant (:class:`MatrixRenyiTightAccountant`, the add bound of one class) at the same setting;
+    * T12j: the unamplified Gaussian's calibrated σ (Rényi orders 2-64, Theorem 3.1), the chapter's upper reference;
     * T12g: the tight add bound itself (:func:`rho_add_tight`, one class) at order 7 of the same setting, where
       T12b's remove divergence dominates;
     * T12c: the noise-curve calibration (:func:`noise_curves.renyi_sigma`, relative precision 1e-4) at ε = 1;
@@ -780,6 +781,7 @@ def record_pins(tg) -> dict[str, Any]:
         rho_add_tight,
     )
     from ...matrix import noise_curves as nc
+    from ...matrix import panels as pn
 
     pin = build_strategy("identity", 1, PIN_SLOTS)
     mech = BallsInBinsMatrixMechanism(pin, PIN_SIGMA)
@@ -789,6 +791,7 @@ def record_pins(tg) -> dict[str, Any]:
     tg.record("T12a", float(alg3))
     tg.record("T12b", float(tight))
     tg.record("T12c", float(sigma))
+    tg.record("T12j", pn.plain_gaussian_sigma(pin, 1.0, PIN_DELTA, 4.0, 1e-4, max(PIN_ORDERS)))
     add7 = float(rho_add_tight(pin.gram, PIN_SIGMA, [7], [1])[0])
     tg.record("T12g", add7)
     orders = []
