@@ -485,6 +485,7 @@ def log_partition_dp(
     *,
     work_budget: float | None = DEFAULT_WORK_BUDGET,
     backend: str = "auto",
+    stats: dict | None = None,
 ) -> np.ndarray:
     """``log S_alpha`` for ``alpha = 0..alpha_max`` by the dynamic program of Lemma 3.3 / Algorithm 1.
 
@@ -495,6 +496,9 @@ def log_partition_dp(
     matrix products, :func:`_dp_step_factored`), ``"numpy"`` (one gather + log-sum-exp per transition, the
     original implementation, kept as reference) or ``"auto"`` (numba when importable, else vectorised). All
     give the same numbers to rounding (tested to 1e-12).
+    ``stats`` (optional dict) receives the counts of what the run enumerated: ``"transitions"`` (the (prefix,
+    source state, new count) triples it updated, summed over the slots), ``"slots"`` (slot steps), ``"prefixes"``
+    and ``"states"`` (per prefix); deterministic, for measuring the cost against the paper's O(b p alpha^2p).
     """
     backend_name = dp_backend(backend)
     step = _dp_step_numba if backend_name == "numba" else _dp_step_numpy  # unfactored step (p = 1 or c1 < 0)
@@ -563,7 +567,12 @@ def log_partition_dp(
     if factored:
         layout = _group_layout(L, A)
         dg_s, dt_s = layout[6][layout[9]], layout[7][layout[9]]  # destinations in group order
+    if stats is not None:
+        stats.update(transitions=0, slots=0, prefixes=int(cur.shape[0]), states=int(states.shape[0]))
     for q in range(first, b):
+        if stats is not None:
+            stats["transitions"] += int(cur.shape[0]) * int(src.size)
+            stats["slots"] += 1
         selfterm = Gp[q, q] * tt * (tt - 1) / (2 * s2) - log_fact
         if L > 0:
             pos = np.arange(q - L, q)

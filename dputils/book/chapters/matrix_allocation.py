@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -723,3 +724,305 @@ def reference_table(rows: Sequence[Mapping[str, Any]], ref: tuple[float, float],
         caption=f"DP-SGD under random allocation, {steps} batches, σ = 1, δ = {sci(delta, 1)}: every bound of the "
         f"chapter against allocation-pld's certified bracket [{ref[0]:.4f}, {ref[1]:.4f}]",
     )  # fmt: skip
+
+
+def condcomp_reference(acc, delta: float, grid: float = 1e-3) -> float:
+    """ε of a conditional-composition accountant for DP-SGD recomputed with another library: dp_accounting's
+    pessimistic PLD (connect-the-dots, value grid ``grid``) composes the per-step pairs of both chains, each a
+    Gaussian subsampled at the participating slot's weight (Corollary 4.4 with C = I), at δ - δ_E. Independent of the
+    book's PLD accountant, not of the per-step weights (pinned separately, T8d-cc)."""
+    from dp_accounting.pld import privacy_loss_distribution as pl
+
+    de = acc.delta_e if acc.delta_e is not None else acc.fraction * delta
+    out = []
+    for d in ("remove", "add"):
+        comp = None
+        for sens, w in acc.step_pairs(de, d):
+            if len(sens) != 2 or sens[0] != 0 or sens[1] != 1:
+                raise ValueError("condcomp_reference handles DP-SGD (step means 0 and 1) only")
+            p = pl.from_gaussian_mechanism(acc.sigma, sampling_prob=float(w[1]), value_discretization_interval=grid)
+            comp = p if comp is None else comp.compose(p)
+        pmf = comp._pmf_remove if d == "remove" else comp._pmf_add  # the one direction of this chain
+        out.append(float(pmf.get_epsilon_for_delta(delta - de)))
+    return max(out)
+
+
+#: The small setting at which the chapter pins its accountants (issue 37): DP-SGD, one epoch, b = 20 slots, σ = 1,
+#: δ = 1e-5, integer orders 2..64. Cheap (about a second) and run at every profile.
+PIN_SLOTS, PIN_SIGMA, PIN_DELTA, PIN_ORDERS = 20, 1.0, 1e-5, range(2, 65)
+
+
+def record_pins(tg) -> dict[str, Any]:
+    """Record the pinning targets T12a-T12e at every profile, each against an independent value in the target table.
+
+    * T12a: Algorithm 3 (:class:`MatrixRenyiAccountant`: the remove DP, Lemma 3.4's add bound, Theorem 3.1's
+      conversion) at the pin setting;
+    * T12b: the tight variant (:class:`MatrixRenyiTightAccountant`, the add bound of one class) at the same setting;
+    * T12j: the unamplified Gaussian's calibrated σ (Rényi orders 2-64, Theorem 3.1), the chapter's upper reference;
+    * T12g: the tight add bound itself (:func:`rho_add_tight`, one class) at order 7 of the same setting, where
+      T12b's remove divergence dominates;
+    * T12c: the noise-curve calibration (:func:`noise_curves.renyi_sigma`, relative precision 1e-4) at ε = 1;
+    * T12d: the optimal Rényi order of Algorithm 3 at the paper's DP-SGD settings (N = 100 and 1000, ε = 0.5,
+      at the independent calibrated σ of Figures 2a and 2b), and T12e the paper's claim that it lies in 30-50;
+    * T12i: conditional composition's ε at the pin setting against dp_accounting's PLD composing the same per-step
+      pairs (:func:`condcomp_reference`): the composition stage (the per-step weights are pinned by T8d-cc);
+    * T12f: allocation-pld (the b = 1 reference) for DP-SGD with T = 2 batches, σ = 2: the exact ε of the pair, by
+      one-dimensional quadrature with a closed-form inner expectation, must lie in its certified bracket.
+
+    A relative error of 1% in any function on these paths fails one of them (tests/test_matrix37_mutation.py).
+    Returns the measured values."""
+    from ...accountants.allocation import RandomAllocationPLDAccountant
+    from ...matrix import (
+        BallsInBinsMatrixMechanism,
+        ConditionalCompositionAccountant,
+        MatrixRenyiAccountant,
+        MatrixRenyiTightAccountant,
+        build_strategy,
+        rho_add_tight,
+    )
+    from ...matrix import noise_curves as nc
+    from ...matrix import panels as pn
+
+    pin = build_strategy("identity", 1, PIN_SLOTS)
+    mech = BallsInBinsMatrixMechanism(pin, PIN_SIGMA)
+    alg3 = MatrixRenyiAccountant(orders=PIN_ORDERS).compose(mech).get_epsilon(PIN_DELTA)
+    tight = MatrixRenyiTightAccountant(orders=PIN_ORDERS, add_classes=[1]).compose(mech).get_epsilon(PIN_DELTA)
+    (sigma,) = nc.renyi_sigma(pin, PIN_ORDERS, [1.0], PIN_DELTA, rel_tol=1e-4, tier_budget=2e6)
+    tg.record("T12a", float(alg3))
+    tg.record("T12b", float(tight))
+    tg.record("T12c", float(sigma))
+    tg.record("T12j", pn.plain_gaussian_sigma(pin, 1.0, PIN_DELTA, 4.0, 1e-4, max(PIN_ORDERS)))
+    add7 = float(rho_add_tight(pin.gram, PIN_SIGMA, [7], [1])[0])
+    tg.record("T12g", add7)
+    orders = []
+    for n, s in ((100, tg.spec["T3a"]["paper"][0]), (1000, tg.spec["T3b"]["paper"][0])):
+        acc = MatrixRenyiAccountant(orders=range(2, 129)).compose(
+            BallsInBinsMatrixMechanism(build_strategy("identity", 1, n), s)
+        )
+        orders.append(int(acc.get_epsilon(PIN_DELTA).details["order"]))
+    tg.record("T12d", orders)
+    lo, hi = 30, 50
+    tg.record("T12e", f"{orders[0]} and {orders[1]}", ok=all(lo <= o <= hi for o in orders), fmt=dict(o=orders))
+    cc = ConditionalCompositionAccountant(discretization=0.005, progress=False).compose(mech)
+    cc_eps = cc.get_epsilon(PIN_DELTA)
+    tg.record("T12i", float(cc_eps), paper=condcomp_reference(cc, PIN_DELTA))
+    ref = (
+        RandomAllocationPLDAccountant()
+        .compose(BallsInBinsMatrixMechanism(build_strategy("identity", 1, 2), 2.0))
+        .get_epsilon(PIN_DELTA)
+    )
+    exact = tg.spec["T12f"]["paper"]
+    inside = float(ref.lower) <= exact <= float(ref.upper)
+    tg.record("T12f", condition=inside, fmt=dict(w=float(ref.upper) - float(ref.lower)))
+    return {
+        "alg3": float(alg3),
+        "tight": float(tight),
+        "sigma": float(sigma),
+        "add7": add7,
+        "orders": orders,
+        "allocation_pld": (float(ref.lower), float(ref.upper)),
+        "condcomp": float(cc_eps),
+    }
+
+
+def _cyclic_band(b: int, bands: int) -> np.ndarray:
+    """A p-cyclically banded Gram matrix with positive corners (several epochs' wrap-around): 1 on the diagonal,
+    0.3 at cyclic distance 1..p-1."""
+    i = np.arange(b)
+    d = np.abs(i[:, None] - i[None, :])
+    d = np.minimum(d, b - d)
+    return np.where(d == 0, 1.0, np.where(d < bands, 0.3, 0.0))
+
+
+def poly_degree(values: Sequence[int]) -> int:
+    """Degree of the polynomial through integer ``values`` at consecutive points: the smallest d whose (d+1)-th
+    finite differences all vanish (exact integer arithmetic); raises ``ValueError`` when too few points decide."""
+    diff = [int(v) for v in values]
+    for d in range(len(diff) - 1):
+        nxt = [b - a for a, b in zip(diff, diff[1:])]
+        if all(x == 0 for x in nxt) and len(nxt) >= 2:
+            return d
+        diff = nxt
+    raise ValueError(f"{len(values)} points cannot decide the degree")
+
+
+def dp_operation_counts() -> dict[str, Any]:
+    """The dynamic programme's enumerated updates (``log_partition_dp(..., stats=)``: deterministic counts, not
+    timings) against the paper's complexity O(b p α^{2p}) (Section 3; Appendix C). The count of a run is a polynomial
+    in b and in α, so its degree is measured exactly by finite differences (:func:`poly_degree`): in b (p = 1,
+    α = 16, b = 10-15), in α for p = 2 without wrap-around (one epoch, degree p + 1) and for p = 1, 2, 3 with it (several epochs,
+    the paper's case: the p - 1 fixed prefix counts multiply the work), b = 20, α from 6 on. The claim predicts
+    degree 1 in b and 2p in α with the wrap-around. Also returns the counts."""
+    from ...matrix.renyi import log_partition_dp
+
+    def count(b: int, bands: int, alpha: int, wrap: bool = True) -> int:
+        G = _cyclic_band(b, bands) if wrap else np.eye(b)
+        st: dict[str, int] = {}
+        log_partition_dp(G, 2.0, alpha, bands, work_budget=None, stats=st)
+        return st["transitions"]
+
+    counts = {"b": {b: count(b, 1, 16) for b in range(10, 16)}}
+    counts["p2 one epoch"] = {a: count(20, 2, a, wrap=False) for a in range(6, 13)}
+    for p, n in ((1, 6), (2, 8), (3, 10)):
+        counts[f"p{p}"] = {a: count(20, p, a) for a in range(6, 6 + n)}
+    degrees = {k: poly_degree(list(v.values())) for k, v in counts.items()}
+    return {"degrees": degrees, "counts": counts}
+
+
+# ---- Recordings: results too expensive for the book's profile, computed once by hand and kept with their provenance
+
+#: where the chapter's recordings live (one JSON file per recording, under the repository)
+RECORDINGS_DIR = Path(__file__).resolve().parents[3] / "params" / "recordings" / "matrix_allocation"
+
+#: per recording: the modules whose source its value depends on (their hash is stored with the value)
+RECORDING_CODE = {
+    "T7c": (
+        "dputils.matrix.allocation",
+        "dputils.matrix.condcomp",
+        "dputils.matrix.factorizations",
+        "dputils.matrix.mechanism",
+        "dputils.matrix.noise_curves",
+        "dputils.matrix.panels",
+        "dputils.matrix.renyi",
+        "dputils.accountants.pld",
+        "dputils.accountants.rdp",
+        "dputils.calibration",
+    )
+}
+
+
+def code_hash(modules: Sequence[str]) -> str:
+    """SHA-256 over the source files of ``modules`` (sorted by name; each file's name and bytes)."""
+    import hashlib
+    import importlib
+
+    h = hashlib.sha256()
+    for name in sorted(modules):
+        path = Path(importlib.import_module(name).__file__)
+        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _git_commit() -> str:
+    import subprocess
+
+    root = RECORDINGS_DIR.parents[2]
+    try:
+        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return rev.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def write_recording(
+    name: str, value: Mapping[str, Any], seconds: float, directory: Path | None = None, digest: str | None = None
+) -> Path:
+    """Store recording ``name``: its ``value``, the commit, the hash of the code it depends on
+    (:data:`RECORDING_CODE`; ``digest``: the hash taken when the run started, so that an edit during the run is not
+    credited), the machine and the run time in seconds."""
+    import datetime
+    import os
+    import platform
+
+    if name not in RECORDING_CODE:
+        raise ValueError(f"recording {name!r}: unknown, known are {', '.join(RECORDING_CODE)}")
+    directory = RECORDINGS_DIR if directory is None else Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    rec = {
+        "name": name,
+        "value": dict(value),
+        "commit": _git_commit(),
+        "code_hash": digest or code_hash(RECORDING_CODE[name]),
+        "code": list(RECORDING_CODE[name]),
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        },
+        "seconds": float(seconds),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps(rec, indent=1, ensure_ascii=False) + "\n")
+    return path
+
+
+def read_recording(name: str, directory: Path | None = None) -> dict[str, Any] | None:
+    """Recording ``name`` with ``"stale"`` added (True when the code it depends on has changed since: its stored
+    hash differs from :func:`code_hash` now); None when there is none."""
+    path = (RECORDINGS_DIR if directory is None else Path(directory)) / f"{name}.json"
+    if not path.is_file():
+        return None
+    rec = json.loads(path.read_text())
+    rec["stale"] = rec.get("code_hash") != code_hash(rec.get("code") or RECORDING_CODE.get(name, ()))
+    return rec
+
+
+def stale_recordings(directory: Path | None = None) -> list[str]:
+    """The names of the stored recordings whose code hash no longer matches the code."""
+    directory = RECORDINGS_DIR if directory is None else Path(directory)
+    if not directory.is_dir():
+        return []
+    return sorted(p.stem for p in directory.glob("*.json") if read_recording(p.stem, directory)["stale"])
+
+
+def recording_provenance(rec: Mapping[str, Any]) -> str:
+    """One line of a recording's provenance, for the page."""
+    return (
+        f"recorded {rec['date'][:10]} at commit {rec['commit'][:10]} in {rec['seconds']:.0f} s "
+        f"({rec['machine']['cpus']} CPUs); code hash {rec['code_hash'][:10]}"
+        + (" (stale: the code has changed since)" if rec.get("stale") else "")
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m dputils.book.chapters.matrix_allocation record T7c``: compute a recording and store it;
+    ``... check``: list stale recordings (exit status 1 when any)."""
+    import argparse
+    import time
+
+    ap = argparse.ArgumentParser(prog="python -m dputils.book.chapters.matrix_allocation")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("record").add_argument("name", choices=sorted(RECORDING_CODE))
+    sub.add_parser("check")
+    a = ap.parse_args(argv)
+    if a.cmd == "check":
+        stale = stale_recordings()
+        print("stale recordings: " + (", ".join(stale) if stale else "none"))
+        return 1 if stale else 0
+    from ...matrix.panels import multi_epoch_bisr
+
+    digest, t0 = code_hash(RECORDING_CODE[a.name]), time.perf_counter()
+    value = multi_epoch_bisr()
+    print(write_recording(a.name, value, time.perf_counter() - t0, digest=digest))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+def record_multi_bisr(tg, rec: Mapping[str, Any] | None, n: int, cost: float) -> str:
+    """Record T7c (Figure 3c) from its recording ``rec`` (:func:`read_recording`): scored when present and not stale,
+    else not run with the reason. Returns the sentence the page shows about it (with the recording's provenance)."""
+    if rec is None or rec["stale"]:
+        why = "no recording" if rec is None else "the recording is stale (" + recording_provenance(rec) + ")"
+        cost_text = f"about {cost:.0f} s" if math.isfinite(cost) else "an unmeasured time"
+        tg.record("T7c", ran=False, fmt=dict(why=why, n=n, cost=cost_text))
+        return f"Here: {why}, so the panel is not scored."
+    v = rec["value"]
+    prov = recording_provenance(rec)
+    tg.record(
+        "T7c", round(v["condcomp_epsilon"], 4), fmt=dict(sigma=v["sigma_renyi"], cc=v["condcomp_epsilon"], prov=prov)
+    )
+    rel = "below" if v["condcomp_epsilon"] < v["eps"] else "above"
+    return (
+        f"The recording ({prov}): at Rényi's σ = {v['sigma_renyi']:.3f} for ε = {v['eps']:g}, conditional composition "
+        f"certifies ε = {v['condcomp_epsilon']:.3f}, {rel} the target."
+    )
