@@ -141,3 +141,9 @@ def test_landing_page_includes_the_totals_by_origin(tmp_path):
     between = page.split(inc.group(1), 1)[1].split(inc.group(2), 1)[0]
     assert "4 pass" in between and "printed in a paper: 2 (1 pass, 1 not reproduced)" in between
     assert "our own computation: 2" in between and "Targets by where" not in between
+
+
+def test_every_chapter_target_names_its_origin():
+    """Issue 37 item 3: every target of every chapter says where its reference number comes from (paper, the
+    authors' repository, or our own computation), so the scorecard can count the three apart."""
+    assert sc.unlabelled_targets() == {}
