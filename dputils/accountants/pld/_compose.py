@@ -11,7 +11,7 @@ import numpy as np
 from ...errors import NumericalError
 from ._discretise import DiscretePLD, _log_mgf_grid
 from ._fft import ComposedPLD, _fft_power
-from ._interface import CertifiedComposition, GridLimitError
+from ._interface import CertifiedComposition, GridLimitError, coarser_discretization
 from ._spectral import _U, _spectral
 from ._tilt import _tilted
 
@@ -74,7 +74,7 @@ def _window(parts: list[tuple[np.ndarray, int, int]], h: float, window_tail: flo
         raise GridLimitError(
             f"discretization: the composed privacy loss spans [{j_lo * h:.6g}, {j_hi * h:.6g}], {n_win:,} grid points "
             f"at discretization {h:g}, over the limit of {MAX_WINDOW:,} (about a minute and 5 GiB); use a "
-            f"discretization of at least {h * n_win / MAX_WINDOW:.2g}"
+            f"discretization of at least {coarser_discretization(h, n_win, MAX_WINDOW):.2g}"
         )
     return j_lo, j_hi, offset, span
 
