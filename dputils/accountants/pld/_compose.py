@@ -11,7 +11,7 @@ import numpy as np
 from ...errors import NumericalError
 from ._discretise import DiscretePLD, _log_mgf_grid
 from ._fft import ComposedPLD, _fft_power
-from ._interface import CertifiedComposition, GridLimitError
+from ._interface import CertifiedComposition, GridLimitError, coarser_discretization
 from ._spectral import _U, _spectral
 from ._tilt import _tilted
 
@@ -20,6 +20,11 @@ MAX_WINDOW = 2**26
 #: with ``prefer_fft``, the FFT power replaces the spectral composition when K n > this times n_fft log2 n_fft
 #: (at T 100, q 0.01, sigma 1, h 1e-4 the ratio is ~10 and the FFT power 3x faster; at T 1000 ~1.5, near parity)
 _FFT_RATIO = 4.0
+#: with ``prefer_fft``, compositions of at most this many steps go to the FFT power without trying the spectral
+#: path: its attempt (Fourier samples of each part on up to 2^20 points) cost ~40% of a 10-step query and it was
+#: refused by the cost test at every T <= 10 tried (Gaussian sigma 0.5, 3, 20; subsampled Gaussian (1, 0.01),
+#: (0.5, 0.1), (2, 0.5); Laplace 1; first accepted at T 20). The FFT power's bracket is certified as always.
+_FFT_ONLY_STEPS = 10
 
 
 def _composed_inf_mass(parts: list[tuple[float, int]], round_up: bool) -> float:
@@ -74,7 +79,7 @@ def _window(parts: list[tuple[np.ndarray, int, int]], h: float, window_tail: flo
         raise GridLimitError(
             f"discretization: the composed privacy loss spans [{j_lo * h:.6g}, {j_hi * h:.6g}], {n_win:,} grid points "
             f"at discretization {h:g}, over the limit of {MAX_WINDOW:,} (about a minute and 5 GiB); use a "
-            f"discretization of at least {h * n_win / MAX_WINDOW:.2g}"
+            f"discretization of at least {coarser_discretization(h, n_win, MAX_WINDOW):.2g}"
         )
     return j_lo, j_hi, offset, span
 
@@ -94,7 +99,8 @@ def _compose(
     accuracy in the far tail). Otherwise spectral (:class:`SpectralPLD`) when few Fourier coefficients suffice
     (long compositions) and ``spectral`` is set, else one FFT power on the window (:class:`ComposedPLD`).
     ``prefer_fft`` (queries at delta >= 1e-8, where the FFT power's rounding bound is far below any width that
-    matters): the FFT power also where the spectral coefficients would cost ``_FFT_RATIO`` times more.
+    matters): the FFT power also where the spectral coefficients would cost ``_FFT_RATIO`` times more, and for
+    at most ``_FFT_ONLY_STEPS`` steps without trying the spectral path.
     """
     h = parts[0][0].h
     inf_mass = _composed_inf_mass(
@@ -109,7 +115,7 @@ def _compose(
     masses = [(d.upper if which == "upper" else d.lower, d.i0, c) for d, c in parts]
     j_lo, j_hi, offset, _ = _window(masses, h, window_tail)
     n_win = j_hi - j_lo + 1
-    if spectral:
+    if spectral and not (prefer_fft and sum(c for _, _, c in masses) <= _FFT_ONLY_STEPS):
         sp = _spectral(masses, h, j_lo, j_hi, offset, inf_mass, 2.0 * window_tail, _FFT_RATIO if prefer_fft else None)
         if sp is not None:
             return sp

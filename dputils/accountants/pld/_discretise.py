@@ -12,7 +12,7 @@ import numpy as np
 from ...errors import check_positive
 from ...mechanisms import PrivacyLossPair
 from ...numerics import log_diff_exp
-from ._interface import GridLimitError
+from ._interface import GridLimitError, coarser_discretization
 
 
 @dataclass
@@ -48,7 +48,7 @@ def discretize(pair: PrivacyLossPair, h: float, tail: float = 1e-20) -> Discrete
     if n > 5_000_000:
         raise GridLimitError(
             f"discretization: the single-step privacy loss spans [{lo:.3g}, {hi:.3g}], {n:,} grid points at "
-            f"discretization {h:g}, over the limit of 5,000,000; use a discretization of at least {h * n / 5e6:.2g}"
+            f"discretization {h:g}, over the limit of 5,000,000; use a discretization of at least {coarser_discretization(h, n, 5_000_000):.2g}"
         )
     grid = (i_lo + np.arange(n)) * h  # eps_{i_lo} .. eps_{i_hi}
     lsf_p = np.asarray(pair.log_sf_p(grid), dtype=float)

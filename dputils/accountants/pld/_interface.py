@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 
 from ...errors import DPValueError, NumericalError
@@ -20,6 +21,22 @@ class ResolutionError(NumericalError):
     """The certified bracket at this grid cannot resolve the query (the floating-point error bound, or the
     truncated tails, exceed half of delta). The default grid retries coarser (fewer points, less rounding)
     or with smaller tails; an explicit grid refuses."""
+
+
+def coarser_discretization(h: float, n_points: int, limit: int) -> float:
+    """The grid width to advise when ``n_points`` points at width ``h`` are over ``limit``: strictly larger than ``h``.
+
+    The grid covers a fixed loss range of at most ``(n_points - 1) h`` plus up to three guard points, so a width
+    ``h' >= h n_points / (limit - 4)`` needs at most ``(n_points - 1) (limit - 4) / n_points + 3 < limit`` points.
+    The value is rounded *up* to two significant digits, so that the two digits printed are the advice itself
+    (rounding to nearest printed "at least 0.0001" at width 1e-4 when 1.00001e-4 was needed: issue 36).
+    """
+    need = h * n_points / (limit - 4)
+    scale = 10.0 ** (math.floor(math.log10(need)) - 1)
+    out = math.ceil(need / scale * (1 - 1e-12)) * scale
+    while out <= h:  # the ceiling at two digits is never below need > h; guard the floating-point edge anyway
+        out += scale
+    return float(f"{out:.2g}") if float(f"{out:.2g}") > h else out
 
 
 class CertifiedComposition(ABC):
