@@ -43,6 +43,19 @@ def test_the_hash_follows_the_source(tmp_path, monkeypatch):
     assert ch.code_hash(["rec_probe_mod"]) != h1
 
 
+def test_the_hash_covers_a_package_s_submodules(tmp_path, monkeypatch):
+    """A recording that names a package (dputils.accountants.pld) goes stale when any of its submodules changes,
+    not only its __init__."""
+    pkg = tmp_path / "rec_probe_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_inner.py").write_text("Y = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    h1 = ch.code_hash(["rec_probe_pkg"])
+    (pkg / "_inner.py").write_text("Y = 2\n")
+    assert ch.code_hash(["rec_probe_pkg"]) != h1
+
+
 def test_unknown_recording_is_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown"):
         ch.write_recording("T99", VALUE, 1.0, directory=tmp_path)

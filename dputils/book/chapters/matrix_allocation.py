@@ -891,16 +891,26 @@ RECORDING_CODE = {
 }
 
 
-def code_hash(modules: Sequence[str]) -> str:
-    """SHA-256 over the source files of ``modules`` (sorted by name; each file's name and bytes)."""
-    import hashlib
+def code_files(modules: Sequence[str]) -> list[str]:
+    """The repository paths of the source of ``modules``: a module's file, or every ``.py`` file under a package
+    (so a recording that depends on ``dputils.accountants.pld`` goes stale when any of its submodules changes)."""
     import importlib
 
-    h = hashlib.sha256()
-    for name in sorted(modules):
-        path = Path(importlib.import_module(name).__file__)
-        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
+    root = RECORDINGS_DIR.parents[2]
+    out: set[str] = set()
+    for name in modules:
+        path = Path(importlib.import_module(name).__file__).resolve()
+        files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
+        out.update((f.relative_to(root) if f.is_relative_to(root) else f).as_posix() for f in files)
+    return sorted(out)
+
+
+def code_hash(modules: Sequence[str]) -> str:
+    """SHA-256 of the source files of ``modules`` (:func:`code_files`), by the book's one recording hash
+    (:func:`dputils.book.recordings.code_hash`, shared with the audit chapter's GPU recording)."""
+    from ..recordings import code_hash as files_hash
+
+    return files_hash(code_files(modules), root=RECORDINGS_DIR.parents[2])
 
 
 def _git_commit() -> str:
