@@ -24,19 +24,23 @@ def _write_md(path, cells):
     jupytext.write(nb, path, fmt="md:myst")
 
 
-def _root(tmp_path, wait=300.0):
+def _root(tmp_path, wait=300.0, marker=None):
+    """A book root with one notebook whose third cell sleeps ``wait`` s (its parameter, which the profile can
+    change); with ``marker`` that cell first creates that file (the kernel has reached the sleep)."""
     root = tmp_path / "repo"
     (root / "notebooks").mkdir(parents=True)
     (root / "params").mkdir()
     (root / "params" / "smoke.yml").write_text("")
-    p = nbformat.v4.new_code_cell("wait: float = 0.0  # seconds")
+    p = nbformat.v4.new_code_cell(f"wait: float = {wait}  # seconds")
     p.metadata["tags"] = ["parameters"]
     _write_md(
         root / "notebooks" / "slow.md",
         [
             p,
             nbformat.v4.new_code_cell("x = 1"),
-            nbformat.v4.new_code_cell(f"import time\ntime.sleep({wait})"),
+            nbformat.v4.new_code_cell(
+                "import time" + (f"\nopen({str(marker)!r}, 'w').close()" if marker else "") + "\ntime.sleep(wait)"
+            ),
             nbformat.v4.new_code_cell("from dputils.book import results\nresults.save('slow', value=2)"),
         ],
     )
@@ -57,7 +61,8 @@ def test_a_cell_timeout_names_the_cell_in_a_few_lines(tmp_path, capfd):
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
 def test_ctrl_c_says_the_last_good_results_are_kept(tmp_path):
-    root = _root(tmp_path)
+    sleeping = tmp_path / "sleeping"  # created by the kernel when it starts the sleeping cell
+    root = _root(tmp_path, wait=0.0, marker=sleeping)
     good = root / "_build" / "smoke" / "results"
     env = {k: v for k, v in os.environ.items() if k not in ("DPBOOK_RESULTS_DIR", "MPLBACKEND")}
     # a first good run (no wait), then one interrupted in its sleeping cell
@@ -69,6 +74,7 @@ def test_ctrl_c_says_the_last_good_results_are_kept(tmp_path):
     assert first.returncode == 0, first.stderr.decode()
     before = (good / "slow.json").read_bytes()
     (root / "params" / "smoke.yml").write_text("slow:\n  wait: 300.0\n")
+    sleeping.unlink()  # the first run's marker
     proc = subprocess.Popen(
         [sys.executable, "-m", "dputils", "run", "--root", str(root), "--profile", "smoke"],
         env=env,
@@ -78,11 +84,9 @@ def test_ctrl_c_says_the_last_good_results_are_kept(tmp_path):
     )
     t0 = time.time()
     staging = root / "_build" / "staging"
-    while time.time() - t0 < 90:  # until its kernel is in the sleeping cell
-        if any(staging.glob("*/slow/slow.ipynb")) or any(staging.glob("*/slow")):
-            break
-        time.sleep(0.2)
-    time.sleep(6.0)  # the kernel started and runs the sleep
+    while time.time() - t0 < 120 and not sleeping.exists():  # until its kernel is in the sleeping cell
+        time.sleep(0.1)
+    assert sleeping.exists(), "the run never reached its sleeping cell"
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends
     _, err = proc.communicate(timeout=60)
     lines = err.decode().strip().splitlines()
