@@ -42,3 +42,18 @@ def hide_sklearn(monkeypatch):
 def no_sklearn(monkeypatch):
     """scikit-learn hidden for the whole test."""
     _hide_sklearn(monkeypatch)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The long tests first: the test modules that hold a test marked ``notebook`` (whole notebooks at the smoke
+    profile or without Fashion-MNIST, a chapter run from the wheel, the light install in its own venv), whole and in
+    their collected order, then every other module as collected. Under pytest-xdist (``-n 2``) these minute-long
+    tests then start early and the short tests fill in around them, instead of one worker finishing a notebook alone
+    at the end. A module stays contiguous, so its module-scoped fixtures (the built wheel) are made once per worker;
+    every worker sorts the same collection the same way, as xdist requires."""
+
+    def module(item):
+        return item.nodeid.split("::", 1)[0]
+
+    long_modules = {module(item) for item in items if item.get_closest_marker("notebook")}
+    items.sort(key=lambda item: module(item) not in long_modules)  # stable sort

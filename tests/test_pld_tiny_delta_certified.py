@@ -47,9 +47,13 @@ def exact_delta(eps, s, q, direction):
 
 CASES = [
     # (sigma, q, direction, eps, discretization): eps near the add direction's supremum -log(1-q), or far out
-    # in the remove direction, where delta is 1e-29 .. 1e-36
-    *[(2.0, 0.01, "add", e, h) for h in (None, 1e-5, 1e-6) for e in (0.0099, 0.00999, 0.01, 0.01002)],
-    *[(1.0, 0.1, "add", e, h) for h in (None, 1e-5, 4e-6) for e in (0.10535, 0.105357, 0.1053584)],
+    # in the remove direction, where delta is 1e-29 .. 1e-36. Every eps runs on the coarse grid h = 1e-5; the costly
+    # grids (1-3 s each: q = 0.1's default and 4e-6, q = 0.01's 1e-6) run at the eps nearest the supremum (the
+    # hardest case), and q = 0.01's 1e-6 also at the farthest
+    *[(2.0, 0.01, "add", e, h) for h in (None, 1e-5) for e in (0.0099, 0.00999, 0.01, 0.01002)],
+    *[(2.0, 0.01, "add", e, 1e-6) for e in (0.0099, 0.01002)],
+    *[(1.0, 0.1, "add", e, 1e-5) for e in (0.10535, 0.105357, 0.1053584)],
+    *[(1.0, 0.1, "add", 0.1053584, h) for h in (None, 4e-6)],
     *[(2.0, 0.01, "remove", e, h) for h in (None, 1e-4) for e in (1.17, 1.47, 1.7)],
     *[(1.0, 0.1, "remove", e, None) for e in (9.03, 10.41)],
     *[(0.8, 0.02, "remove", e, None) for e in (10.25, 11.99)],

@@ -16,19 +16,23 @@ def _write_md(path, cells):
     jupytext.write(nb, path, fmt="md:myst")
 
 
-def _root(tmp_path, wait=300.0):
+def _root(tmp_path, wait=300.0, marker=None):
+    """A book root with one notebook whose third cell sleeps ``wait`` s (its parameter, which the profile can
+    change); with ``marker`` that cell first creates that file (the kernel has reached the sleep)."""
     root = tmp_path / "repo"
     (root / "notebooks").mkdir(parents=True)
     (root / "params").mkdir()
     (root / "params" / "smoke.yml").write_text("")
-    p = nbformat.v4.new_code_cell("wait: float = 0.0  # seconds")
+    p = nbformat.v4.new_code_cell(f"wait: float = {wait}  # seconds")
     p.metadata["tags"] = ["parameters"]
     _write_md(
         root / "notebooks" / "slow.md",
         [
             p,
             nbformat.v4.new_code_cell("x = 1"),
-            nbformat.v4.new_code_cell(f"import time\ntime.sleep({wait})"),
+            nbformat.v4.new_code_cell(
+                "import time" + (f"\nopen({str(marker)!r}, 'w').close()" if marker else "") + "\ntime.sleep(wait)"
+            ),
             nbformat.v4.new_code_cell("from dputils.book import results\nresults.save('slow', value=2)"),
         ],
     )

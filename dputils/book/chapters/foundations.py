@@ -30,6 +30,11 @@ PARAMETERS = {
 }
 
 
+#: Tick and axis label size (points) of the figures with log axes: 12 pt shows about 17 px high at the book's width,
+#: so a superscript exponent is about 10 px.
+TICK_PT = 12
+
+
 def plot_directions(mech, sigma: float, q: float, eps_grid):
     """The privacy profiles of one step of ``mech`` in the add and remove directions, on a linear scale (top) and a
     log scale (bottom), one above the other so that each is as wide as the page's column."""
@@ -43,6 +48,10 @@ def plot_directions(mech, sigma: float, q: float, eps_grid):
     axes[1].yaxis.set_major_locator(matplotlib.ticker.LogLocator(numticks=7))
     plotting.sci_ticks(axes[0], "x")
     plotting.sci_ticks(axes[1])
+    for ax in axes:  # the exponents of the log ticks (10⁻²⁰) are superscripts: tick labels above the style's size
+        ax.tick_params(labelsize=TICK_PT)
+        ax.xaxis.label.set_size(TICK_PT)
+        ax.yaxis.label.set_size(TICK_PT)
     axes[0].legend(loc="upper right", framealpha=1)
     return fig
 
@@ -113,6 +122,10 @@ def plot_steps(steps, curves: dict, delta: float, sigma: float, q: float):
     plotting.sci_ticks(ax)
     ax.set(xlabel="steps T", ylabel=r"$\varepsilon$ / $\varepsilon_{PLD}$", title="relative to PLD")
     ax.legend(loc="upper right", framealpha=1)
+    for ax in axes:  # the exponents of the log ticks (10⁴) are superscripts: tick labels above the style's size
+        ax.tick_params(labelsize=TICK_PT)
+        ax.xaxis.label.set_size(TICK_PT)
+        ax.yaxis.label.set_size(TICK_PT)
     return fig
 
 
