@@ -846,15 +846,21 @@ def glue_findings(eps_pld: float, ceil_exact: float, cor1_rows: list[dict[str, A
 
 # --------------------------------------------------------------------------- white-box DP-SGD (trained)
 def with_warnings(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, str | None]:
-    """``fn(*args, **kwargs)`` with every warning it raises recorded; the warnings are shown to the reader (and
-    returned joined by "; ", None when there were none) so that they can be saved with the results."""
+    """``fn(*args, **kwargs)`` with every warning it raises recorded; the warnings are shown to the reader once
+    per kernel (a second run on the same data does not repeat its data warning) and returned joined by "; " (None
+    when there were none), so that they can be saved with the results. Nothing reaches the page as raw stderr."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = fn(*args, **kwargs)
-    text = "; ".join(str(w.message) for w in caught) or None
-    if text:
+    text = "; ".join(dict.fromkeys(str(w.message) for w in caught)) or None
+    if text and text not in _SHOWN_WARNINGS:
+        _SHOWN_WARNINGS.add(text)
         display(Markdown(f"**Warning:** {text}."))
     return out, text
+
+
+#: the warnings :func:`with_warnings` has shown in this kernel
+_SHOWN_WARNINGS: set[str] = set()
 
 
 def show_size_changes(fit: Any) -> None:
