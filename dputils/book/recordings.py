@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["code_hash", "provenance_status", "PROVENANCE_KEYS"]
+__all__ = ["code_hash", "provenance_status", "changed_since", "PROVENANCE_KEYS"]
 
 PROVENANCE_KEYS = ("commit", "code_files", "code_hash", "machine", "seconds")
 
@@ -62,3 +62,26 @@ def provenance_status(provenance: dict[str, Any], *, root: Path | str | None = N
         "matches": current == provenance["code_hash"],
         "missing": missing,
     }
+
+
+def changed_since(commit: str | None, paths: Iterable[str], *, root: Path | str | None = None) -> list[str] | None:
+    """The files under ``paths`` (repository paths, files or folders) whose content in the working tree differs
+    from ``commit`` (``git diff --name-only COMMIT -- PATHS``, untracked files not counted), sorted; None when
+    that cannot be told (no commit recorded, no git, not a checkout, or a commit this clone does not have). A
+    page that reads a recorded run uses it to say whether the code it measured has changed since."""
+    if not commit or commit == "unknown":
+        return None
+    root = Path(root) if root is not None else _repo_root()
+    try:
+        res = subprocess.run(
+            ["git", "-C", str(root), "diff", "--name-only", commit, "--", *paths],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if res.returncode != 0:
+        return None
+    return sorted(line for line in res.stdout.splitlines() if line.strip())

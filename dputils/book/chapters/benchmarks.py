@@ -68,8 +68,39 @@ def glue_accountants_run(data, steps, deltas) -> None:
         if not missing
         else "the run was stopped before T = " + ", ".join(map(bm.number_text, missing)) + ": those are not measured",
     }
+    values["bench_code_since"] = code_since_text(meta["git"]["commit"], bool(meta["git"]["dirty"]))
     for k, v in values.items():
         glue(k, v, display=False)
+
+
+#: the code whose answers and times the accountants run records
+MEASURED_CODE = ("dputils/accountants", "dputils/mechanisms.py", "dputils/curves.py", "dputils/truth.py")
+
+
+def code_since_text(commit: str | None, dirty: bool, *, root=None) -> str:
+    """One sentence for the page: whether the accountants' code (:data:`MEASURED_CODE`) differs now from the
+    commit the recorded run names (:func:`dputils.book.recordings.changed_since`), so that a reader never takes an
+    old run for today's code."""
+    from ..recordings import changed_since
+
+    changed = changed_since(commit, MEASURED_CODE, root=root)
+    rerun = "rerun benchmarks/bench_accountants.py to measure today's code"
+    if changed is None:
+        return (
+            f"Whether the accountants' code has changed since that run cannot be told here (no git history); {rerun}."
+        )
+    if changed:
+        return (
+            f"The accountants' code has changed since that run ({len(changed)} file(s) of "
+            f"{', '.join(MEASURED_CODE)} differ from its commit), so the answers and times below describe the code "
+            f"as it was then, not today's; {rerun}."
+        )
+    if dirty:
+        return (
+            "The accountants' code is unchanged since that run's commit, but the run had uncommitted changes, so "
+            f"it may not be today's code exactly; {rerun} to be sure."
+        )
+    return "The accountants' code is unchanged since that run: the answers and times below are today's code's."
 
 
 def glue_pld_run(pld_run, prow) -> None:

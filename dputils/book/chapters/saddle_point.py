@@ -63,7 +63,7 @@ def point_table(pt, eps_acc, n: int):
             dict(quantity="δ SP-CLT", value=pt.delta_clt),
             dict(quantity="δ SP-MSD0", value=pt.delta_msd0),
             dict(quantity="δ SP-MSD1", value=pt.delta_msd1),
-            dict(quantity="certified bracket for δ", value=f"[{pt.lower:.4e}, {pt.upper:.4e}]"),
+            dict(quantity="certified bracket for δ", value=f"[{sci(pt.lower, 4)}, {sci(pt.upper, 4)}]"),
             dict(quantity="ε(δ = 10⁻⁵), SaddlePointAccountant", value=eps_acc.value),
         ],
         caption=f"SPA at n = {n}, ε = 1",
