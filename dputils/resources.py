@@ -53,6 +53,11 @@ CGROUP_UNLIMITED = float(2**60)
 _GIB = 1024.0**3
 
 
+#: set by the command line to the value it gave ``DPUTILS_MAX_MEMORY_GB`` for one query, so that a refusal names
+#: the command line's default rather than a variable the user never set
+QUERY_DEFAULT_MARK = "DPUTILS_QUERY_DEFAULT_MEMORY_GB"
+
+
 @dataclass(frozen=True)
 class MemoryLimit:
     """The memory one computation may plan to use, and where the number comes from.
@@ -72,6 +77,12 @@ class MemoryLimit:
     def describe(self) -> str:
         """One phrase for a refusal message: the limit and where it comes from."""
         if self.source == "env":
+            if os.environ.get(QUERY_DEFAULT_MARK) == os.environ.get("DPUTILS_MAX_MEMORY_GB"):
+                # the command line set it for one query, not the user (dputils.cli._query_limits)
+                return (
+                    f"the command line's default limit of {_fmt_bytes(self.bytes)} for one query "
+                    "(set DPUTILS_MAX_MEMORY_GB to change it)"
+                )
             return f"the limit of {_fmt_bytes(self.bytes)} set by DPUTILS_MAX_MEMORY_GB"
         if self.source == "cgroup":
             return (

@@ -130,3 +130,22 @@ def test_a_query_needing_more_than_a_few_gb_is_refused_by_default():
     err = p.stderr.strip()
     assert p.returncode == 2 and len(err.splitlines()) == 1, err
     assert f"up to {est / 1e9:.3g} GB" in err and "DPUTILS_MAX_MEMORY_GB" in err and "operations (about" not in err
+    # the user set no variable: the line names the command line's default, not "set by DPUTILS_MAX_MEMORY_GB"
+    assert "the command line's default limit" in err and "set by DPUTILS_MAX_MEMORY_GB" not in err, err
+
+
+def test_a_limit_the_user_set_is_named_as_theirs(monkeypatch):
+    from dputils import cli
+    from dputils.resources import memory_limit
+
+    monkeypatch.setenv("DPUTILS_MAX_MEMORY_GB", "4.0")
+    monkeypatch.delenv("DPUTILS_QUERY_DEFAULT_MEMORY_GB", raising=False)
+    with cli._query_limits():
+        assert "set by DPUTILS_MAX_MEMORY_GB" in memory_limit().describe()
+    monkeypatch.delenv("DPUTILS_MAX_MEMORY_GB")
+    with cli._query_limits():
+        if memory_limit().source == "env":  # the machine allows more than the query's default
+            assert "the command line's default limit" in memory_limit().describe()
+    import os
+
+    assert "DPUTILS_QUERY_DEFAULT_MEMORY_GB" not in os.environ and "DPUTILS_MAX_MEMORY_GB" not in os.environ

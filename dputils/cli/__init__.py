@@ -457,13 +457,13 @@ def _query_limits():
     """``DPUTILS_MAX_WORK`` at :data:`QUERY_MAX_WORK` and ``DPUTILS_MAX_MEMORY_GB`` at
     :data:`QUERY_MAX_MEMORY_GB` (when the machine allows more) for the duration of one query, each unless
     already set."""
-    from ..resources import memory_limit
+    from ..resources import QUERY_DEFAULT_MARK, memory_limit
 
-    saved = {k: os.environ.get(k) for k in ("DPUTILS_MAX_WORK", "DPUTILS_MAX_MEMORY_GB")}
+    saved = {k: os.environ.get(k) for k in ("DPUTILS_MAX_WORK", "DPUTILS_MAX_MEMORY_GB", QUERY_DEFAULT_MARK)}
     if not saved["DPUTILS_MAX_WORK"]:
         os.environ["DPUTILS_MAX_WORK"] = repr(QUERY_MAX_WORK)
     if not saved["DPUTILS_MAX_MEMORY_GB"] and memory_limit().bytes > QUERY_MAX_MEMORY_GB * 1024.0**3:
-        os.environ["DPUTILS_MAX_MEMORY_GB"] = repr(QUERY_MAX_MEMORY_GB)
+        os.environ["DPUTILS_MAX_MEMORY_GB"] = os.environ[QUERY_DEFAULT_MARK] = repr(QUERY_MAX_MEMORY_GB)
     try:
         yield
     finally:
