@@ -65,6 +65,7 @@ EXCLUDED = {
     "dputils.baselines": "tooling: peer baselines for the benchmarks chapter",
     "dputils.book.benchmarks": "tooling: the benchmark runner",
     "dputils.book.booksources": "tooling: the book folder of a wheel install",
+    "dputils.book.recordings": "tooling: provenance of recorded results the chapters read",
     "dputils.cli.parse": "tooling: the command line's argument parser",
     "dputils.cli.runs": "tooling: the command-line options and builds of the matrix and shuffling accountants",
     "dputils.cli.schedule": "tooling: the command line's epochs / batch size / data-set size (q and steps)",

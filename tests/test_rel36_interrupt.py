@@ -54,6 +54,14 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("DPBOOK_RESULTS_DIR", "MPLBACKEND")}
 
 
+def _as_a_terminal_job() -> None:
+    """In the child before exec: Ctrl-C's default disposition, as a terminal's foreground job has it. A test run
+    started in the background of a non-interactive shell (``pytest ... &``, as a CI script may) inherits SIGINT
+    *ignored*, and a Python started so never raises KeyboardInterrupt: the run would sleep its 300 s through the
+    signal (seen: both tests timed out that way in a backgrounded CI run)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_when_ready(argv: list[str], marker: Path) -> tuple[int, str]:
     """Start ``dputils ARGV`` in its own process group, wait for ``marker``, send SIGINT to the group (what
     Ctrl-C does in a terminal) and return (exit status, stderr)."""
@@ -63,6 +71,7 @@ def _interrupt_when_ready(argv: list[str], marker: Path) -> tuple[int, str]:
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         start_new_session=True,
+        preexec_fn=_as_a_terminal_job,
     )
     t0 = time.time()
     try:
