@@ -577,10 +577,12 @@ def allocation_sentence(s) -> str:
         parts.append(f"At every one of the {s['n_both']} settings both answer, our bracket meets theirs")
     else:
         parts.append("Our bracket does not meet theirs at every setting both answer")
-    parts.append(
-        f"our upper end is {'at most theirs at every one of them' if s['all_upper_ok'] else 'above theirs somewhere'}"
-    )
-    parts.append(f"and ours is {num(s['speed_min'])} to {num(s['speed_max'])} times faster")
+    # the upper ends and the speed-ups are over every setting both answer (n_both), which the first clause may not
+    # cover (a setting without our certified lower end is not in n_inside): say so, not "them"
+    scope = "every one of them" if not s["all_inside"] or s["n_inside"] == s["n_both"] else f"all {s['n_both']}"
+    parts.append(f"our upper end is {f'at most theirs at {scope}' if s['all_upper_ok'] else 'above theirs somewhere'}")
+    over = "" if scope == "every one of them" else f" at those {s['n_both']}"
+    parts.append(f"and ours is {num(s['speed_min'])} to {num(s['speed_max'])} times faster{over}")
     text = "; ".join(parts[:2]) + ", " + parts[2] + "."
     for setting, why in s["missing"]:
         text += f" At {setting}, pld-accounting gave no answer ({why}); ours did."
