@@ -223,12 +223,20 @@ def test_merge_parameter_cells_falls_back_when_the_cell_is_not_plain_literals():
     nb, p, inj = cells("n: int = 3  # count\nk: float = -2.0  # same as injected\nflag = True")
     assert merge_parameter_cells(nb, "smoke") is True
     assert p.source.splitlines() == [
-        "# Parameters of this run (profile smoke); values the run set show [default ...]",
+        "# Parameters of this run (profile smoke)",
+        "# values the run set show [default ...]",
         "n: int = 5  # count [default 3]",
         "k: float = -2.0  # same as injected",
         "flag = True",
     ]
     assert "remove-cell" in inj.metadata["tags"] and "remove-cell" not in p.metadata["tags"]
+    # a note that would push a line past the book column goes on a line of its own above it (the smoke book's
+    # parameters cells scrolled sideways: 875 px in a 666 px box)
+    long_comment = "a comment that fits alone, but not with the default note"
+    nb, p, inj = cells(f"n: int = 3  # {long_comment}")
+    assert merge_parameter_cells(nb, "smoke") is True
+    assert p.source.splitlines()[2:4] == ["# [default 3]", f"n: int = 5  # {long_comment}"]
+    assert max(map(len, p.source.splitlines())) <= 77
     for src in ("n: int = 3  # count\nprint(n)", "n: int = 3  # count\nm: int = 2 * n  # derived"):
         nb, p, inj = cells(src)
         assert merge_parameter_cells(nb) is False

@@ -24,6 +24,9 @@ from ..results import repo_root
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 PROFILES = ("smoke", "full", "paper")
+#: the longest line a shown parameters cell gets (the book column's width in code characters, as the chapters'
+#: own code lines: tests/test_contract.py); a "[default ...]" note that would make a line longer goes above it
+SHOWN_LINE_MAX = 77
 
 
 class RootError(ValueError):
@@ -246,12 +249,17 @@ def merge_parameter_cells(nb: Any, profile: str | None = None) -> bool:
         head, tail = lines[a][: old.col_offset], lines[b][old.end_col_offset :]
         note = f"[default {old_s}]"
         tail_s = tail.decode()
-        tail_s = tail_s.rstrip() + f" {note}" if "#" in tail_s else tail_s.rstrip() + f"  # {note}"
-        lines[a : b + 1] = [head + text.encode() + tail_s.encode()]
+        noted = tail_s.rstrip() + f" {note}" if "#" in tail_s else tail_s.rstrip() + f"  # {note}"
+        line = head + text.encode() + noted.encode()
+        if len(line.decode()) > SHOWN_LINE_MAX:  # the note on a line of its own, above: no code cell scrolls
+            indent = head.decode()[: len(head.decode()) - len(head.decode().lstrip())]
+            lines[a : b + 1] = [f"{indent}# {note}".encode(), head + text.encode() + tail_s.rstrip().encode()]
+        else:
+            lines[a : b + 1] = [line]
     if changed or extra:
-        head = f"# Parameters of this run{f' (profile {profile})' if profile else ''}"
-        head += "; values the run set show [default ...]" if changed else ""
-        src = [head] + [ln.decode() for ln in lines] + extra
+        src = [f"# Parameters of this run{f' (profile {profile})' if profile else ''}"]
+        src += ["# values the run set show [default ...]"] if changed else []
+        src += [ln.decode() for ln in lines] + extra
         params.source = "\n".join(src).rstrip("\n")
     tag(injected, "remove-cell")
     params.metadata.setdefault("dputils", {})["shows_injected_parameters"] = True
