@@ -222,7 +222,9 @@ def _join(items: list[str]) -> str:
 
 
 def _rule_words(rule: dict[float, int | None], ts: list[int]) -> str:
-    """'at every T for q ≥ …; from T = … on at q = …; at no T at q = …' for one accountant and δ."""
+    """'at every T for q ≥ …; from T = … on at q = …; not from any T of the grid on for q in …' for one accountant
+    and δ. ``rule[q]`` is the smallest T from which the accountant is accurate at every larger T of the grid (None:
+    there is no such T; it may still be accurate at a single T, so the words never say "at no T")."""
     every = [q for q, t in rule.items() if t is not None and t == min(ts)]
     parts = []
     if every:
@@ -232,7 +234,7 @@ def _rule_words(rule: dict[float, int | None], ts: list[int]) -> str:
             parts.append(f"from T = {short_number(t)} on at q = {short_number(q)}")
     never = [q for q, t in rule.items() if t is None]
     if never:
-        parts.append("at no T of the grid for q in {" + ", ".join(short_number(q) for q in never) + "}")
+        parts.append("not from any T of the grid on for q in {" + ", ".join(short_number(q) for q in never) + "}")
     return "; ".join(parts) if parts else "nowhere (no point of this δ has a reference)"
 
 
