@@ -120,7 +120,12 @@ def _add_common_accounting(p: argparse.ArgumentParser) -> None:
 #: registered class (:func:`_front`); a registered name without an entry takes no option of its own.
 ACCOUNTANT_OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
     "pld": {
-        "discretization": dict(type=float, default=1e-4, help="grid width of the privacy-loss axis (default 1e-4)")
+        "discretization": dict(
+            type=float,
+            default=None,
+            help="grid width of the privacy-loss axis (default: chosen, starting at 1e-4, and refined until the "
+            "certified bracket's relative width is at most 1e-3; a given width is used as it is)",
+        )
     },
     "edgeworth": {
         "order": dict(
@@ -227,12 +232,12 @@ def _validate_common(args: argparse.Namespace, spec) -> None:
         if not h <= MAX_DISCRETIZATION:
             raise DPValueError(
                 f"discretization must be in (0, {MAX_DISCRETIZATION:g}] (the privacy-loss grid "
-                f"width; default 1e-4), got {h!r}"
+                f"width; by default chosen and refined), got {h!r}"
             )
         if h < MIN_DISCRETIZATION:
             raise DPValueError(
-                f"discretization must be at least {MIN_DISCRETIZATION:g} (the privacy-loss grid width; default "
-                f"1e-4; a finer grid needs more points than any accountant holds), got {h!r}"
+                f"discretization must be at least {MIN_DISCRETIZATION:g} (the privacy-loss grid width; by default "
+                f"chosen and refined; a finer grid needs more points than any accountant holds), got {h!r}"
             )
     if args.direction is None:
         args.direction = "both"
@@ -375,6 +380,9 @@ def calibrate(
 #: Peak bytes per privacy-loss grid point of a grid (PLD-type) accountant, measured for the PLD accountant
 #: (all its arrays and the FFT buffers, about 2.5 kB per point of the loss range); used for estimates only.
 GRID_BYTES_PER_POINT = 2048.0
+#: The width a grid accountant's privacy-loss grid starts at when ``--discretization`` is not given (the PLD then
+#: refines it until its bracket meets its relative tolerance): the floor of the memory estimates.
+GRID_START_DISCRETIZATION = 1e-4
 
 
 def _check_grid_for_target(args: argparse.Namespace, epsilon: float) -> None:
@@ -386,10 +394,11 @@ def _check_grid_for_target(args: argparse.Namespace, epsilon: float) -> None:
     instead of being searched for hours.
     """
 
-    h = getattr(args, "discretization", None)
-    if h is None:
-        return
-    h = check_positive("discretization", h)
+    if not hasattr(args, "discretization"):
+        return  # not a grid accountant
+    h = args.discretization
+    # by default the grid starts at the PLD's starting width and is refined from there: at least this many points
+    h = GRID_START_DISCRETIZATION if h is None else check_positive("discretization", h)
     points = 4.0 * epsilon / h
     check_memory(
         "epsilon",
