@@ -85,3 +85,16 @@ def test_parameters_and_targets_tables():
     ]
     t = show_targets(recs)
     assert t.columns == ["id", "what", "paper", "ours", "status"] and t.rows[1]["what"] == "δ (the grid)"
+
+
+def test_fmt_value_never_writes_python_e_notation_in_range():
+    """A table cell between 10⁻³ and 10⁶ is plain: 5434 at 3 digits was "5.43e+03" (a page read found it)."""
+    from dputils.book.tables import fmt_value
+
+    assert fmt_value(5434.2, 3) == "5434"
+    assert fmt_value(123456.7, 4) == "123,457"
+    assert fmt_value(999.96, 3) == "1000"
+    assert fmt_value(12.345, 3) == "12.3"
+    for x in (1e-3, 0.5, 7.25, 99.5, 1234.5, 54321.0, 999999.0):
+        for d in (1, 2, 3, 4):
+            assert "e" not in fmt_value(x, d), (x, d, fmt_value(x, d))

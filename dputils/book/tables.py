@@ -111,8 +111,9 @@ def fmt_value(v: Any, digits: int = 4) -> str:
         if x == 0:
             return "0"
         if 1e-3 <= abs(x) < 1e6:
-            s = f"{x:.{digits}g}"
-            return s
+            if abs(x) >= 10 ** (max(int(digits), 1) - 1):  # the integer part kept whole, never "5.43e+03"
+                return f"{round(x):,}" if abs(x) >= 10_000 else str(round(x))
+            return f"{x:.{digits}g}"
         return sci(x, digits)
     if isinstance(v, (list, tuple)):
         return ", ".join(fmt_value(x, digits) for x in v)
