@@ -335,7 +335,7 @@ def _term(sigma: float, h: float, tail: float) -> _Term:
 def _norms(a: np.ndarray) -> tuple[float, float]:
     """(l1, l2) of a non-negative vector, each rounded up (the float sums carry at most n u relative error)."""
     f = 1.0 + 2.0 * (a.size + 2) * _U
-    return f * float(a.sum()), f * math.sqrt(float(np.sum(a * a)))
+    return f * float(a.sum()), f * math.sqrt(float(np.einsum("i,i->", a, a)))
 
 
 def _conv_error(a_norms, b_norms, ea: float, eb: float) -> float:
@@ -372,12 +372,13 @@ _BULK_TAIL = 1e-2
 
 
 def _bulk_index(blk: _Block) -> int:
-    """The length K of the bulk prefix of a block (see :func:`_combine`); any K gives a valid bound."""
-    n = blk.a.size
-    ra = np.cumsum(blk.a[::-1])[::-1]  # mass at index >= j
-    rb = np.cumsum(blk.b[::-1])[::-1]
-    ok = np.nonzero((ra <= _BULK_TAIL) & (rb <= _BULK_TAIL))[0]
-    return int(ok[0]) if ok.size else n
+    """The length K of the bulk prefix of a block (see :func:`_combine`); any K gives a valid bound (the norms of
+    both parts enter it), so the prefix sums' rounding only moves K."""
+    K = 0
+    for v in (blk.a, blk.b):
+        c = np.cumsum(v)
+        K = max(K, int(np.searchsorted(c, c[-1] - _BULK_TAIL)) + 1)  # mass beyond index K - 1 at most _BULK_TAIL
+    return min(K, blk.a.size)
 
 
 def _cap_index(m: int, term: _Term) -> int:
@@ -399,16 +400,14 @@ class _Block:
     eb: float
 
 
-def _split(v: np.ndarray, K: int, L: int) -> tuple[np.ndarray, np.ndarray]:
-    """(bulk, tail) of v as length-L arrays: v[:K] and v[K:] at their places, zeros elsewhere."""
-    lo = np.zeros(L)
-    lo[:K] = v[:K]
-    hi = np.zeros(L)
-    hi[K : v.size] = v[K:]
-    return lo, hi
+def _tail_fft(v: np.ndarray, K: int, L: int) -> np.ndarray:
+    """rfft of length L of v with its first K entries zeroed (the tail part)."""
+    buf = np.zeros(L)
+    buf[K : v.size] = v[K:]
+    return sfft.rfft(buf)
 
 
-def _combine(x: _Block, y: _Block, term: _Term) -> _Block:
+def _combine(x: _Block, y: _Block, term: _Term, split: bool = True) -> _Block:
     r"""The block of x's and y's terms: Q = a_x * a_y, P = (n_x b_x * a_y + n_y a_x * b_y) / n, capped.
 
     **Bulk and tail.** An FFT convolution's rounding error is relative to the inputs' 2-norms and lands on *every*
@@ -420,14 +419,15 @@ def _combine(x: _Block, y: _Block, term: _Term) -> _Block:
     transforms (length about :math:`K_x + K_y`), the second (every term holding a tail factor, so its error bound is
     relative to the tail's small mass) by transforms of the full length, :math:`\hat F y = \hat F y_0 + \hat F y_T`.
     Squaring needs two full transforms per vector, as before the split the general case four. The error bounds
-    (:func:`_bilinear_l2`) are turned into l1 over the kept entries by the square root of their number."""
+    (:func:`_bilinear_l2`) are turned into l1 over the kept entries by the square root of their number. With
+    ``split=False`` the whole vectors are the bulk (one transform of the full length: faster, a looser bound)."""
     n = x.n + y.n
     cap = _cap_index(n, term)
     m = x.a.size + y.a.size - 1
     keep = min(m, cap + 1)
     sq = y is x
-    Kx = _bulk_index(x)
-    Ky = Kx if sq else _bulk_index(y)
+    Kx = _bulk_index(x) if split else x.a.size
+    Ky = Kx if sq else (_bulk_index(y) if split else y.a.size)
     ax, bx, ay, by = x.a, x.b, y.a, y.b
     N = {k: _norms(v) for k, v in (("ax0", ax[:Kx]), ("axT", ax[Kx:]), ("bx0", bx[:Kx]), ("bxT", bx[Kx:]))}
     if not sq:
@@ -455,8 +455,7 @@ def _combine(x: _Block, y: _Block, term: _Term) -> _Block:
         L = sfft.next_fast_len(m, real=True)
         f = {}
         for key, v, K in (("ax", ax, Kx), ("bx", bx, Kx)) + (() if sq else (("ay", ay, Ky), ("by", by, Ky))):
-            lo, hi = _split(v, K, L)
-            f[key + "0"], f[key + "T"] = sfft.rfft(lo, L), sfft.rfft(hi, L)
+            f[key + "0"], f[key + "T"] = sfft.rfft(v[:K], L), _tail_fft(v, K, L)
         if sq:
             for k in ("a", "b"):
                 f[k + "y0"], f[k + "yT"] = f[k + "x0"], f[k + "xT"]
@@ -489,18 +488,18 @@ def _combine(x: _Block, y: _Block, term: _Term) -> _Block:
     return _Block(n, a, ea, b, eb + 4 * _U * float(b.sum()))
 
 
-def _power(t: int, base: _Block, term: _Term) -> _Block:
-    """The block of t terms by binary powering (each node a capped convolution)."""
+def _power(t: int, base: _Block, term: _Term, split: bool = True) -> _Block:
+    """The block of t terms by binary powering (each node a capped convolution, :func:`_combine`)."""
     result = None
     sq = base
     k = t
     while True:
         if k & 1:
-            result = sq if result is None else _combine(result, sq, term)
+            result = sq if result is None else _combine(result, sq, term, split)
         k >>= 1
         if not k:
             break
-        sq = _combine(sq, sq, term)
+        sq = _combine(sq, sq, term, split)
     return result
 
 
@@ -528,7 +527,9 @@ def _with_rest(blk: _Block, p_total: float, q_total: float) -> tuple[np.ndarray,
     return p, q, max(p_total - float(p.sum()), 0.0), max(q_total - float(q.sum()), 0.0)
 
 
-def allocation_pairs(t: int, sigma: float, h: float | None = None, tail: float = 1e-14) -> AllocationPairs:
+def allocation_pairs(
+    t: int, sigma: float, h: float | None = None, tail: float = 1e-14, split: bool = True, auto: bool | None = None
+) -> AllocationPairs:
     """The discrete pairs of the 1-out-of-t Gaussian allocation (module docstring).
 
     The event that some partial sum of the convolution tree exceeds its cap is set aside: in the dominating pair its
@@ -539,7 +540,10 @@ def allocation_pairs(t: int, sigma: float, h: float | None = None, tail: float =
 
     Args:
         t: steps; sigma: noise standard deviation; h: grid width of Y (default: :func:`default_grid`); tail: the cap M
-        of Y is the (1 - tail) quantile of the size-biased law, so that E[(Y - M)_+] <= tail.
+        of Y is the (1 - tail) quantile of the size-biased law, so that E[(Y - M)_+] <= tail; split: the
+        convolutions' bulk and tail split (:func:`_combine`; False: one transform, faster, a looser rounding bound);
+        auto: whether h is an automatic choice (refused above ``DEFAULT_POINTS`` with the reason, for the fallback;
+        default: h is None).
     """
     t = check_positive_int("steps", t)
     sigma = check_positive("sigma", sigma)
@@ -547,8 +551,8 @@ def allocation_pairs(t: int, sigma: float, h: float | None = None, tail: float =
         raise DPValueError(f"tail must be in (0, 1e-6], got {tail!r}")
     if sigma < MIN_SIGMA:
         raise _OutOfRange(f"sigma: {sigma:g} is below {MIN_SIGMA} (the lognormal terms leave the floating-point range)")
-    auto = h is None
-    h = default_grid(t, sigma, tail) if auto else check_positive("grid", h)
+    auto = h is None if auto is None else auto
+    h = default_grid(t, sigma, tail) if h is None else check_positive("grid", h)
     # sizes first (as _term and _cap_index will make them), so that a refusal costs nothing
     s_ = 1.0 / sigma
     J = max(2, math.ceil(math.exp(0.5 * s_ * s_ - s_ * special.ndtri(tail)) / h))
@@ -569,7 +573,7 @@ def allocation_pairs(t: int, sigma: float, h: float | None = None, tail: float =
     # upper: the convex split of min(Y, M) (Q) and its size-biased version j h v_j (P; total 1 - eta)
     ub = np.arange(J + 1) * h * term.upper
     base_up = _Block(1, term.upper, term.upper_err, ub, h * term.upper_werr + 4 * _U * float(ub.sum()))
-    up = _power(t, base_up, term)
+    up = _power(t, base_up, term, split)
     p_up, q_up, p_over, q_over = _with_rest(up, float(ub.sum()), float(term.upper.sum()))
     eta = term.eta
     # remove pair: P-only atom (set-aside P-mass + eta), Q-only atom (set-aside Q-mass) at loss -infinity
@@ -582,7 +586,7 @@ def allocation_pairs(t: int, sigma: float, h: float | None = None, tail: float =
     upper = _PairMechanism(rem, add, ("upper", t, sigma, h))
     tau_up = (2 * up.eb + eta * 1e-6, 2 * up.ea)  # kept masses and the set-aside masses (1 - sums)
     # lower: post-processing (rounded down, capped at M, over-cap sums as one more outcome)
-    lo = _power(t, _Block(1, term.down_q, term.down_err, term.down_p, term.down_err), term)
+    lo = _power(t, _Block(1, term.down_q, term.down_err, term.down_p, term.down_err), term, split)
     p_lo, q_lo, p_lo_over, q_lo_over = _with_rest(lo, 1.0, 1.0)
     pl = np.concatenate([p_lo, [p_lo_over]])
     ql = np.concatenate([q_lo, [q_lo_over]])
@@ -593,17 +597,17 @@ def allocation_pairs(t: int, sigma: float, h: float | None = None, tail: float =
     )
 
 
-def default_grid(t: int, sigma: float, tail: float = 1e-14) -> float:
-    """Default grid width of Y: 0.08 sd(Y) (the convex split adds h^2/4 to Var Y: under 2e-3 of it), refined so that
-    the mass at W = 0 (infinite loss of the add direction) is at most 1e-12. ``tail`` is unused (kept for the
-    signature)."""
+def default_grid(t: int, sigma: float, tail: float = 1e-14, factor: float = 1.0) -> float:
+    """Default grid width of Y: ``factor`` times 0.08 sd(Y) (the convex split adds h^2/4 to Var Y: under 2e-3 of it at
+    factor 1), refined so that the mass at W = 0 (infinite loss of the add direction) is at most 1e-12. ``tail`` is
+    unused (kept for the signature). A factor below 1 scales the capped width too."""
     s = 1.0 / sigma
     sd = math.sqrt(math.expm1(s * s))
-    h = 0.08 * sd
+    h = factor * 0.08 * sd
     # the split of the first cell [0, h) puts Q-mass at Y = 0, and W = 0 (all t terms there) is an infinite loss
     # of the add direction: keep Q(Y < h)^t <= 1e-12
     h0 = math.exp(-0.5 * s * s + s * special.ndtri(1e-12 ** (1.0 / t)))
-    return min(h, h0)
+    return min(h, h0 * min(factor, 1.0))
 
 
 # ---------------------------------------------------------------------------------------------- the accountant
@@ -668,17 +672,30 @@ class _LazyPLD:
     help="DP-SGD under random allocation (balls in bins), Feldman-Shenfeld pair: certified PLD bracket",
 )
 class RandomAllocationPLDAccountant(Accountant):
-    """Certified bracket on epsilon(delta) / delta(epsilon) of DP-SGD under random allocation (module docstring).
+    r"""Certified bracket on epsilon(delta) / delta(epsilon) of DP-SGD under random allocation (module docstring).
 
     Composes :class:`RandomAllocation` runs, and :class:`~dputils.matrix.BallsInBinsMatrixMechanism` runs whose
     Gram matrix is a multiple of the identity (DP-SGD, any number of epochs at a fixed slot).
 
+    **Grid choice** (issue 35: refine until the certified bracket is narrow). Without a given ``grid`` each query
+    starts at :func:`default_grid` times ``GRID_START`` (2; 1.5 when the PLD composes several allocations, whose own
+    brackets take part of the width) and, while the relative width ``(upper - lower) / upper`` exceeds ``rtol``,
+    refines the factor by :math:`\min(0.8, \max(1/4, 0.9\sqrt{\mathrm{rtol}/w}))` (the grid's part of the width falls
+    like the square of the grid width). It stops when a pass is not narrower than the one before (the floating-point
+    slack, which grows as the grid is refined, then dominates), at ``GRID_MIN`` or the points limit, or where there is
+    no certified lower end (k > 1, the Gaussian fallback); every pass is certified and the narrowest is returned,
+    with ``details["rtol_met"]`` and, when False, ``details["rtol_reason"]``. The pairs of each grid are cached.
+
     Args:
         direction: ``"both"`` (default, the worse), ``"add"`` or ``"remove"``.
-        grid: width h of the grid of one lognormal term (default :func:`default_grid`); every grid gives a
-            certified bracket, a coarser one a wider bracket.
+        grid: width h of the grid of one lognormal term, used as is (default: the grid choice above); every grid
+            gives a certified bracket, a coarser one a wider bracket.
         discretization: loss grid of the PLD composition (default: the PLD accountant's automatic one).
-        tail: E[(Y - M)_+] <= tail fixes the cap M of a term (added to the upper end).
+        tail: E[(Y - M)_+] <= tail fixes the cap M of a term (added to the upper end). Default ``None``: 1e-14 for
+            delta queries; for epsilon queries :math:`10^{-3}\,\mathrm{rtol}\,\delta / c` (c the allocations
+            composed), clipped to [1e-14, 1e-9], so that the tails move delta by at most 1e-3 rtol of it while the
+            arrays (whose length is M / h) shrink 2-3 fold.
+        rtol: relative width ``(upper - lower) / upper`` the automatic grid refines to, in (0, 1); default 1e-3.
     """
 
     name = "allocation-pld"
@@ -686,16 +703,25 @@ class RandomAllocationPLDAccountant(Accountant):
     DEFAULT_DISCRETIZATION = 2e-4
 
     def __init__(
-        self, direction: str = "both", grid: float | None = None, discretization: float | None = None, tail=1e-14
+        self,
+        direction: str = "both",
+        grid: float | None = None,
+        discretization: float | None = None,
+        tail: float | None = None,
+        rtol: float = 1e-3,
     ) -> None:
         super().__init__(direction)
         self.grid = None if grid is None else check_positive("grid", grid)
         self.discretization = None if discretization is None else check_positive("discretization", discretization)
-        tail = check_positive("tail", tail)
-        if tail > 1e-6:
-            raise DPValueError(f"tail must be in (0, 1e-6], got {tail!r}")
+        if tail is not None:
+            tail = check_positive("tail", tail)
+            if tail > 1e-6:
+                raise DPValueError(f"tail must be in (0, 1e-6], got {tail!r}")
         self.tail = tail
-        self._state = None
+        if not 0 < check_positive("rtol", rtol) < 1:
+            raise DPValueError(f"rtol must be in (0, 1), got {float(rtol)!r}")
+        self.rtol = float(rtol)
+        self._states: dict[tuple, dict] = {}
 
     def _components(self, mechanism) -> list[tuple[int, float, int]]:
         if isinstance(mechanism, RandomAllocation):
@@ -719,11 +745,22 @@ class RandomAllocationPLDAccountant(Accountant):
         self._components(mechanism)
 
     def _invalidate(self) -> None:
-        self._state = None
+        self._states.clear()
+        self._last = None
 
-    def _build(self):
-        if self._state is not None:
-            return self._state
+    def _build(self, factor: float | None | type(Ellipsis) = ..., split: bool = True, tail: float = 1e-14):
+        """The pairs and their PLD compositions at grid ``factor`` (times :func:`default_grid`; None: the given grid,
+        or the default one) with the convolutions' ``split`` (see :func:`_combine`), cached. Without arguments: the
+        state that answered the last query (else the default grid's)."""
+        if factor is ...:
+            if getattr(self, "_last", None) is not None:
+                return self._last
+            factor = None
+        tail = self.tail if self.tail is not None else tail
+        key = (factor, split, tail)
+        if key in self._states:
+            self._last = self._states[key]
+            return self._last
         self._require_ledger()
         exact_lower = all(getattr(m, "selected", 1) == 1 for m, _ in self.ledger)  # balls-in-bins: exact
         counts: dict[tuple[int, float], int] = {}
@@ -742,7 +779,11 @@ class RandomAllocationPLDAccountant(Accountant):
                 lo_ledger.append((GaussianMechanism(sig), n))
                 continue
             try:
-                ap = allocation_pairs(t, sig, self.grid, self.tail)
+                if self.grid is None and factor is not None:
+                    h = default_grid(t, sig, tail, factor)
+                    ap = allocation_pairs(t, sig, h, tail, split=split, auto=True)
+                else:
+                    ap = allocation_pairs(t, sig, self.grid, tail, split=split)
             except _OutOfRange as exc:
                 # one participation with sensitivity 1: the allocation pair is dominated by the Gaussian mechanism's
                 # (joint convexity of the hockey-stick divergence over the mixture), in both directions
@@ -763,7 +804,10 @@ class RandomAllocationPLDAccountant(Accountant):
         self._gaussian_only = not pairs
         if fallback:
             exact_lower = False
-        self._state = dict(
+        st = self._states[key] = dict(
+            factor=factor,
+            split=split,
+            tail=tail,
             direct=direct,
             fallback=fallback,
             up=self._pld(up_ledger),
@@ -773,7 +817,8 @@ class RandomAllocationPLDAccountant(Accountant):
             exact_lower=exact_lower,
             pairs=pairs,
         )
-        return self._state
+        self._last = st
+        return st
 
     def _pld(self, ledger) -> _LazyPLD:
         default = None if getattr(self, "_gaussian_only", False) else self.DEFAULT_DISCRETIZATION
@@ -782,6 +827,9 @@ class RandomAllocationPLDAccountant(Accountant):
     def _details(self, st, extra) -> dict:
         return {
             "grid": [p.h for p in st["pairs"]],
+            "grid_factor": st["factor"],
+            "tail": st["tail"],
+            "split": st["split"],
             "points": [p.points for p in st["pairs"]],
             "eta": [p.eta for p in st["pairs"]],
             "over_cap": [list(p.over) for p in st["pairs"]],
@@ -811,14 +859,13 @@ class RandomAllocationPLDAccountant(Accountant):
         lo = min(max(0.0, max(los.values())), up) if los else 0.0
         return lo, up, worst
 
-    def get_delta(self, epsilon: float) -> AccountingResult:
-        eps = self._checked_epsilon(epsilon)
-        st = self._build()
+    def _delta_at(self, st, eps: float) -> AccountingResult:
+        """The certified bracket on delta(eps) from one state (one grid)."""
         if st["direct"]:
             lo, up, worst = self._direct_delta(st, eps)
             det = self._details(st, {"direction": worst, "composition": "direct"})
             return AccountingResult(up, lo, up, "upper-bound", self.name, "delta", det)
-        g = math.exp(eps)
+        g = math.exp(min(eps, 700.0))
         ru = st["up"].get_delta(eps)
         up = min(1.0, ru.upper + st["slack_up"][0] + g * st["slack_up"][1])
         lo = 0.0
@@ -826,34 +873,119 @@ class RandomAllocationPLDAccountant(Accountant):
             rl = st["lo"].get_delta(eps)
             lo = max(0.0, rl.lower - st["slack_lo"][0] - g * st["slack_lo"][1])
         lo = min(lo, up)
-        det = self._details(st, {"direction": ru.details.get("direction")})
+        det = self._details(st, {"direction": ru.details.get("direction"), "composition": "pld"})
         return AccountingResult(up, lo, up, "upper-bound", self.name, "delta", det)
 
-    def get_epsilon(self, delta: float) -> AccountingResult:
-        delta = self._checked_delta(delta)
-        st = self._build()
+    def _epsilon_at(self, st, delta: float) -> AccountingResult:
+        """The certified bracket on epsilon(delta) from one state (one grid).
+
+        Upper end: the composed upper pairs' epsilon at :math:`\\delta' < \\delta`, accepted when the slack at that
+        epsilon, :math:`s = s_P + e^{\varepsilon} s_Q`, is at most :math:`\\delta - \\delta'` (then the true delta
+        there is at most :math:`\\delta' + s \\le \\delta`); :math:`\\delta'` starts at :math:`\\delta(1 - rtol/10)`
+        and is lowered to :math:`\\delta - 2s` where that does not hold (one PLD query in the common case)."""
         if st["direct"]:
             return self._direct_epsilon(st, delta)
         sp, sq = st["slack_up"]
-        eps_cap = float(st["up"].get_epsilon(delta / 2).upper)
-        slack = sp + math.exp(eps_cap) * sq
-        if slack > delta / 2:
-            raise NumericalError(
-                f"allocation-pld: the floating-point error bound ({slack:.2g}) exceeds half of delta={delta:g}; "
-                "use a larger delta or a coarser grid"
-            )
-        ru = st["up"].get_epsilon(delta - slack)
-        up = float(ru.upper)
+        d1 = delta * (1 - 0.1 * self.rtol)
+        for _ in range(4):
+            ru = st["up"].get_epsilon(d1)
+            up = float(ru.upper)
+            slack = sp + math.exp(min(up, 700.0)) * sq
+            if slack <= delta - d1:
+                break
+            if 2 * slack >= delta / 2:
+                raise NumericalError(
+                    f"allocation-pld: the floating-point error bound ({slack:.2g}) exceeds a quarter of "
+                    f"delta={delta:g}; use a larger delta or a coarser grid"
+                )
+            d1 = delta - 2 * slack
+        else:
+            raise NumericalError(f"allocation-pld: the floating-point slack at delta={delta:g} did not settle")
         lo = 0.0
         if st["exact_lower"]:
             lp, lq = st["slack_lo"]
-            d_lo = delta + lp + math.exp(up) * lq
+            d_lo = delta + lp + math.exp(min(up, 700.0)) * lq
             if d_lo < 1:
                 rl = st["lo"].get_epsilon(d_lo)
                 lo = float(rl.lower)
         lo = min(lo, up)
         det = self._details(st, {"direction": ru.details.get("direction"), "composition": "pld"})
         return AccountingResult(up, lo, up, "upper-bound", self.name, "epsilon", det)
+
+    #: the automatic grid's first factor (times :func:`default_grid`) and its finest
+    GRID_START = 2.0
+    GRID_START_COMPOSED = 1.5
+    GRID_MIN = 0.125
+
+    def _build_is_direct(self) -> bool:
+        """Whether the ledger is one 1-out-of-t allocation (summed directly, no PLD composition)."""
+        comps = [c for m, n in self.ledger for c in [(t, s, k * n) for t, s, k in self._components(m)]]
+        return len(comps) == 1 and comps[0][2] == 1 and comps[0][0] > 1
+
+    def _refined(self, answer, quantity: str, x: float) -> AccountingResult:
+        """The grid loop of the automatic grid (class docstring): each pass is a certified bracket; refine until
+        the relative width is at most ``rtol``, return the narrowest."""
+        tail = 1e-14
+        if quantity == "epsilon":
+            c = sum(k * n for m, n in self.ledger for _, _, k in self._components(m))
+            tail = min(1e-9, max(1e-14, 1e-3 * self.rtol * x / c))
+        if self.grid is not None:
+            r = answer(self._build(None, True, tail))
+            r.details.update(rtol=self.rtol, rtol_met=self._rel(r) <= self.rtol)
+            if not r.details["rtol_met"]:
+                r.details["rtol_reason"] = f"the given grid ({self.grid:g}) is used as is"
+            return r
+        # a single allocation is summed directly; a composition's PLD brackets take about half of rtol: finer start
+        composed = not self._build_is_direct()
+        f = self.GRID_START_COMPOSED if composed else self.GRID_START
+        best, best_st, reason = None, None, None
+        for _ in range(6):
+            try:
+                st = self._build(f, True, tail)
+                r = answer(st)
+            except NumericalError as exc:  # a finer grid's rounding slack over delta: keep the last answer
+                if best is None:
+                    raise
+                reason = f"at grid factor {f:.3g}: {exc}"
+                break
+            w = self._rel(r)
+            if best is not None and w >= self._rel(best):
+                # the floating-point slack (which grows as the grid is refined) outweighs the grid's width
+                reason = f"refining the grid (factor {f:.3g}) no longer narrows the bracket (floating-point slack)"
+                break
+            best, best_st = r, st
+            if not st["exact_lower"]:
+                reason = "no certified lower end to measure the width by (" + best.details["lower_bound"] + ")"
+                break
+            if w <= self.rtol or not st["pairs"]:
+                break
+            if f <= self.GRID_MIN or any(p.points * 2 > DEFAULT_POINTS for p in st["pairs"]):
+                reason = f"the grid factor {f:g} is at the refinement limits (factor >= {self.GRID_MIN}, points)"
+                break
+            # the grid's part of the width falls like the square of the grid width; where every grid is at the
+            # add direction's cap (default_grid's h0) a factor above 1 does not change it
+            capped = all(p.h >= default_grid(p.t, p.sigma, tail, math.inf) * (1 - 1e-12) for p in st["pairs"])
+            f = (min(f, 1.0) if capped else f) * min(0.8, max(0.25, 0.9 * math.sqrt(self.rtol / w)))
+        else:
+            reason = "6 grid passes"
+        self._last = best_st
+        best.details["rtol"] = self.rtol
+        best.details["rtol_met"] = self._rel(best) <= self.rtol
+        if not best.details["rtol_met"]:
+            best.details["rtol_reason"] = reason
+        return best
+
+    @staticmethod
+    def _rel(r: AccountingResult) -> float:
+        return (r.upper - r.lower) / r.upper if r.upper > 0 else 0.0
+
+    def get_delta(self, epsilon: float) -> AccountingResult:
+        eps = self._checked_epsilon(epsilon)
+        return self._refined(lambda st: self._delta_at(st, eps), "delta", eps)
+
+    def get_epsilon(self, delta: float) -> AccountingResult:
+        delta = self._checked_delta(delta)
+        return self._refined(lambda st: self._epsilon_at(st, delta), "epsilon", delta)
 
     def _direct_epsilon(self, st, delta: float) -> AccountingResult:
         """Bisection of the direct bounds: the upper end is an eps where the certified delta upper bound is at most
