@@ -528,7 +528,13 @@ def _with_rest(blk: _Block, p_total: float, q_total: float) -> tuple[np.ndarray,
 
 
 def allocation_pairs(
-    t: int, sigma: float, h: float | None = None, tail: float = 1e-14, split: bool = True, auto: bool | None = None
+    t: int,
+    sigma: float,
+    h: float | None = None,
+    tail: float = 1e-14,
+    split: bool = True,
+    auto: bool | None = None,
+    lower: bool = True,
 ) -> AllocationPairs:
     """The discrete pairs of the 1-out-of-t Gaussian allocation (module docstring).
 
@@ -543,7 +549,8 @@ def allocation_pairs(
         of Y is the (1 - tail) quantile of the size-biased law, so that E[(Y - M)_+] <= tail; split: the
         convolutions' bulk and tail split (:func:`_combine`; False: one transform, faster, a looser rounding bound);
         auto: whether h is an automatic choice (refused above ``DEFAULT_POINTS`` with the reason, for the fallback;
-        default: h is None).
+        default: h is None); lower: whether to compute the dominated pair (else ``lower`` is None: for k > 1, whose
+        reduction has no lower end).
     """
     t = check_positive_int("steps", t)
     sigma = check_positive("sigma", sigma)
@@ -585,6 +592,8 @@ def allocation_pairs(
     # atom (eta + p_over) never counts for the add direction and is left out
     upper = _PairMechanism(rem, add, ("upper", t, sigma, h))
     tau_up = (2 * up.eb + eta * 1e-6, 2 * up.ea)  # kept masses and the set-aside masses (1 - sums)
+    if not lower:
+        return AllocationPairs(t, sigma, h, upper, None, tau_up, (0.0, 0.0), eta, (p_over, q_over), int(up.a.size))
     # lower: post-processing (rounded down, capped at M, over-cap sums as one more outcome)
     lo = _power(t, _Block(1, term.down_q, term.down_err, term.down_p, term.down_err), term, split)
     p_lo, q_lo, p_lo_over, q_lo_over = _with_rest(lo, 1.0, 1.0)
@@ -781,9 +790,9 @@ class RandomAllocationPLDAccountant(Accountant):
             try:
                 if self.grid is None and factor is not None:
                     h = default_grid(t, sig, tail, factor)
-                    ap = allocation_pairs(t, sig, h, tail, split=split, auto=True)
+                    ap = allocation_pairs(t, sig, h, tail, split=split, auto=True, lower=exact_lower)
                 else:
-                    ap = allocation_pairs(t, sig, self.grid, tail, split=split)
+                    ap = allocation_pairs(t, sig, self.grid, tail, split=split, lower=exact_lower)
             except _OutOfRange as exc:
                 # one participation with sensitivity 1: the allocation pair is dominated by the Gaussian mechanism's
                 # (joint convexity of the hockey-stick divergence over the mixture), in both directions
@@ -792,7 +801,8 @@ class RandomAllocationPLDAccountant(Accountant):
                 continue
             pairs.append(ap)
             up_ledger.append((ap.upper, n))
-            lo_ledger.append((ap.lower, n))
+            if ap.lower is not None:
+                lo_ledger.append((ap.lower, n))
             slack_p += n * ap.tau_up[0]
             slack_q += n * ap.tau_up[1]
             slack_lp += n * ap.tau_low[0]
@@ -811,7 +821,7 @@ class RandomAllocationPLDAccountant(Accountant):
             direct=direct,
             fallback=fallback,
             up=self._pld(up_ledger),
-            lo=self._pld(lo_ledger),
+            lo={d: self._pld(lo_ledger, d) for d in self.directions},
             slack_up=(f * slack_p, f * slack_q),
             slack_lo=(f * slack_lp, f * slack_lq),
             exact_lower=exact_lower,
@@ -820,9 +830,16 @@ class RandomAllocationPLDAccountant(Accountant):
         self._last = st
         return st
 
-    def _pld(self, ledger) -> _LazyPLD:
+    def _pld(self, ledger, direction: str | None = None) -> _LazyPLD:
         default = None if getattr(self, "_gaussian_only", False) else self.DEFAULT_DISCRETIZATION
-        return _LazyPLD(ledger, self.direction, self.discretization, default)
+        return _LazyPLD(ledger, direction or self.direction, self.discretization, default)
+
+    @staticmethod
+    def _lower_pld(st, worst: str | None) -> _LazyPLD:
+        """The dominated pairs' PLD of one direction: the worse one of the upper end (the lower end of one
+        direction's delta is a lower end of the maximum over both; half the work of composing both)."""
+        lo = st["lo"]
+        return lo[worst] if worst in lo else next(iter(lo.values()))
 
     def _details(self, st, extra) -> dict:
         return {
@@ -870,7 +887,7 @@ class RandomAllocationPLDAccountant(Accountant):
         up = min(1.0, ru.upper + st["slack_up"][0] + g * st["slack_up"][1])
         lo = 0.0
         if st["exact_lower"]:
-            rl = st["lo"].get_delta(eps)
+            rl = self._lower_pld(st, ru.details.get("direction")).get_delta(eps)
             lo = max(0.0, rl.lower - st["slack_lo"][0] - g * st["slack_lo"][1])
         lo = min(lo, up)
         det = self._details(st, {"direction": ru.details.get("direction"), "composition": "pld"})
@@ -906,7 +923,7 @@ class RandomAllocationPLDAccountant(Accountant):
             lp, lq = st["slack_lo"]
             d_lo = delta + lp + math.exp(min(up, 700.0)) * lq
             if d_lo < 1:
-                rl = st["lo"].get_epsilon(d_lo)
+                rl = self._lower_pld(st, ru.details.get("direction")).get_epsilon(d_lo)
                 lo = float(rl.lower)
         lo = min(lo, up)
         det = self._details(st, {"direction": ru.details.get("direction"), "composition": "pld"})
