@@ -51,7 +51,9 @@ epochs at the same slot) is the 1-out-of-b pair with :math:`\sigma/\sqrt g` exac
 
 **Composition and certification.** Each discrete pair becomes a :class:`~dputils.accountants.pld.PLDAccountant`
 mechanism (:class:`DiscretePair`); the PLD accountant's certified connect-the-dots / rounded-down composition gives
-the upper end from the dominating pairs and the lower end from the dominated ones. Floating-point error of the
+the upper end from the dominating pairs and the lower end from the dominated ones; one or two allocations (k 2, two
+epochs) are summed exactly from their pairs instead (:func:`_delta2`: no PLD width, and several times faster).
+Floating-point error of the
 cell masses (``log_ndtr`` differences) and of every FFT convolution is tracked as l1 distances
 :math:`\tau_P, \tau_Q` between the computed and the exact pairs. A convolution's rounding bound is
 :math:`3\rho(\|u\|_2\|v\|_1 + \|u\|_1\|v\|_2)` on the 2-norm, :math:`\rho = 10\,u\log_2 L` (after Higham's FFT
@@ -240,6 +242,39 @@ class DiscretePair(PrivacyLossPair):
     def sample(self, n: int, rng: np.random.Generator, under: str = "p"):
         w = self.pm if under == "p" else self.qm
         return rng.choice(w.size, size=n, p=w / w.sum())
+
+
+def _delta2(A: DiscretePair, B: DiscretePair, eps: float) -> tuple[float, float]:
+    r"""(lower, upper) on the hockey-stick divergence :math:`\delta(\varepsilon)` of the product pair A x B (the
+    composition of two discrete pairs: losses add), exactly up to floating point, in O(n log n).
+
+    :math:`\delta = \sum_{l_i + l_j > \varepsilon} (p_i p_j - e^\varepsilon q_i q_j) + a_\infty (P_B + b_\infty)
+    + P_A b_\infty`, and for each atom i of A the sum over j is :math:`p_i S^P_B(x) - e^\varepsilon q_i S^Q_B(x)`
+    with the suffix sums :math:`S_B(x)` over B's atoms of loss above :math:`x = \varepsilon - l_i` (a search in B's
+    sorted losses). Every pair counted has :math:`p_ip_j > e^\varepsilon q_iq_j`, so each inner sum is >= 0 (clipped
+    there). Floating point: the suffix sums (non-negative, summed from the small end) within :math:`(n_B + 1)u`,
+    the products and the difference within 4u of :math:`p_i S^P + e^\varepsilon q_i S^Q`, the outer sum within
+    :math:`(n_A + 2)u` of its value; pairs with :math:`l_i + l_j` within rounding of epsilon (the computed losses
+    carry a few ulps of :math:`|l| + 1`) may be misclassified, each moving delta by at most
+    :math:`p_ip_j (e^{8u(2L + |\varepsilon| + 3)} - 1)` (L the largest |loss|)."""
+    g = math.exp(min(eps, 700.0))
+    k = np.searchsorted(B.l, eps - A.l, side="right")
+    rp = np.concatenate([B._rsum_p, [0.0]])[k]
+    rq = np.concatenate([B._rsum_q, [0.0]])[k]
+    a = A.pm * rp
+    b = g * (A.qm * rq)
+    val = float(np.maximum(a - b, 0.0).sum())
+    pa = float(A._csum_p[-1]) if A.pm.size else 0.0
+    pb = float(B._csum_p[-1]) if B.pm.size else 0.0
+    inf = A._inf * (pb + B._inf) + pa * B._inf
+    big = max(float(np.abs(A.l).max(initial=0.0)), float(np.abs(B.l).max(initial=0.0)))
+    err = (
+        (B.l.size + 5) * _U * float(a.sum() + b.sum())
+        + (A.l.size + 2) * _U * val
+        + math.expm1(8 * _U * (2 * big + abs(eps) + 3)) * pa * pb
+        + 4 * _U * inf
+    )
+    return max(val + inf - err, 0.0), val + inf + err
 
 
 class _PairMechanism(Mechanism):
@@ -638,7 +673,14 @@ class _LazyPLD:
         self.direction = direction
         self.given = given
         self.default = default
-        self._acc = None
+        self._pld = None
+
+    @property
+    def _acc(self) -> PLDAccountant:
+        """The PLD accountant, built on first use (a direct sum of one or two pairs never needs it)."""
+        if self._pld is None:
+            self._pld = self._make(self.given) if self.given is not None else self._make(None, self.default)
+        return self._pld
 
     def _make(self, h: float | None, start: float | None = None) -> PLDAccountant:
         acc = PLDAccountant(self.direction, discretization=h)
@@ -651,15 +693,13 @@ class _LazyPLD:
         return acc
 
     def _call(self, fn):
-        if self._acc is None:
-            self._acc = self._make(self.given) if self.given is not None else self._make(None, self.default)
         try:
             return fn(self._acc)
         except GridLimitError:
             # the fixed grid is over the PLD's point or memory limits (an exception type, never message text)
             if self.given is not None:
                 raise
-            self._acc = self._make(None)
+            self._pld = self._make(None)
             self.given = -1.0  # retried once
             return fn(self._acc)
 
@@ -808,7 +848,10 @@ class RandomAllocationPLDAccountant(Accountant):
             slack_lp += n * ap.tau_low[0]
             slack_lq += n * ap.tau_low[1]
         f = 1 + 1e-9  # products of measures of mass 1 + O(tau)
-        direct = not fallback and len(pairs) == 1 and len(counts) == 1 and next(iter(counts.values())) == 1
+        # one or two allocations (k 2, or 2 epochs): their pairs summed directly (no PLD re-discretisation)
+        n_alloc = sum(counts.values())
+        direct = not fallback and len(pairs) == len(counts) and n_alloc <= 2
+        direct_pairs = [p for p in pairs for _ in range(counts[(p.t, p.sigma)])] if direct else []
         # only Gaussian steps (t = 1 or the fallback): the PLD accountant's own grid refinement (its rtol), not the
         # fixed grid chosen for the lognormal pairs
         self._gaussian_only = not pairs
@@ -819,6 +862,7 @@ class RandomAllocationPLDAccountant(Accountant):
             split=split,
             tail=tail,
             direct=direct,
+            direct_pairs=direct_pairs,
             fallback=fallback,
             up=self._pld(up_ledger),
             lo={d: self._pld(lo_ledger, d) for d in self.directions},
@@ -860,17 +904,24 @@ class RandomAllocationPLDAccountant(Accountant):
         }
 
     def _direct_delta(self, st, eps: float, which: str = "both") -> tuple[float, float, str]:
-        """(lower, upper, worse direction) of delta(eps) for one allocation, summed exactly over the discrete pairs
-        (no PLD re-discretisation), with the floating-point slack. ``which="upper"`` / ``"lower"`` computes one end
-        (the other is returned as 1 / 0)."""
-        ap = st["pairs"][0]
+        """(lower, upper, worse direction) of delta(eps) for one or two allocations, summed exactly over the discrete
+        pairs (one pair: :meth:`DiscretePair.delta_bounds`; two: their product, :func:`_delta2`; no PLD
+        re-discretisation), with the floating-point slack. ``which="upper"`` / ``"lower"`` computes one end (the
+        other is returned as 1 / 0)."""
+        dp = st["direct_pairs"]
         g = math.exp(min(eps, 700.0))
+
+        def hs(kind, d):  # (lower, upper) of the (composed) pair's delta
+            if len(dp) == 1:
+                return getattr(dp[0], kind).pair(d).delta_bounds(eps)
+            return _delta2(getattr(dp[0], kind).pair(d), getattr(dp[1], kind).pair(d), eps)
+
         ups, los = {}, {}
         for d in self.directions:
             if which != "lower":
-                ups[d] = ap.upper.pair(d).delta_bounds(eps)[1] + st["slack_up"][0] + g * st["slack_up"][1]
+                ups[d] = hs("upper", d)[1] + st["slack_up"][0] + g * st["slack_up"][1]
             if which != "upper" and st["exact_lower"]:
-                los[d] = ap.lower.pair(d).delta_bounds(eps)[0] - st["slack_lo"][0] - g * st["slack_lo"][1]
+                los[d] = hs("lower", d)[0] - st["slack_lo"][0] - g * st["slack_lo"][1]
         worst = max(ups, key=ups.get) if ups else ""
         up = min(1.0, ups[worst]) if ups else 1.0
         lo = min(max(0.0, max(los.values())), up) if los else 0.0
@@ -935,9 +986,9 @@ class RandomAllocationPLDAccountant(Accountant):
     GRID_MIN = 0.125
 
     def _build_is_direct(self) -> bool:
-        """Whether the ledger is one 1-out-of-t allocation (summed directly, no PLD composition)."""
-        comps = [c for m, n in self.ledger for c in [(t, s, k * n) for t, s, k in self._components(m)]]
-        return len(comps) == 1 and comps[0][2] == 1 and comps[0][0] > 1
+        """Whether the ledger is one or two 1-out-of-t allocations (t > 1; summed directly, no PLD composition)."""
+        comps = [(t, k * n) for m, n in self.ledger for t, _, k in self._components(m)]
+        return sum(c for _, c in comps) <= 2 and all(t > 1 for t, _ in comps)
 
     def _refined(self, answer, quantity: str, x: float) -> AccountingResult:
         """The grid loop of the automatic grid (class docstring): each pass is a certified bracket; refine until
@@ -1004,6 +1055,12 @@ class RandomAllocationPLDAccountant(Accountant):
         delta = self._checked_delta(delta)
         return self._refined(lambda st: self._epsilon_at(st, delta), "epsilon", delta)
 
+    @staticmethod
+    def _direct_tol(st) -> float:
+        """The bisection's tolerance: 1e-9 for one pair (cheap sums), 1e-7 for two (each step a search of one pair's
+        atoms in the other's; far below any rtol)."""
+        return 1e-9 if len(st["direct_pairs"]) == 1 else 1e-7
+
     def _direct_epsilon(self, st, delta: float) -> AccountingResult:
         """Bisection of the direct bounds: the upper end is an eps where the certified delta upper bound is at most
         delta, the lower end one where the certified lower bound is at least delta (or 0)."""
@@ -1013,7 +1070,10 @@ class RandomAllocationPLDAccountant(Accountant):
             if hi > 600:
                 # the grid's infinite-loss masses (W = 0, set-aside sums) exceed delta: bound by the Gaussian mechanism
                 ap = st["pairs"][0]
-                g = PLDAccountant(self.direction).compose(GaussianMechanism(ap.sigma)).get_epsilon(delta)
+                gacc = PLDAccountant(self.direction)
+                for p in st["direct_pairs"]:
+                    gacc.compose(GaussianMechanism(p.sigma))
+                g = gacc.get_epsilon(delta)
                 reason = f"the grid's infinite-loss mass exceeds delta={delta:g} (grid {ap.h:.3g} too coarse)"
                 det = self._details(st, {"direction": g.details.get("direction"), "composition": "gaussian-fallback"})
                 det["fallback"] = [reason]
@@ -1027,7 +1087,7 @@ class RandomAllocationPLDAccountant(Accountant):
                     0.0,
                     hi,
                     keep="hi",
-                    tol=1e-9,
+                    tol=self._direct_tol(st),
                     ends_checked=True,
                 )
             )
@@ -1040,7 +1100,7 @@ class RandomAllocationPLDAccountant(Accountant):
                         0.0,
                         max(up, 1e-300),
                         keep="lo",
-                        tol=1e-9,
+                        tol=self._direct_tol(st),
                         ends_checked=True,
                     )
                 )
