@@ -741,8 +741,8 @@ class RandomAllocationPLDAccountant(Accountant):
             gives a certified bracket, a coarser one a wider bracket.
         discretization: loss grid of the PLD composition (default: the PLD accountant's automatic one).
         tail: E[(Y - M)_+] <= tail fixes the cap M of a term (added to the upper end). Default ``None``: 1e-14 for
-            delta queries; for epsilon queries :math:`10^{-3}\,\mathrm{rtol}\,\delta / c` (c the allocations
-            composed), clipped to [1e-14, 1e-9], so that the tails move delta by at most 1e-3 rtol of it while the
+            delta queries; for epsilon queries :math:`0.1\,\mathrm{rtol}\,\delta / c` (c the allocations
+            composed), clipped to [1e-14, 1e-8], so that the tails move delta by at most 0.1 rtol of it while the
             arrays (whose length is M / h) shrink 2-3 fold.
         rtol: relative width ``(upper - lower) / upper`` the automatic grid refines to, in (0, 1); default 1e-3.
     """
@@ -996,7 +996,7 @@ class RandomAllocationPLDAccountant(Accountant):
         tail = 1e-14
         if quantity == "epsilon":
             c = sum(k * n for m, n in self.ledger for _, _, k in self._components(m))
-            tail = min(1e-9, max(1e-14, 1e-3 * self.rtol * x / c))
+            tail = min(1e-8, max(1e-14, 0.1 * self.rtol * x / c))
         if self.grid is not None:
             r = answer(self._build(None, True, tail))
             r.details.update(rtol=self.rtol, rtol_met=self._rel(r) <= self.rtol)
