@@ -727,8 +727,9 @@ class RandomAllocationPLDAccountant(Accountant):
     Gram matrix is a multiple of the identity (DP-SGD, any number of epochs at a fixed slot).
 
     **Grid choice** (issue 35: refine until the certified bracket is narrow). Without a given ``grid`` each query
-    starts at :func:`default_grid` times ``GRID_START`` (2; 1.5 when the PLD composes several allocations, whose own
-    brackets take part of the width) and, while the relative width ``(upper - lower) / upper`` exceeds ``rtol``,
+    starts at :func:`default_grid` times ``GRID_START`` (4 for one or two allocations summed directly, whose
+    discretisation error is second order in the grid; 1.5 when the PLD composes more, its own brackets taking part
+    of the width) and, while the relative width ``(upper - lower) / upper`` exceeds ``rtol``,
     refines the factor by :math:`\min(0.8, \max(1/4, 0.9\sqrt{\mathrm{rtol}/w}))` (the grid's part of the width falls
     like the square of the grid width). It stops when a pass is not narrower than the one before (the floating-point
     slack, which grows as the grid is refined, then dominates), at ``GRID_MIN`` or the points limit, or where there is
@@ -830,9 +831,9 @@ class RandomAllocationPLDAccountant(Accountant):
             try:
                 if self.grid is None and factor is not None:
                     h = default_grid(t, sig, tail, factor)
-                    ap = allocation_pairs(t, sig, h, tail, split=split, auto=True, lower=exact_lower)
+                    ap = allocation_pairs(t, sig, h, tail, split=split, auto=True)
                 else:
-                    ap = allocation_pairs(t, sig, self.grid, tail, split=split, lower=exact_lower)
+                    ap = allocation_pairs(t, sig, self.grid, tail, split=split)
             except _OutOfRange as exc:
                 # one participation with sensitivity 1: the allocation pair is dominated by the Gaussian mechanism's
                 # (joint convexity of the hockey-stick divergence over the mixture), in both directions
@@ -869,6 +870,9 @@ class RandomAllocationPLDAccountant(Accountant):
             slack_up=(f * slack_p, f * slack_q),
             slack_lo=(f * slack_lp, f * slack_lq),
             exact_lower=exact_lower,
+            # the dominated pairs of the reduction (k > 1: a lower end of the reduced composition, not of the run;
+            # used only to measure the grid's width)
+            red_lower=not fallback,
             pairs=pairs,
         )
         self._last = st
@@ -920,7 +924,7 @@ class RandomAllocationPLDAccountant(Accountant):
         for d in self.directions:
             if which != "lower":
                 ups[d] = hs("upper", d)[1] + st["slack_up"][0] + g * st["slack_up"][1]
-            if which != "upper" and st["exact_lower"]:
+            if which != "upper" and st["red_lower"]:
                 los[d] = hs("lower", d)[0] - st["slack_lo"][0] - g * st["slack_lo"][1]
         worst = max(ups, key=ups.get) if ups else ""
         up = min(1.0, ups[worst]) if ups else 1.0
@@ -932,17 +936,17 @@ class RandomAllocationPLDAccountant(Accountant):
         if st["direct"]:
             lo, up, worst = self._direct_delta(st, eps)
             det = self._details(st, {"direction": worst, "composition": "direct"})
-            return AccountingResult(up, lo, up, "upper-bound", self.name, "delta", det)
+            return self._result(st, up, lo, "delta", det)
         g = math.exp(min(eps, 700.0))
         ru = st["up"].get_delta(eps)
         up = min(1.0, ru.upper + st["slack_up"][0] + g * st["slack_up"][1])
         lo = 0.0
-        if st["exact_lower"]:
+        if st["red_lower"]:
             rl = self._lower_pld(st, ru.details.get("direction")).get_delta(eps)
             lo = max(0.0, rl.lower - st["slack_lo"][0] - g * st["slack_lo"][1])
         lo = min(lo, up)
         det = self._details(st, {"direction": ru.details.get("direction"), "composition": "pld"})
-        return AccountingResult(up, lo, up, "upper-bound", self.name, "delta", det)
+        return self._result(st, up, lo, "delta", det)
 
     def _epsilon_at(self, st, delta: float) -> AccountingResult:
         """The certified bracket on epsilon(delta) from one state (one grid).
@@ -970,7 +974,7 @@ class RandomAllocationPLDAccountant(Accountant):
         else:
             raise NumericalError(f"allocation-pld: the floating-point slack at delta={delta:g} did not settle")
         lo = 0.0
-        if st["exact_lower"]:
+        if st["red_lower"]:
             lp, lq = st["slack_lo"]
             d_lo = delta + lp + math.exp(min(up, 700.0)) * lq
             if d_lo < 1:
@@ -978,10 +982,18 @@ class RandomAllocationPLDAccountant(Accountant):
                 lo = float(rl.lower)
         lo = min(lo, up)
         det = self._details(st, {"direction": ru.details.get("direction"), "composition": "pld"})
-        return AccountingResult(up, lo, up, "upper-bound", self.name, "epsilon", det)
+        return self._result(st, up, lo, "epsilon", det)
+
+    def _result(self, st, up: float, lo: float, quantity: str, det: dict) -> AccountingResult:
+        """The answer; where the lower end is that of the k > 1 reduction only, it goes to
+        ``details["reduction_lower"]`` (the grid loop's width measure) and the reported lower end is 0."""
+        if not st["exact_lower"]:
+            det["reduction_lower"] = lo
+            lo = 0.0
+        return AccountingResult(up, lo, up, "upper-bound", self.name, quantity, det)
 
     #: the automatic grid's first factor (times :func:`default_grid`) and its finest
-    GRID_START = 2.0
+    GRID_START = 4.0
     GRID_START_COMPOSED = 1.5
     GRID_MIN = 0.125
 
@@ -1022,8 +1034,8 @@ class RandomAllocationPLDAccountant(Accountant):
                 reason = f"refining the grid (factor {f:.3g}) no longer narrows the bracket (floating-point slack)"
                 break
             best, best_st = r, st
-            if not st["exact_lower"]:
-                reason = "no certified lower end to measure the width by (" + best.details["lower_bound"] + ")"
+            if not st["red_lower"]:
+                reason = "no lower end to measure the width by (" + best.details["lower_bound"] + ")"
                 break
             if w <= self.rtol or not st["pairs"]:
                 break
@@ -1038,14 +1050,21 @@ class RandomAllocationPLDAccountant(Accountant):
             reason = "6 grid passes"
         self._last = best_st
         best.details["rtol"] = self.rtol
-        best.details["rtol_met"] = self._rel(best) <= self.rtol
+        best.details["rtol_met"] = self._rel(best, False) <= self.rtol
         if not best.details["rtol_met"]:
+            if reason is None and "reduction_lower" in best.details:
+                reason = (
+                    "no certified lower end (k > 1: the reduction is one-sided); the grid was refined until the "
+                    "reduction's own bracket met rtol"
+                )
             best.details["rtol_reason"] = reason
         return best
 
     @staticmethod
-    def _rel(r: AccountingResult) -> float:
-        return (r.upper - r.lower) / r.upper if r.upper > 0 else 0.0
+    def _rel(r: AccountingResult, reduction: bool = True) -> float:
+        """Relative width; with ``reduction``, measured by the k > 1 reduction's own lower end where there is one."""
+        lo = r.details.get("reduction_lower", r.lower) if reduction else r.lower
+        return (r.upper - lo) / r.upper if r.upper > 0 else 0.0
 
     def get_delta(self, epsilon: float) -> AccountingResult:
         eps = self._checked_epsilon(epsilon)
@@ -1092,7 +1111,7 @@ class RandomAllocationPLDAccountant(Accountant):
                 )
             )
         lo = 0.0
-        if st["exact_lower"] and self._direct_delta(st, 0.0, "lower")[0] >= delta:
+        if st["red_lower"] and self._direct_delta(st, 0.0, "lower")[0] >= delta:
             lo = (
                 float(
                     bisect_monotone(
@@ -1109,7 +1128,7 @@ class RandomAllocationPLDAccountant(Accountant):
             )
         _, _, worst = self._direct_delta(st, up, "upper")
         det = self._details(st, {"direction": worst, "composition": "direct"})
-        return AccountingResult(up, min(lo, up), up, "upper-bound", self.name, "epsilon", det)
+        return self._result(st, up, min(lo, up), "epsilon", det)
 
 
 # ---------------------------------------------------------------------------------------------- command line
