@@ -821,6 +821,9 @@ class RandomAllocationPLDAccountant(Accountant):
         slack_p = slack_q = slack_lp = slack_lq = 0.0
         pairs = []
         fallback = []
+        # dominated pairs: for the lower end (k = 1), or, for k > 1 summed directly (two allocations), to measure
+        # the grid by the reduction's own width; a k > 1 PLD composition skips them (they would double its cost)
+        want_lower = exact_lower or sum(counts.values()) <= 2
         for (t, sig), n in counts.items():
             if t == 1:
                 # 1-out-of-1: the example takes part in the one step, so the pair *is* the Gaussian mechanism's
@@ -831,9 +834,9 @@ class RandomAllocationPLDAccountant(Accountant):
             try:
                 if self.grid is None and factor is not None:
                     h = default_grid(t, sig, tail, factor)
-                    ap = allocation_pairs(t, sig, h, tail, split=split, auto=True)
+                    ap = allocation_pairs(t, sig, h, tail, split=split, auto=True, lower=want_lower)
                 else:
-                    ap = allocation_pairs(t, sig, self.grid, tail, split=split)
+                    ap = allocation_pairs(t, sig, self.grid, tail, split=split, lower=want_lower)
             except _OutOfRange as exc:
                 # one participation with sensitivity 1: the allocation pair is dominated by the Gaussian mechanism's
                 # (joint convexity of the hockey-stick divergence over the mixture), in both directions
@@ -872,7 +875,7 @@ class RandomAllocationPLDAccountant(Accountant):
             exact_lower=exact_lower,
             # the dominated pairs of the reduction (k > 1: a lower end of the reduced composition, not of the run;
             # used only to measure the grid's width)
-            red_lower=not fallback,
+            red_lower=want_lower and not fallback,
             pairs=pairs,
         )
         self._last = st
@@ -988,7 +991,8 @@ class RandomAllocationPLDAccountant(Accountant):
         """The answer; where the lower end is that of the k > 1 reduction only, it goes to
         ``details["reduction_lower"]`` (the grid loop's width measure) and the reported lower end is 0."""
         if not st["exact_lower"]:
-            det["reduction_lower"] = lo
+            if st["red_lower"]:
+                det["reduction_lower"] = lo
             lo = 0.0
         return AccountingResult(up, lo, up, "upper-bound", self.name, quantity, det)
 
