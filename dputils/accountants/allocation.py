@@ -1009,6 +1009,7 @@ class RandomAllocationPLDAccountant(Accountant):
     def _refined(self, answer, quantity: str, x: float) -> AccountingResult:
         """The grid loop of the automatic grid (class docstring): each pass is a certified bracket; refine until
         the relative width is at most ``rtol``, return the narrowest."""
+        self._require_ledger()
         tail = 1e-14
         if quantity == "epsilon":
             c = sum(k * n for m, n in self.ledger for _, _, k in self._components(m))
