@@ -57,3 +57,13 @@ def test_bad_rtol_refused_by_name():
     for bad in (0.0, 1.0, -1e-3, float("nan")):
         with pytest.raises(DPValueError, match="rtol"):
             RandomAllocationPLDAccountant(rtol=bad)
+
+
+def test_k_above_one_composition_coarser_pld_start_keeps_the_upper_end():
+    """Three or more allocations with k > 1 (no lower end) start the PLD's loss grid at 4e-4 instead of 2e-4: the
+    upper end is the same to 1e-6 relative as with a given grid of 1e-4 (both certified upper bounds)."""
+    mech = RandomAllocation(2.0, 20, 3, 1)
+    r = RandomAllocationPLDAccountant().compose(mech).get_epsilon(1e-4)
+    fine = RandomAllocationPLDAccountant(discretization=1e-4).compose(mech).get_epsilon(1e-4)
+    assert r.lower == 0.0 and r.upper <= PEER[(2.0, 20, 3, 1, 1e-4)][1]
+    assert abs(r.upper - fine.upper) <= 1e-6 * fine.upper

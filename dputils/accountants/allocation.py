@@ -751,6 +751,8 @@ class RandomAllocationPLDAccountant(Accountant):
     name = "allocation-pld"
     #: loss grid of the PLD composition when none is given (the automatic one takes over where it does not fit)
     DEFAULT_DISCRETIZATION = 2e-4
+    #: its start for a k > 1 composition of three or more allocations (no lower end: only the upper end is used)
+    NO_LOWER_DISCRETIZATION = 4e-4
 
     def __init__(
         self,
@@ -868,7 +870,9 @@ class RandomAllocationPLDAccountant(Accountant):
             direct=direct,
             direct_pairs=direct_pairs,
             fallback=fallback,
-            up=self._pld(up_ledger),
+            # without a lower end only the upper end is used, which the loss grid barely moves (k 3 of 20, sigma 2:
+            # 1.1680164 at 2e-4, 1.1680166 at 4e-4): a coarser start, half the time
+            up=self._pld(up_ledger, start=None if want_lower else self.NO_LOWER_DISCRETIZATION),
             lo={d: self._pld(lo_ledger, d) for d in self.directions},
             slack_up=(f * slack_p, f * slack_q),
             slack_lo=(f * slack_lp, f * slack_lq),
@@ -881,8 +885,8 @@ class RandomAllocationPLDAccountant(Accountant):
         self._last = st
         return st
 
-    def _pld(self, ledger, direction: str | None = None) -> _LazyPLD:
-        default = None if getattr(self, "_gaussian_only", False) else self.DEFAULT_DISCRETIZATION
+    def _pld(self, ledger, direction: str | None = None, start: float | None = None) -> _LazyPLD:
+        default = None if getattr(self, "_gaussian_only", False) else (start or self.DEFAULT_DISCRETIZATION)
         return _LazyPLD(ledger, direction or self.direction, self.discretization, default)
 
     @staticmethod
