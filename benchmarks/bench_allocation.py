@@ -9,8 +9,11 @@ timed inside the subprocess around the call, imports excluded). Reported: both b
 ratio, and whether ours is inside theirs (our upper <= their upper, brackets intersect).
 
     python benchmarks/bench_allocation.py [--repeat 3] [--peer-max-steps 300] [--peer-timeout 300] [--json [PATH]]
+    python benchmarks/bench_allocation.py --peer-rows [--repeat 3] [--json benchmarks/results/allocation_peer_rows.json]
 
-``--json`` without PATH writes ``benchmarks/results/allocation.json`` with the run's metadata.
+``--json`` without PATH writes ``benchmarks/results/allocation.json`` with the run's metadata. ``--peer-rows`` runs
+the eight settings (sigma, t, k, epochs, delta) recorded in ``tests/data/peer_pld_accounting_2_0.json`` instead of the
+sigma-1 grid above (each row's own sigma and delta).
 """
 
 from __future__ import annotations
@@ -67,27 +70,33 @@ def main() -> None:
     ap.add_argument("--peer-max-steps", type=int, default=300)
     ap.add_argument("--peer-timeout", type=float, default=300.0)
     ap.add_argument("--note", default="")
+    ap.add_argument("--peer-rows", action="store_true", help="the settings of tests/data/peer_pld_accounting_2_0.json")
     ap.add_argument("--json", nargs="?", const=str(ROOT / "benchmarks" / "results" / "allocation.json"), default=None)
     a = ap.parse_args()
     meta = bm.run_metadata(ROOT, a.note)
     rows = []
-    for t, k, e in SETTINGS:
+    if a.peer_rows:
+        recorded = json.loads((ROOT / "tests" / "data" / "peer_pld_accounting_2_0.json").read_text())["rows"]
+        settings = [(r["steps"], r["selected"], r["epochs"], r["sigma"], r["delta"]) for r in recorded]
+    else:
+        settings = [(t, k, e, a.sigma, a.delta) for t, k, e in SETTINGS]
+    for t, k, e, sigma, delta in settings:
         mine, theirs = [], []
         for rnd in range(a.repeat):
             do_peer = t <= a.peer_max_steps and (not theirs or "error" not in theirs[-1])
             order = ("ours", "peer") if rnd % 2 == 0 else ("peer", "ours")
             for who in order:
                 if who == "ours":
-                    mine.append(ours(a.sigma, t, k, e, a.delta))
+                    mine.append(ours(sigma, t, k, e, delta))
                 elif do_peer:
-                    theirs.append(peer(a.sigma, t, k, e, a.delta, a.peer_timeout))
+                    theirs.append(peer(sigma, t, k, e, delta, a.peer_timeout))
         sec, r = statistics.median(x[0] for x in mine), mine[-1][1]
         row = dict(
             steps=t,
             selected=k,
             epochs=e,
-            sigma=a.sigma,
-            delta=a.delta,
+            sigma=sigma,
+            delta=delta,
             ours=dict(upper=r.upper, lower=r.lower, seconds=sec, lower_bound=r.details["lower_bound"]),
         )
         ok = [p for p in theirs if "error" not in p]
@@ -102,7 +111,7 @@ def main() -> None:
         rows.append(row)
         peer_txt = row.get("pld_accounting", {})
         print(
-            f"t={t:>6} k={k} E={e}: ours [{r.lower:.6f}, {r.upper:.6f}] {sec:7.3f} s | pld-accounting "
+            f"s={sigma:g} d={delta:g} t={t:>6} k={k} E={e}: ours [{r.lower:.6f}, {r.upper:.6f}] {sec:7.3f} s | pld-accounting "
             + (
                 f"[{peer_txt['lower']:.6f}, {peer_txt['upper']:.6f}] {peer_txt['seconds']:7.2f} s  x{row['speedup']:.0f}"
                 if "upper" in peer_txt

@@ -5,6 +5,7 @@ Renyi accountant's upper bound."""
 
 from __future__ import annotations
 
+import json
 import math
 import time
 
@@ -211,4 +212,5 @@ def test_registered_and_cli(capsys):
     main(["epsilon", "--accountant", "allocation-pld", "--sigma", "1", "--batches", "100", "--delta", "1e-5"])
     out = capsys.readouterr().out
     assert '"accountant": "allocation-pld"' in out
-    assert "0.621" in out
+    eps = json.loads(out)["epsilon"]
+    assert 0.6206 < eps < 0.6213  # the window of test_issue_setting_numbers

@@ -134,6 +134,9 @@ _REFINE_WINDOW = 1 << 24
 _TILT_BELOW = 1e-12
 #: delta queries whose (untilted) upper bound is below this use the tilted composition
 _TILT_BELOW_DELTA = 1e-14
+#: the smallest delta scale the tails are set for (tails about 1e-4 rtol of it): delta below it is reported as an
+#: upper bound near it with lower end 0 (the float range ends at 1e-308)
+_SCALE_MIN = 1e-280
 #: epsilon queries at a delta at least this may use the FFT power where the
 #: spectral composition would cost more (short compositions; issue 35 item 6)
 _PREFER_FFT_ABOVE = 1e-8
@@ -166,7 +169,11 @@ class PLDAccountant(Accountant):
     below 1e-12 (epsilon queries; for delta queries an upper bound below 1e-14, or below 1e-9 with a lower bound under
     half of it; more than one step) use the exponentially tilted composition (:class:`TiltedPLD`), whose
     rounding error is relative to the tail rather than to the bulk: delta down to 1e-30 and below is answered.
-    Every pass gives a certified bracket; the narrowest one is returned. ``details`` says which grid answered
+    Where lowering the tails drops the upper bound by more than 1e6 (the truncated tails' own mass, not the
+    answer) they go straight to those of delta ``_SCALE_MIN`` = 1e-280; a delta below about 1e-277 is answered
+    with that certified upper end and lower end 0 (the float range ends there), without refining. The refinement
+    also stops when two grids in a row resolve no lower end. Every pass gives a certified bracket; the narrowest
+    one (the smaller upper end among equal widths) is returned. ``details`` says which grid answered
     (``"discretization"``), ``"rtol"``, ``"rtol_met"`` and, when it is False (the refinement stopped at a
     limit, or an explicit grid was too coarse), ``"rtol_reason"``. Each query's grid depends on the query and
     the ledger alone, never on earlier queries. Epsilon queries at delta >= 1e-8 take the FFT power instead of the
@@ -295,8 +302,8 @@ class PLDAccountant(Accountant):
         """(tail, window_tail) for a query whose delta is about ``scale``: the defaults, lowered so that the
         truncated masses (T tail at infinity, 2 window_tail aliased) stay below 1e-4 rtol scale."""
         total = sum(c for _, c in self.ledger)
-        small = 1e-4 * self.rtol * scale
-        return min(self.tail, small / total), min(self.window_tail, small)
+        small = 1e-4 * self.rtol * max(scale, _SCALE_MIN)
+        return max(min(self.tail, small / total), 1e-300), min(self.window_tail, small)
 
     def _pass(self, quantity: str, x: float, h: float, scale: float, tilted: bool) -> AccountingResult:
         tail, wtail = self._tails(scale)
@@ -326,7 +333,8 @@ class PLDAccountant(Accountant):
         worst = max(ups, key=ups.get)
         up, lo = ups[worst], max(lows.values())
         self._cache = dict(dps)
-        details = {"direction": worst, "discretization": h}
+        # the composed mass at +infinity (from the truncated single-step tails, and the pairs' own)
+        details = {"direction": worst, "discretization": h, "_inf": max(float(dp.up.inf_mass) for dp in dps.values())}
         if tilted:
             details["tilt"] = dps[worst].tilt
         return AccountingResult(up, lo, up, "upper-bound", self.name, quantity, details)
@@ -357,9 +365,15 @@ class PLDAccountant(Accountant):
             tails_ok = res.upper > 0.1 * scale or self._tails(res.upper) == self._tails(scale)
             if tails_ok and tilted == want:
                 break
-            scale, tilted = res.upper, want
+            # an upper bound that fell by more than 1e6 when the tails were lowered and is mostly the composed mass
+            # at +infinity is the truncated tails' own mass (T tail), not the answer: go straight to the smallest
+            # tails (issue 35: 10,000 Gaussians of sigma 100 at eps 100, exact delta 6.149e-2155, took ~10 passes
+            # of 1e-10 each)
+            floor = res.upper < 1e-6 * scale and res.details.get("_inf", 0.0) >= 0.5 * res.upper
+            scale, tilted = (_SCALE_MIN if floor else res.upper), want
             res = self._pass(quantity, x, h, scale, tilted)
         res.details["_hint"] = (scale, tilted)
+        res.details.pop("_inf", None)
         return res
 
     @staticmethod
@@ -375,6 +389,7 @@ class PLDAccountant(Accountant):
             try:
                 res = self._pass_any(quantity, x, h, hint)
                 hint = res.details.pop("_hint", None)
+                res.details.pop("_inf", None)
             except (GridLimitError, ResolutionError) as exc:
                 if not self.auto_h:
                     raise
@@ -385,10 +400,20 @@ class PLDAccountant(Accountant):
                     continue
                 reason = f"refinement stopped at discretization {h:.3g}: {exc}"
                 break
-            if best is None or self._rel_width(res) < self._rel_width(best):
-                best = res
             w = self._rel_width(res)
+            no_lower = best is not None and res.lower <= 0.0 and best.lower <= 0.0
+            if best is None or w < self._rel_width(best) or (w == self._rel_width(best) and res.upper < best.upper):
+                best = res
             if w <= self.rtol:
+                break
+            if quantity == "delta" and res.upper < 1e3 * _SCALE_MIN:
+                reason = (
+                    f"delta is below {1e3 * _SCALE_MIN:.0e}, near the end of the floating-point range: the upper end "
+                    "is certified, the lower end 0 (a finer grid cannot resolve it)"
+                )
+                break
+            if no_lower:
+                reason = f"no lower end resolved at two grids (down to {h:.3g}); the upper end is certified"
                 break
             if not self.auto_h:
                 reason = f"the explicit discretization {h:g} gives a relative width of {w:.3g}"

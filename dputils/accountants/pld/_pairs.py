@@ -102,6 +102,7 @@ class _DirectionPLD:
         self._lam = lam
         self._logM = logM
         self._hint: dict[float, float] = {}
+        self._last_hint: float | None = None
 
     def s_eta(self, eta: float) -> float:
         """The largest s with exp(log M + lam s) <= eta, best over the lam grid (>= 0)."""
@@ -158,11 +159,14 @@ class _DirectionPLD:
                 if eps is None:
                     raise refusal from None
         self._hint[delta] = eps
+        self._last_hint = eps
         return eps
 
     def _epsilon_lower_one(self, d: CertifiedComposition, delta: float) -> float:
         best = 0.0
-        guess = self._hint.get(delta)  # the upper bound's answer, when computed: the lower one is close
+        # the upper bound's answer (at this delta, else the last one: the lower query's delta differs from the
+        # upper's by the summation rounding): the lower one is close
+        guess = self._hint.get(delta, self._last_hint)
         for eta in delta * _ETA_FACTORS:
             e = d.epsilon_lower(delta + eta, guess)
             if e is not None:
