@@ -137,6 +137,16 @@ def audit_rows(run: pr.TrainingRun, canaries, delta: float, n_bootstrap: int, se
     return rows
 
 
+def trend_words(values, what: str = "the number of canaries") -> str:
+    """How a sequence of lower bounds moves along the table's rows, in words with the numbers: "rises with
+    {what}" when it is strictly increasing, else "does not rise steadily with {what} (a, b, c)". The text
+    next to the audit table is generated from this, so it cannot claim a trend the run does not show."""
+    vals = [float(v) for v in values]
+    if len(vals) > 1 and all(b > a for a, b in zip(vals, vals[1:])):
+        return f"rises with {what}"
+    return f"does not rise steadily with {what} ({', '.join(f'{v:.3g}' for v in vals)})"
+
+
 def plot_audit(rows, pld_answer: pr.Answer, delta: float):
     """The audit's lower bounds against the number of canaries, under the score's ceiling and the PLD's
     certified upper bound."""
