@@ -617,7 +617,8 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
             what = _md_cell(r.get("what"))
             tag = _ORIGIN_TAGS.get(r.get("origin"))
             source = _md_cell(r.get("source")) if r.get("source") else ""
-            if tag and not source.lower().startswith("our " if tag == "ours" else tag.lower()):
+            # no second tag where the source already names its origin ("our notes' ...", "ours: ...")
+            if tag and not source.lower().startswith(("our ", "ours") if tag == "ours" else tag.lower()):
                 source = f"{tag}: {source}" if source else tag
             if source:
                 what += f" *({source})*"
