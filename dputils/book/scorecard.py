@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from .results import read, repo_root
-from .tables import fmt_value, show_targets
+from .tables import fmt_value, num, show_targets
 
 STATUSES = ("pass", "fail", "not reproduced", "not run")
 
@@ -80,15 +80,26 @@ def _tol_text(tol: Any, mode: str, paper: Any = 1.0) -> str:
         return ""
     one_sided_at_zero = mode in ("le", "ge") and not isinstance(paper, (list, tuple)) and paper == 0
     if one_sided_at_zero:
-        return f"\u2264 {tol:g}" if mode == "le" else f"\u2265 {-tol:g}"
+        return f"\u2264 {_tol_num(tol)}" if mode == "le" else f"\u2265 {_tol_num(-tol)}"
     if mode in ("le", "ge") and tol == 0:
         return "\u2264 paper" if mode == "le" else "\u2265 paper"
+    # a relative tolerance below 0.01% reads as a power of ten ("±10⁻¹⁰ relative"), not as "±1e-08%"
+    rel = f"\u00b1{_tol_num(100 * tol)}%" if tol >= 1e-4 else f"\u00b1{_tol_num(tol)} relative"
     return {
-        "abs": f"\u00b1{tol:g}",
-        "rel": f"\u00b1{100 * tol:g}%",
-        "le": f"\u2264 paper + {tol:g}",
-        "ge": f"\u2265 paper \u2212 {tol:g}",
+        "abs": f"\u00b1{_tol_num(tol)}",
+        "rel": rel,
+        "le": f"\u2264 paper + {_tol_num(tol)}",
+        "ge": f"\u2265 paper \u2212 {_tol_num(tol)}",
     }.get(mode, str(tol))
+
+
+def _tol_num(x: float) -> str:
+    """A tolerance in the book's style: plain from 10⁻³ up (``0.002``, ``15``), as a power of ten below
+    (``5×10⁻¹¹``, not ``5e-11``); zero as ``0`` (never ``-0``)."""
+    x = float(x)
+    if x == 0:
+        return "0"
+    return f"{x:g}" if abs(x) >= 1e-3 else num(x, 3)
 
 
 class Targets:
@@ -617,7 +628,8 @@ def page_markdown(targets: dict[str, list[dict[str, Any]]], titles: dict[str, st
             what = _md_cell(r.get("what"))
             tag = _ORIGIN_TAGS.get(r.get("origin"))
             source = _md_cell(r.get("source")) if r.get("source") else ""
-            if tag and not source.lower().startswith("our " if tag == "ours" else tag.lower()):
+            # no second tag where the source already names its origin ("our notes' ...", "ours: ...")
+            if tag and not source.lower().startswith(("our ", "ours") if tag == "ours" else tag.lower()):
                 source = f"{tag}: {source}" if source else tag
             if source:
                 what += f" *({source})*"

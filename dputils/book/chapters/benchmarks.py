@@ -675,6 +675,21 @@ def glue_run_meta(prefix: str, meta) -> None:
         glue(k, v, display=False)
 
 
+def load_words(meta) -> str:
+    """Whether a recorded run's machine was loaded, in words generated from its metadata: the largest load
+    average before and after the run against the cores the run could use (``affinity``, else ``cpus``). A load
+    above the cores means other work shared the machine, so the run's times are upper bounds."""
+    machine = meta.get("machine", {})
+    cores = machine.get("affinity") or machine.get("cpus")
+    loads = [float(v) for v in list(meta.get("load_before") or []) + list(meta.get("load_after") or [])]
+    if not cores or not loads:
+        return "a machine of unrecorded load, so both times are upper bounds only if it was shared"
+    peak = max(loads)
+    if peak > cores:
+        return f"a loaded machine (load average up to {num(peak)} on {cores} cores), so both times are upper bounds"
+    return f"a machine loaded below its {cores} cores (load average at most {num(peak)})"
+
+
 def frontier_rows(data) -> list[dict]:
     """The frontier rows of ``bench_small_t.py`` (ours only): setting (T, q, σ, δ, the neighbouring direction),
     certified bracket, its width relative to its upper end, median seconds; a refused setting shows its reason."""

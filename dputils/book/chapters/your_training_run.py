@@ -37,6 +37,67 @@ def account_all(run: pr.TrainingRun, delta: float) -> tuple[dict[str, list[pr.An
     return answers, warned
 
 
+def default_answers(run: pr.TrainingRun, delta: float, names=("spa", "edgeworth")) -> dict[str, dict[str, Any]]:
+    """What each named accountant hands out by default (``get_epsilon`` with its default ``fallback``), where
+    :func:`dputils.practitioner.account` reports the method's own estimate: ``value``, ``lower``, ``upper``,
+    ``fallback`` (``details["fallback_reason"]`` where the default answer consults the PLD, else ``""``), and,
+    for the saddle-point accountant, ``degraded`` and ``t_hat`` (its saddle point near the subsampled
+    Gaussian's phase transition: :mod:`dputils.accountants.spa`)."""
+    out = {}
+    for name in names:
+        r = pr.make_accountant(name, run).get_epsilon(delta)
+        details = getattr(r, "details", None) or {}
+        out[name] = {
+            "value": float(r.value),
+            "lower": float(r.lower),
+            "upper": float(r.upper),
+            "fallback": str(details.get("fallback_reason", "")) if details.get("fallback") == "pld" else "",
+            "degraded": bool(details.get("degraded", False)),
+            "t_hat": float(details["t_hat"]) if details.get("t_hat") is not None else None,
+        }
+    return out
+
+
+def spa_regime_words(spa_default: dict[str, Any]) -> str:
+    """Why SPA's own estimate may be off, in words generated from its default answer's details: the degraded
+    saddle-point regime (with t̂) and whether the default answer consults the PLD."""
+    degraded, fallback = spa_default["degraded"], spa_default["fallback"]
+    fallback = "wide" if fallback == "wide bracket" else fallback  # the reason's words, in the sentence
+    t = spa_default.get("t_hat")
+    where = (
+        f"the saddle point (t̂ = {t:.3g}) is in its degraded regime"
+        if degraded and t
+        else "its saddle point is degraded"
+    )
+    if degraded and fallback:
+        return (
+            f"{where}, and its own certified bracket is {fallback} here, so the accountant's default answer "
+            "consults the PLD and clips this estimate into the PLD's bracket"
+        )
+    if degraded:
+        return f"{where}: the accountant warns that its estimate may be off by 0.1% to 10%"
+    if fallback:
+        return (
+            f"its own certified bracket is {fallback} here, so the accountant's default answer consults the "
+            "PLD and clips this estimate into the PLD's bracket"
+        )
+    return "the accountant's own bracket is narrow here and it raised no warning"
+
+
+def default_words(label: str, answer: dict[str, Any], truth: float, lo: float, up: float) -> str:
+    """A default answer of :func:`default_answers` in words, with its numbers: its value, whether it is the PLD's
+    bracket intersected with the method's own (and why), whether it lies in the PLD bracket ``[lo, up]``, and
+    its relative distance to the independent ``truth``."""
+    v = answer["value"]
+    how = (
+        f"the PLD's bracket intersected with its own ({answer['fallback']})"
+        if answer["fallback"]
+        else "its own estimate"
+    )
+    where = "inside the PLD bracket" if lo <= v <= up else "outside the PLD bracket"
+    return f"{label} default answer is {v:.7g}, {how}, {where} and {sci(abs(v / truth - 1), 2)} from the truth"
+
+
 def _end(x: float | None) -> Any:
     if x is None:
         return "none"
@@ -135,6 +196,16 @@ def audit_rows(run: pr.TrainingRun, canaries, delta: float, n_bootstrap: int, se
             }
         )
     return rows
+
+
+def trend_words(values, what: str = "the number of canaries") -> str:
+    """How a sequence of lower bounds moves along the table's rows, in words with the numbers: "rises with
+    {what}" when it is strictly increasing, else "does not rise steadily with {what} (a, b, c)". The text
+    next to the audit table is generated from this, so it cannot claim a trend the run does not show."""
+    vals = [float(v) for v in values]
+    if len(vals) > 1 and all(b > a for a, b in zip(vals, vals[1:])):
+        return f"rises with {what}"
+    return f"does not rise steadily with {what} ({', '.join(f'{v:.3g}' for v in vals)})"
 
 
 def plot_audit(rows, pld_answer: pr.Answer, delta: float):
