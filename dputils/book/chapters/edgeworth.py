@@ -378,6 +378,35 @@ def record_work(tg: Targets, ids, prv_rows, truths: Mapping[int, tuple[float, fl
     tg.record(t_prv, max(dev), fmt=dict(n=len(dev)))
 
 
+def side_words(side, delta: float) -> dict[str, Any]:
+    """The Edgeworth and saddle-point estimates side by side at ``delta`` (rows of
+    :func:`dputils.baselines.spa_against_rows`): their largest absolute errors, the m where each is the closer
+    one (words), and the relative widths of the saddle-point bracket (its smallest, ``min_width``, and the
+    range in words) over all rows."""
+    rows = [r for r in side if r["delta"] == delta]
+    ew_c = [f"{r['m']:,}" for r in rows if abs(r["ew2_err"]) < abs(r["spa_err"])]
+    sp_c = [f"{r['m']:,}" for r in rows if abs(r["spa_err"]) < abs(r["ew2_err"])]
+    widths = [(r["spa_upper"] - r["spa_lower"]) / r["spa_upper"] for r in side]
+    return dict(
+        ew_max=f"{max(abs(r['ew2_err']) for r in rows):.3g}" if rows else "—",
+        spa_max=f"{max(abs(r['spa_err']) for r in rows):.3g}" if rows else "—",
+        ew_closer=", ".join(ew_c) or "none of them",
+        spa_closer=", ".join(sp_c) or "none of them",
+        min_width=min(widths),
+        width=f"{100 * min(widths):.2g}% to {100 * max(widths):.3g}%",
+    )
+
+
+def decay_exponents(rows) -> dict[str, list]:
+    """The local exponent k of Δ_P ∝ T^-k between consecutive rows of :func:`own_bound_over_T` (``T``,
+    ``Delta_P``), with each pair of T as words ("a to b")."""
+    ks, pairs = [], []
+    for a, b in zip(rows, rows[1:]):
+        ks.append(math.log(a["Delta_P"] / b["Delta_P"]) / math.log(b["T"] / a["T"]))
+        pairs.append(f"{a['T']:,} to {b['T']:,}")
+    return dict(exponents=ks, pairs=pairs)
+
+
 def own_bound_over_T(sigma: float, q: float, delta: float, Ts: Sequence[int], pld_max_T: int) -> list[dict[str, Any]]:
     """Where the Edgeworth accountant's own certified upper end becomes finite: per T, the Lemma 4.3 bound Δ_P
     (the larger over the directions), the EEAI and, for T up to ``pld_max_T``, the PLD's bracket and the default
