@@ -341,7 +341,9 @@ def timing_words(timing: Sequence[Mapping]) -> dict[str, Any]:
     cd = [int(r["delta_evals"]) for r in timing]
     x = np.log10(ns)
     per_decade = float(np.polyfit(x, ce, 1)[0]) if len(ns) > 1 else 0.0
-    if all(b >= a for a, b in zip(cd, cd[1:])):
+    if len(set(cd)) == 1:
+        d_trend = f"stays at {cd[0]}"
+    elif all(b >= a for a, b in zip(cd, cd[1:])):
         d_trend = f"grows from {cd[0]} to {cd[-1]}"
     else:
         d_trend = f"goes up and down between {min(cd)} and {max(cd)}"
