@@ -498,6 +498,12 @@ def theorem1_tau_terms(mu: float, p: float, a_list) -> list[dict[str, float]]:
     return out
 
 
+def _pct(x: float) -> str:
+    """A fraction as a percentage with 2 significant digits (no exponent: 0.15 -> 15%, 1.0 -> 100%)."""
+    p = 100 * x
+    return f"{p:.0f}%" if p >= 10 else f"{p:.2g}%"
+
+
 def side_words(side, delta: float) -> dict[str, Any]:
     """The Edgeworth and saddle-point estimates side by side at ``delta`` (rows of
     :func:`dputils.baselines.spa_against_rows`): their largest absolute errors, the m where each is the closer
@@ -513,7 +519,7 @@ def side_words(side, delta: float) -> dict[str, Any]:
         ew_closer=", ".join(ew_c) or "none of them",
         spa_closer=", ".join(sp_c) or "none of them",
         min_width=min(widths),
-        width=f"{100 * min(widths):.2g}% to {100 * max(widths):.2g}%",
+        width=f"{_pct(min(widths))} to {_pct(max(widths))}",
     )
 
 
