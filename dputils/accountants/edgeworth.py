@@ -412,8 +412,8 @@ def theorem1_tail_bound(mechanism: Mechanism, m: int, eps, direction: str = "rem
 
     **What is implemented (our statement and proof, same form).** Let :math:`g(x) = \log(1-p+pe^{\mu x-\mu^2/2})`.
     Its derivative :math:`\mu\,pe^{\mu x-\mu^2/2}/(1-p+pe^{\mu x-\mu^2/2})` lies in :math:`(0, \mu)`, so g is
-    :math:`\mu`-Lipschitz, and by the Gaussian concentration of Lipschitz functions (Tsirelson-Ibragimov-Sudakov;
-    Boucheron, Lugosi and Massart 2013, Thm. 5.5) :math:`\log E e^{\lambda(X-EX)} \le \lambda^2 v/2` for every
+    :math:`\mu`-Lipschitz, and by the Gaussian concentration of Lipschitz functions (the Tsirelson-Ibragimov-Sudakov
+    inequality, e.g. Boucheron, Lugosi and Massart 2013, Ch. 5) :math:`\log E e^{\lambda(X-EX)} \le \lambda^2 v/2` for every
     real :math:`\lambda` with
 
     * ``"remove"`` (paper's pair (1), :math:`X = g(\xi)`): :math:`v = \mu^2`;
