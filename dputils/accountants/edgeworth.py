@@ -327,21 +327,21 @@ def lemma43_bound(s: SumSummary, e: float = 0.1) -> float:
 def prop45_tail_bound(mechanism: SubsampledLaplaceMechanism, m: int, eps) -> np.ndarray | float:
     r"""Prop. 4.5 of {cite}`wang_edgeworth`: a tail bound for the summed losses of the subsampled Laplace mechanism.
 
-        The paper's :math:`X^{(1)}_i` and :math:`X^{(2)}_i` are our losses under Q of the ``"remove"`` and ``"add"``
-        pairs. Both take values in an interval of length :math:`\tau = \log(1-p+pe^{\mu}) - \log(1-p+pe^{-\mu})`,
-        :math:`\mu = \Delta/b`, so Hoeffding's inequality gives, with :math:`\eta = -\max\{E X^{(1)}, E X^{(2)}\} > 0`
-        (the smaller of the two KL divergences),
+    The paper's :math:`X^{(1)}_i` and :math:`X^{(2)}_i` are our losses under Q of the ``"remove"`` and ``"add"``
+    pairs. Both take values in an interval of length :math:`\tau = \log(1-p+pe^{\mu}) - \log(1-p+pe^{-\mu})`,
+    :math:`\mu = \Delta/b`, so Hoeffding's inequality gives, with :math:`\eta = -\max\{E X^{(1)}, E X^{(2)}\} > 0`
+    (the smaller of the two KL divergences),
 
-        .. math:: \max\Big\{\Pr\Big[\sum_{i=1}^m X^{(1)}_i \ge \varepsilon\Big],
-                  \Pr\Big[\sum_{i=1}^m X^{(2)}_i \ge \varepsilon\Big]\Big\} \le
-                  \exp\Big(-\frac{2(\varepsilon + m\eta)^2}{m\tau^2}\Big),
+    .. math:: \max\Big\{\Pr\Big[\sum_{i=1}^m X^{(1)}_i \ge \varepsilon\Big],
+              \Pr\Big[\sum_{i=1}^m X^{(2)}_i \ge \varepsilon\Big]\Big\} \le
+              \exp\Big(-\frac{2(\varepsilon + m\eta)^2}{m\tau^2}\Big),
 
-        valid for :math:`\varepsilon + m\eta \ge 0` (we return 1 below that). This is a rigorous upper bound,
-        not an approximation; it decays like :math:`e^{-\Theta(\varepsilon^2/m)}`, which is what makes the tail
-        of Eq. (3.1) controllable at large epsilon (Sec. 4.3-4.4). The means come from
-        :func:`dputils.cumulants.loss_moments`. (Theorem 1, the Gaussian counterpart, is not implemented: the
-        paper's main text leaves its constant :math:`\eta(a)` undefined and the sign of one term is lost; an explicit
-    version with the same rate is :func:`theorem1_tail_bound`.)
+    valid for :math:`\varepsilon + m\eta \ge 0` (we return 1 below that). This is a rigorous upper bound,
+    not an approximation; it decays like :math:`e^{-\Theta(\varepsilon^2/m)}`, which is what makes the tail
+    of Eq. (3.1) controllable at large epsilon (Sec. 4.3-4.4). The means come from
+    :func:`dputils.cumulants.loss_moments`. The Gaussian counterpart, Theorem 1, cannot
+    be evaluated as printed (its constant :math:`\eta(a)` is undefined, one term is negative); a version of it with
+    explicit constants is :func:`theorem1_tail_bound`.
     """
     if not isinstance(mechanism, SubsampledLaplaceMechanism):
         raise DPValueError(f"prop45_tail_bound: mechanism must be a SubsampledLaplaceMechanism, got {mechanism!r}")
