@@ -65,7 +65,7 @@ from scipy import optimize, special
 
 from ..cumulants import LossMoments, clear_cache, evaluation_count, loss_moments, pair_key
 from ..errors import DPValueError, NumericalError, check_choice, check_delta, check_finite, check_positive_int
-from ..mechanisms import Mechanism, SubsampledLaplaceMechanism
+from ..mechanisms import GaussianMechanism, Mechanism, SubsampledGaussianMechanism, SubsampledLaplaceMechanism
 from ..numerics import bisect_monotone
 from .base import Accountant, AccountingResult
 from .certified import FALLBACKS, PLDFallbackMixin
@@ -82,6 +82,8 @@ __all__ = [
     "dgg_bound_iid_skew",
     "EdgeworthAccountant",
     "prop45_tail_bound",
+    "theorem1_tail_bound",
+    "theorem1_constants",
     "edgeworth_work",
 ]
 
@@ -337,8 +339,9 @@ def prop45_tail_bound(mechanism: SubsampledLaplaceMechanism, m: int, eps) -> np.
     valid for :math:`\varepsilon + m\eta \ge 0` (we return 1 below that). This is a rigorous upper bound,
     not an approximation; it decays like :math:`e^{-\Theta(\varepsilon^2/m)}`, which is what makes the tail
     of Eq. (3.1) controllable at large epsilon (Sec. 4.3-4.4). The means come from
-    :func:`dputils.cumulants.loss_moments`. (Theorem 1, the Gaussian counterpart, is not implemented: the
-    paper's main text leaves its constant :math:`\eta(a)` undefined and the sign of one term is lost.)
+    :func:`dputils.cumulants.loss_moments`. The Gaussian counterpart, Theorem 1, cannot
+    be evaluated as printed (its constant :math:`\eta(a)` is undefined, one term is negative); a version of it with
+    explicit constants is :func:`theorem1_tail_bound`.
     """
     if not isinstance(mechanism, SubsampledLaplaceMechanism):
         raise DPValueError(f"prop45_tail_bound: mechanism must be a SubsampledLaplaceMechanism, got {mechanism!r}")
@@ -354,6 +357,92 @@ def prop45_tail_bound(mechanism: SubsampledLaplaceMechanism, m: int, eps) -> np.
         raise NumericalError(f"prop45_tail_bound: eta = {eta!r} is not positive")
     s = eps_arr + m * eta
     out = np.where(s >= 0, np.exp(-2.0 * np.maximum(s, 0.0) ** 2 / (m * tau * tau)), 1.0)
+    return float(out) if out.ndim == 0 else out
+
+
+# ------------------------------------------------------------------------------------------------
+# Theorem 1: a sub-Gaussian tail of the summed losses of the subsampled Gaussian mechanism
+# ------------------------------------------------------------------------------------------------
+#: relative safety margins of the rounded quadrature inputs (accurate to ~1e-12): eta is shaded down, the
+#: variance proxy up, so the bound stays an upper bound
+_ETA_SHADE = 1e-9
+
+
+def theorem1_constants(mechanism: Mechanism, direction: str = "remove") -> dict[str, float]:
+    r"""The constants of :func:`theorem1_tail_bound`: ``mu`` = :math:`\Delta/\sigma`, ``p``, ``eta`` = the
+    mean drift :math:`-E X_i > 0` (a KL divergence), ``v`` = the sub-Gaussian variance proxy of :math:`X_i`, and
+    for the add direction ``c0 - c1`` (the spread of the two conditional means, see there)."""
+    if isinstance(mechanism, GaussianMechanism):
+        p = 1.0
+    elif isinstance(mechanism, SubsampledGaussianMechanism):
+        p = float(mechanism.q)
+    else:
+        raise DPValueError(
+            f"theorem1_tail_bound: mechanism must be a GaussianMechanism or SubsampledGaussianMechanism, got {mechanism!r}"
+        )
+    direction = check_choice("direction", direction, ("remove", "add"))
+    mu = mechanism.sensitivity / mechanism.sigma
+    mean_q = loss_moments(mechanism.pair(direction), "q").mean  # E X_i: the loss under Q
+    eta = -mean_q * (1.0 - _ETA_SHADE)
+    if not eta > 0:  # pragma: no cover - a KL divergence of distinct laws
+        raise NumericalError(f"theorem1_tail_bound: eta = {eta!r} is not positive")
+    out = dict(mu=mu, p=p, eta=eta, v=mu * mu)
+    if direction == "add" and p < 1.0:
+        # c0 = E[-g(xi)], c1 = E[-g(xi + mu)]; E X = (1 - p) c0 + p c1 and c0 = -E_{N(0,1)} g = -(remove loss under Q)
+        c0 = -loss_moments(mechanism.pair("remove"), "q").mean
+        c1 = (mean_q - (1.0 - p) * c0) / p
+        spread = min(abs(c0 - c1) * (1.0 + 1e-8) + 1e-15, mu * mu)  # 0 <= c0 - c1 <= mu^2 (g mu-Lipschitz)
+        out.update(c0_minus_c1=spread, v=mu * mu + spread * spread / 4.0)
+    return out
+
+
+def theorem1_tail_bound(mechanism: Mechanism, m: int, eps, direction: str = "remove") -> np.ndarray | float:
+    r"""Theorem 1 of {cite}`wang_edgeworth` (Sec. 4.3) with explicit constants: a sub-Gaussian bound on the tail of
+    the summed losses of the (Poisson-subsampled) Gaussian mechanism.
+
+    **What the paper states.** For the PLLRs :math:`X_i = \log(1 - p + p e^{\mu\xi_i - \mu^2/2})`,
+    :math:`\xi_i \sim N(0,1)`, :math:`\mu = \Delta/\sigma` (our loss under Q of the ``"remove"`` pair), "there exist
+    some positive constant a, and some associated constant :math:`\eta(a) > 0`" with
+    :math:`\Pr[\sum_{i\le m} X_i \ge \varepsilon] \le 2\exp(-(\varepsilon + m\eta)^2/(8m\tau^2))`, :math:`\tau^2` a
+    maximum of three terms in :math:`a`, :math:`a_+ = \varphi(a)/(1-\Phi(a))` and :math:`\mu`, one of them
+    :math:`\mu^2`; the other sequence (pair (2), our ``"add"`` pair) "has the same rate, and can be proved
+    similarly". The main text does not define :math:`\eta(a)` (its proof, App. G, is missing from our copy), and the
+    third term of :math:`\tau^2`, :math:`(a_+-a)^2\mu^2/(2\log(\Phi(a_+)-\Phi(a)))`, is negative as printed: the
+    statement cannot be evaluated as it stands.
+
+    **What is implemented (our statement and proof, same form).** Let :math:`g(x) = \log(1-p+pe^{\mu x-\mu^2/2})`.
+    Its derivative :math:`\mu\,pe^{\mu x-\mu^2/2}/(1-p+pe^{\mu x-\mu^2/2})` lies in :math:`(0, \mu)`, so g is
+    :math:`\mu`-Lipschitz, and by the Gaussian concentration of Lipschitz functions (the Tsirelson-Ibragimov-Sudakov
+    inequality, e.g. Boucheron, Lugosi and Massart 2013, Ch. 5) :math:`\log E e^{\lambda(X-EX)} \le \lambda^2 v/2` for every
+    real :math:`\lambda` with
+
+    * ``"remove"`` (paper's pair (1), :math:`X = g(\xi)`): :math:`v = \mu^2`;
+    * ``"add"`` (pair (2), :math:`X = -g(\zeta)`, :math:`\zeta = \xi + \mu B`, :math:`B \sim` Bernoulli(p)): given B,
+      X is :math:`\mu`-Lipschitz in :math:`\xi` around :math:`c_B = E[-g(\xi + \mu B)]`, and :math:`c_B` takes two
+      values, so Hoeffding's lemma adds :math:`(c_0 - c_1)^2/4`: :math:`v = \mu^2 + (c_0-c_1)^2/4`
+      (:math:`0 \le c_0 - c_1 \le \mu^2`).
+
+    With :math:`\eta = -E X_i > 0` (a KL divergence: :math:`KL(Q\|P)` of the pair), Chernoff's bound on the
+    i.i.d. sum gives, for :math:`\varepsilon + m\eta \ge 0`,
+
+    .. math:: \Pr\Big[\sum_{i=1}^m X_i \ge \varepsilon\Big] \le \exp\Big(-\frac{(\varepsilon + m\eta)^2}{2mv}\Big)
+
+    (1 below that). This implies the paper's form for any :math:`\eta(a) \le \eta` (it has :math:`\tau^2 \ge \mu^2`,
+    the factor 8 and the prefactor 2), and has its rate :math:`e^{-\Theta(\varepsilon^2/m + m)}`. A rigorous bound,
+    not an approximation; it is loose when p is small (the true variance of :math:`X_i` is about
+    :math:`p^2(e^{\mu^2}-1)`, far below :math:`\mu^2`), so it only beats the uniform bound of Lemma 4.3 at very large
+    :math:`\varepsilon`. ``eta`` comes from :func:`dputils.cumulants.loss_moments` (relative accuracy ~1e-12),
+    shaded down by 1e-9 relative so that rounding cannot make the bound too small. For p = 1 (a plain
+    ``GaussianMechanism``) X is Gaussian, :math:`\eta = \mu^2/2`, and the bound is Chernoff's bound on the
+    Gaussian tail.
+    """
+    m = check_positive_int("m", m)
+    eps_arr = np.asarray(eps, dtype=float)
+    if not np.all(np.isfinite(eps_arr)):
+        raise DPValueError("eps must be finite")
+    c = theorem1_constants(mechanism, direction)
+    s = eps_arr + m * c["eta"]
+    out = np.where(s >= 0, np.exp(-(np.maximum(s, 0.0) ** 2) / (2.0 * m * c["v"])), 1.0)
     return float(out) if out.ndim == 0 else out
 
 

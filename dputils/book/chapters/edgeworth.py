@@ -247,10 +247,20 @@ def record_large_m(tg: Targets, ids, left3, gdp_limit: float, truth9: float, ew9
     "Better numerical stability for large m" than the FFT: at m = 10⁶ (middle panel) the order-2 estimate ``ew9``
     nearer the contour-integral truth ``truth9`` than the PRV estimate ``prv9[1]``, recorded as not reproduced
     with both distances otherwise. Returns the measured numbers."""
-    t_gdp, t_stab = ids
+    t_gdp, t_stab, *t_trend = ids
     last = max(left3, key=lambda r: r["m"])
     close = abs(last["ew2"] / gdp_limit - 1)
     tg.record(t_gdp, close, fmt=dict(m=f"{last['m']:,}"))
+    rows = sorted(left3, key=lambda r: r["m"])
+    gaps = [abs(r["ew2"] / gdp_limit - 1) for r in rows]
+    if t_trend:  # "when m is large": the gap shrinks as m grows over the panel
+        tg.record(
+            t_trend[0],
+            condition=all(b < a for a, b in zip(gaps, gaps[1:])),
+            ours=", ".join(f"{r['m']:,}: {sci(g, 2)}" for r, g in zip(rows, gaps)),
+            ran=len(rows) > 1,
+            not_run_reason="one m of Figure 3 (left) in this run",
+        )
     d_ew, d_prv = abs(ew9 - truth9), abs(prv9[1] - truth9)
     tg.record(
         t_stab,
@@ -258,7 +268,7 @@ def record_large_m(tg: Targets, ids, left3, gdp_limit: float, truth9: float, ew9
         ours=f"EW_EST {sci(d_ew, 2)}, PRV {sci(d_prv, 2)} from the truth",
         fmt=dict(ew=sci(d_ew, 2), prv=sci(d_prv, 2)),
     )
-    return dict(m=last["m"], close=close, d_ew=d_ew, d_prv=d_prv)
+    return dict(m=last["m"], close=close, d_ew=d_ew, d_prv=d_prv, gaps=gaps, ms=[r["m"] for r in rows])
 
 
 def order3_worse(rows) -> list[int]:
@@ -376,6 +386,151 @@ def record_work(tg: Targets, ids, prv_rows, truths: Mapping[int, tuple[float, fl
     tg.record(t_aea, max(rel.values()), fmt=dict(n=len(rel)))
     dev = [abs(r["PRV ε"] - truths[r["m"]][1]) / r["eps_error"] for r in prv_rows]
     tg.record(t_prv, max(dev), fmt=dict(n=len(dev)))
+
+
+def exact_gaussian_tail_mpmath(sigma: float, p: float, m: int, eps: float, direction: str, dps: int = 30) -> float:
+    r"""The exact :math:`\Pr[\sum_{i\le m} X_i \ge \varepsilon]` (m = 1 or 2) of the losses under Q of the
+    Poisson-subsampled Gaussian (sensitivity 1, 0 < p < 1), by mpmath at ``dps`` digits: the truth for
+    :func:`dputils.accountants.edgeworth.theorem1_tail_bound`, independent of its quadrature. With
+    :math:`g(x) = \log(1-p+pe^{\mu x-\mu^2/2})`, :math:`\mu = 1/\sigma`: ``"remove"`` has :math:`X = g(\xi)`,
+    :math:`\xi \sim N(0,1)`, and one step's tail is :math:`\bar\Phi(g^{-1}(\varepsilon))`; ``"add"`` has
+    :math:`X = -g(\zeta)`, :math:`\zeta \sim (1-p)N(0,1) + pN(\mu,1)`, tail :math:`(1-p)\Phi(x) + p\Phi(x-\mu)` at
+    :math:`x = g^{-1}(-\varepsilon)` (0 where :math:`-\varepsilon \le \log(1-p)`). Two steps: one step's tail
+    integrated against the other step's law (continuous in the shift, a 1-D quadrature)."""
+    import mpmath as mp
+
+    if not 0 < p < 1 or m not in (1, 2) or direction not in ("remove", "add"):
+        raise ValueError("exact_gaussian_tail_mpmath: 0 < p < 1, m in (1, 2), direction remove or add")
+    with mp.workdps(dps):
+        P, mu = mp.mpf(p), 1 / mp.mpf(sigma)
+        lo = mp.log(1 - P)
+
+        def ginv(y):  # g^{-1}(y) for y > log(1 - p)
+            return (mp.log((mp.exp(y) - (1 - P)) / P) + mu * mu / 2) / mu
+
+        def tail1(e):
+            if direction == "remove":
+                return mp.mpf(1) if e <= lo else mp.ncdf(-ginv(e))
+            if -e <= lo:
+                return mp.mpf(0)
+            x = ginv(-e)
+            return (1 - P) * mp.ncdf(x) + P * mp.ncdf(x - mu)
+
+        def g(x):
+            return mp.log(1 - P + P * mp.exp(mu * x - mu * mu / 2))
+
+        e = mp.mpf(eps)
+        if m == 1:
+            return float(tail1(e))
+        pts = [-mp.inf, -8, -2, 0, mu, 2 + mu, 8 + mu, mp.inf]
+        if direction == "remove":
+            val = mp.quad(lambda x: tail1(e - g(x)) * mp.npdf(x), pts)
+        else:
+            val = mp.quad(lambda z: tail1(e + g(z)) * ((1 - P) * mp.npdf(z) + P * mp.npdf(z - mu)), pts)
+        return float(val)
+
+
+def theorem1_rows(bound_fn, mech, sigma: float, p: float, eps_list, ms=(1, 2)) -> list[dict[str, Any]]:
+    """Theorem 1 with explicit constants (``bound_fn`` = :func:`~dputils.accountants.edgeworth.theorem1_tail_bound`)
+    against the exact tail (:func:`exact_gaussian_tail_mpmath`) of m = 1 and 2 losses, both pairs."""
+    rows = []
+    for d in ("remove", "add"):
+        for m in ms:
+            bounds = bound_fn(mech, m, np.asarray(eps_list, dtype=float), d)
+            for e, b in zip(eps_list, bounds):
+                ex = exact_gaussian_tail_mpmath(sigma, p, m, e, d)
+                rows.append(dict(pair=d, m=m, eps=e, exact=ex, bound=float(b)))
+    return rows
+
+
+def theorem1_gaussian_rows(bound_fn, sigma: float, m: int, eps_list) -> list[dict[str, Any]]:
+    """The plain Gaussian (p = 1): the summed loss under Q is N(-m mu^2/2, m mu^2), its exact tail
+    Phibar(z) and Chernoff's bound exp(-z^2/2), z = (eps + m mu^2/2)/(sqrt(m) mu), next to ``bound_fn``."""
+    from scipy import stats
+
+    from ...mechanisms import GaussianMechanism
+
+    mu = 1.0 / sigma
+    bounds = bound_fn(GaussianMechanism(sigma), m, np.asarray(eps_list, dtype=float))
+    rows = []
+    for e, b in zip(eps_list, bounds):
+        z = (e + m * mu * mu / 2) / (math.sqrt(m) * mu)
+        rows.append(dict(m=m, eps=e, exact=float(stats.norm.sf(z)), chernoff=math.exp(-z * z / 2), bound=float(b)))
+    return rows
+
+
+def theorem1_table(rows, g_rows):
+    """The exact tails against Theorem 1 with explicit constants: subsampled (both pairs, m = 1, 2) and Gaussian."""
+    out = [
+        {
+            "law": f"subsampled, pair {'(1)' if r['pair'] == 'remove' else '(2)'}",
+            "m": r["m"],
+            "ε": r["eps"],
+            "exact tail": sci(r["exact"], 4),
+            "bound": sci(r["bound"], 4),
+        }
+        for r in rows
+    ] + [
+        {
+            "law": "Gaussian (p = 1)",
+            "m": r["m"],
+            "ε": r["eps"],
+            "exact tail": sci(r["exact"], 4),
+            "bound": sci(r["bound"], 4),
+        }
+        for r in g_rows
+    ]
+    return show_table(out, caption="Tails of the summed losses under Q: exact (mpmath; normal for p = 1) and the bound")
+
+
+def theorem1_tau_terms(mu: float, p: float, a_list) -> list[dict[str, float]]:
+    """The three terms of the paper's tau^2 in Theorem 1, as printed, at each a (with a_+ = phi(a)/(1 - Phi(a)),
+    the inverse Mills ratio): ``first``, ``second`` = mu^2, ``third`` and ``gap`` = Phi(a_+) - Phi(a)."""
+    from scipy import stats
+
+    out = []
+    for a in a_list:
+        ap = float(np.exp(stats.norm.logpdf(a) - stats.norm.logsf(a)))
+        gap = float(stats.norm.cdf(ap) - stats.norm.cdf(a))
+        first = (math.log(1 - p + p * math.exp(mu * a - mu * mu / 2)) + mu * (ap - a) - math.log(1 - p)) ** 2 / 4
+        third = (ap - a) ** 2 * mu * mu / (2 * math.log(gap))
+        out.append(dict(a=a, a_plus=ap, gap=gap, first=first, second=mu * mu, third=third))
+    return out
+
+
+def _pct(x: float) -> str:
+    """A fraction as a percentage with 2 significant digits (no exponent: 0.15 -> 15%, 1.0 -> 100%)."""
+    p = 100 * x
+    return f"{p:.0f}%" if p >= 10 else f"{p:.2g}%"
+
+
+def side_words(side, delta: float) -> dict[str, Any]:
+    """The Edgeworth and saddle-point estimates side by side at ``delta`` (rows of
+    :func:`dputils.baselines.spa_against_rows`): their largest absolute errors, the m where each is the closer
+    one (words), and the relative widths of the saddle-point bracket (its smallest, ``min_width``, and the
+    range in words) over all rows."""
+    rows = [r for r in side if r["delta"] == delta]
+    ew_c = [f"{r['m']:,}" for r in rows if abs(r["ew2_err"]) < abs(r["spa_err"])]
+    sp_c = [f"{r['m']:,}" for r in rows if abs(r["spa_err"]) < abs(r["ew2_err"])]
+    widths = [(r["spa_upper"] - r["spa_lower"]) / r["spa_upper"] for r in side]
+    return dict(
+        ew_max=f"{max(abs(r['ew2_err']) for r in rows):.3g}" if rows else "—",
+        spa_max=f"{max(abs(r['spa_err']) for r in rows):.3g}" if rows else "—",
+        ew_closer=", ".join(ew_c) or "none of them",
+        spa_closer=", ".join(sp_c) or "none of them",
+        min_width=min(widths),
+        width=f"{_pct(min(widths))} to {_pct(max(widths))}",
+    )
+
+
+def decay_exponents(rows) -> dict[str, list]:
+    """The local exponent k of Δ_P ∝ T^-k between consecutive rows of :func:`own_bound_over_T` (``T``,
+    ``Delta_P``), with each pair of T as words ("a to b")."""
+    ks, pairs = [], []
+    for a, b in zip(rows, rows[1:]):
+        ks.append(math.log(a["Delta_P"] / b["Delta_P"]) / math.log(b["T"] / a["T"]))
+        pairs.append(f"{a['T']:,} to {b['T']:,}")
+    return dict(exponents=ks, pairs=pairs)
 
 
 def own_bound_over_T(sigma: float, q: float, delta: float, Ts: Sequence[int], pld_max_T: int) -> list[dict[str, Any]]:

@@ -223,7 +223,7 @@ def figure_eps_table(table: Sequence[Mapping], q: float, delta: float):
     )
     ax.plot(x, A, "o", color=plotting.color("truth"), ms=3, label="truth (authors, mpmath)")
     ax.set(xlabel="epochs n·q", ylabel=r"$\varepsilon$", title="δ = " + sci(delta, 0))
-    ax.legend(loc="upper left", framealpha=1, fontsize=8)
+    ax.legend(loc="lower right", framealpha=1, fontsize=8)
     ax = axes[1]
     for k, lab in [
         ("clt", "SP-CLT"),
@@ -286,6 +286,77 @@ def timing_table(timing: Sequence[Mapping]):
         ),
         caption="Work and time of one SPA evaluation against n",
         digits=4,
+    )
+
+
+def _and(items: Sequence[str]) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def number_word(k: int) -> str:
+    """``k`` in words up to ten, else in digits."""
+    return _WORDS[k] if 0 <= k < len(_WORDS) else f"{k:,}"
+
+
+def epoch_claim_words(scan: Mapping[float, Sequence[Mapping]], acc: float) -> str:
+    """The verdict on the paper's two few-epoch claims at every delta of ``scan`` (rows with ``epochs``,
+    ``rel_clt``, ``rel_msd1``), "accurate" meaning a relative error in epsilon of at most ``acc``: SP-CLT
+    accurate at every epoch count in (1, 16], and SP-MSD1 accurate at 16 epochs."""
+    over1 = [dict(r, delta=d) for d, rows in scan.items() for r in rows if 1 < r["epochs"] <= 16]
+    at16 = [r for rows in scan.values() for r in rows if abs(r["epochs"] - 16) < 1e-9]
+    out = []
+    if over1:
+        bad = [r for r in over1 if not r["rel_clt"] <= acc]
+        worst = max(bad, key=lambda r: r["rel_clt"]) if bad else None
+        out.append(
+            'The claim "accurate after more than 1 epoch" '
+            + (
+                f"does not hold in this setting (SP-CLT's error reaches {sci(worst['rel_clt'])} at "
+                f"{worst['epochs']:g} epochs, δ = {sci(worst['delta'], 1)})"
+                if bad
+                else "holds at every epoch count of this run"
+            )
+        )
+    if at16:
+        ok16 = all(r["rel_msd1"] <= acc for r in at16)  # NaN (no solution) is not accurate
+        out.append(
+            '"accurate in a multiplicative sense after 16 epochs" '
+            + ("does" if ok16 else "does not hold either")
+            + f" (SP-MSD1's error at 16 epochs: {', '.join(sci(r['rel_msd1']) for r in at16)})"
+        )
+    return ("; ".join(out) + ".") if out else ""
+
+
+def timing_words(timing: Sequence[Mapping]) -> dict[str, Any]:
+    """What the timing table shows, in words for the prose: the epsilon-search counts over n, the delta
+    evaluation's counts and whether they grow, the growth of the epsilon-search count per decade of n (a least
+    squares slope against log10 n), its extra count from the smallest to the largest n, and the range of the
+    epsilon-search times (ms)."""
+    ns = np.array([float(r["n"]) for r in timing])
+    ce = np.array([float(r["epsilon_evals"]) for r in timing])
+    cd = [int(r["delta_evals"]) for r in timing]
+    x = np.log10(ns)
+    per_decade = float(np.polyfit(x, ce, 1)[0]) if len(ns) > 1 else 0.0
+    if len(set(cd)) == 1:
+        d_trend = f"stays at {cd[0]}"
+    elif all(b >= a for a, b in zip(cd, cd[1:])):
+        d_trend = f"grows from {cd[0]} to {cd[-1]}"
+    else:
+        d_trend = f"goes up and down between {min(cd)} and {max(cd)}"
+    ms = [float(r["epsilon_ms"]) for r in timing]
+    return dict(
+        ns=_and([f"{int(n):,}" for n in ns]),
+        eps_counts=_and([f"{int(c)}" for c in ce]),
+        delta_counts=_and([str(c) for c in cd]),
+        delta_trend=d_trend,
+        n_factor=f"{ns[-1] / ns[0]:,.0f}",
+        per_decade=per_decade,
+        eps_extra=f"{int(ce[-1] - ce[0])}",
+        ms_range=f"{min(ms):.3g} to {max(ms):.3g}",
     )
 
 
