@@ -329,6 +329,26 @@ def fixed_input_targets(tg: Targets, ids: Sequence[str], discretization: float) 
     return rows
 
 
+#: the fixed settings of :func:`ceiling_target`: (T, q, sigma) of the paper's eps-8 run and of Fig. 3 at T = 50
+CEILING_SETTINGS = ((2500, 0.0819, 2.6245), (50, 0.08192, 0.7409))
+
+
+def ceiling_target(tg: Targets, id_: str, delta: float = 1e-5) -> list[float]:
+    """Record ``id_``: the information ceiling (:func:`dputils.audit.model1.exact_score_epsilon`) and the
+    Gaussian surrogate's epsilon (:func:`dputils.audit.model1.gaussian_score_epsilon`, from Proposition 1's
+    moments) at the fixed :data:`CEILING_SETTINGS`, against our notes' numerical integration (separate code), so
+    that a 1% error in either fails the run at every profile. Returns [exact, surrogate] per setting."""
+    from ...audit import model1
+
+    got = [
+        f(delta, t_, q_, s_)
+        for t_, q_, s_ in CEILING_SETTINGS
+        for f in (model1.exact_score_epsilon, model1.gaussian_score_epsilon)
+    ]
+    tg.record(id_, [float(v) for v in got])
+    return got
+
+
 def gram_target(tg: Targets, id_: str, m: int = 5000, seed: int = 0) -> dict[str, Any]:
     """Record ``id_``: the paper's Fig. 4(a) claim at its dimension. The ``m`` Dirac canary directions are drawn as
     the white-box run draws them (:func:`dputils.audit.canary.draw_canaries`, stream 7) among the parameters of a
@@ -723,6 +743,56 @@ def fig3_table(
         tg.record(ceil_id, ceil_T)
     else:
         record_not_run(tg, ids, "Fig. 3 at T = 50 ... 2500", source="paper, Fig. 3")
+
+
+def fig3_shortfall(
+    Ts: Any, ceil_T: Any, ceil_T_gauss: Any, ceil_T_pooled: Any, abl: dict[str, list[float]], target: float = 8.0
+) -> dict[str, list[float]]:
+    """Split each T's shortfall of the mean bound below the ``target`` epsilon into its parts, as fractions of it.
+
+    For the paper's pooled auditor the shortfall ``target - pooled bound`` is the sum of: the information ceiling,
+    ``target - exact score-pair epsilon`` (``ceil_T``); the Gaussian approximation of the score (slow CLT),
+    ``exact - Gaussian-surrogate epsilon`` (``ceil_T_gauss``); the pooling of the variances, ``surrogate - pooled
+    surrogate`` (``ceil_T_pooled``); and the estimation from finitely many canaries, ``pooled surrogate - pooled
+    bound``. For our unpooled ellipsoid (``abl["gauss"]``) there is no pooling part. Parts are differences of the
+    chapter's numbers, so they add up to 1 exactly; a part can be negative (the surrogate can lie above the exact
+    pair). Shows the table and returns the lists ``T``, ``shortfall``, ``ceiling``, ``clt``, ``pooling``,
+    ``estimation`` (pooled auditor) and ``shortfall_ours``, ``ceiling_ours``, ``clt_ours``, ``estimation_ours``."""
+    out: dict[str, list[float]] = {k: [] for k in ("T", "shortfall", "ceiling", "clt", "pooling", "estimation")}
+    out |= {k: [] for k in ("shortfall_ours", "ceiling_ours", "clt_ours", "estimation_ours")}
+    for j, t_ in enumerate(Ts):
+        c, cg, cp = ceil_T[j], ceil_T_gauss[j], ceil_T_pooled[j]
+        bp, bo = abl["gauss-pooled"][j], abl["gauss"][j]
+        sp, so = target - bp, target - bo
+        out["T"].append(t_)
+        out["shortfall"].append(sp)
+        out["ceiling"].append((target - c) / sp)
+        out["clt"].append((c - cg) / sp)
+        out["pooling"].append((cg - cp) / sp)
+        out["estimation"].append((cp - bp) / sp)
+        out["shortfall_ours"].append(so)
+        out["ceiling_ours"].append((target - c) / so)
+        out["clt_ours"].append((c - cg) / so)
+        out["estimation_ours"].append((cg - bo) / so)
+    show_table(
+        [
+            {
+                "T": t_,
+                "shortfall below 8, pooled": out["shortfall"][j],
+                "ceiling": out["ceiling"][j],
+                "Gaussian approx.": out["clt"][j],
+                "pooling": out["pooling"][j],
+                "estimation": out["estimation"][j],
+                "shortfall, ours": out["shortfall_ours"][j],
+                "ceiling, ours": out["ceiling_ours"][j],
+            }
+            for j, t_ in enumerate(Ts)
+        ],
+        caption=f"Where the mean bound's shortfall below epsilon = {target:g} comes from (simulated): the share of"
+        " each part for the paper's pooled auditor, and the ceiling's share for our unpooled ellipsoid",
+        digits=3,
+    )
+    return out
 
 
 # --------------------------------------------------------------------------- coverage, null runs, bugs
