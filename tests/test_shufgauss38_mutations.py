@@ -12,18 +12,20 @@ counterexample to Lemma E.2, T6 exact), the per-round RDP of the Poisson subsamp
 occupancy law of Theorem F.1 (1% more weight on rounds holding two or more of the group, T3 exact), the exact
 Binomial tails of Lemmas E.2/E.3 (T6 tails) and the law of c² of subsampling with g = 1 (T7 2). Gauss: the
 information ceiling (the exact score-pair epsilon), Proposition 1's moments and the Gaussian-surrogate epsilon
-(T11e), and the DP-FTRL node noise calibration (T9a).
+(T11e), the DP-FTRL node noise calibration (T9a), and the Gaussian fit's point estimate (Andrew et al.'s baseline,
+and the fitted IN mean at the centre of the auditor's regions; T11f).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import numpy as np
 import pytest
 
 from dputils import shuffling as sh
-from dputils.audit import model1
+from dputils.audit import andrew, gauss, model1
 from dputils.book.chapters import gauss_audit as ga
 from dputils.book.chapters import shuffling_batch_clipping as ch
 from dputils.book.scorecard import Targets
@@ -152,15 +154,29 @@ def ftrl_sigma_path(tg):
     ga.ftrl_sigma_table(tg, "T9a", 128, 1e-5, eps, sig, ftrl_mod.tree_depth(128))
 
 
+def estimate_path(tg):
+    """The notebook's fixed-input cell: T11f, the Gaussian fit's point estimate (every profile)."""
+    ga.point_estimate_target(tg, "T11f")
+
+
 def test_unmutated_gauss_paths_pass():
     tg = Targets("gauss_audit")
     ceiling_path(tg)
     ftrl_sigma_path(tg)
-    assert {r["id"]: r["status"] for r in tg.records} == {"T11e": "pass", "T9a": "pass"}
+    estimate_path(tg)
+    assert {r["id"]: r["status"] for r in tg.records} == {"T11e": "pass", "T9a": "pass", "T11f": "pass"}
 
 
 def _theta_in(th, s):
     return {**th, "mu_in": th["mu_in"] * s}
+
+
+def _fit_in(theta, s):
+    return theta * np.array([s, 1.0, 1.0, 1.0])
+
+
+def _estimate(r, s):
+    return dataclasses.replace(r, epsilon_lower=r.epsilon_lower * s)
 
 
 @pytest.mark.parametrize(
@@ -170,6 +186,8 @@ def _theta_in(th, s):
         (model1, "gaussian_score_epsilon", None, ceiling_path, "T11e"),  # the Gaussian surrogate's epsilon
         (model1, "score_pair_theta", _theta_in, ceiling_path, "T11e"),  # Proposition 1's IN mean
         (ftrl_mod, "calibrate_sigma_node", None, ftrl_sigma_path, "T9a"),  # DP-FTRL node noise
+        (andrew, "andrew_epsilon", _estimate, estimate_path, "T11f"),  # the baseline's point estimate
+        (gauss, "fit_theta", _fit_in, estimate_path, "T11f"),  # the fitted IN mean (regions' centre)
     ],
 )
 def test_gauss_mutation_fails_smoke_target(monkeypatch, module, name, on, path, target):

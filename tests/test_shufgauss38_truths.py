@@ -47,3 +47,25 @@ def test_t11e_truth_brackets_delta(j):
     eps = SPEC["paper"][j]
     tol = SPEC["tol"]
     assert _delta(eps - tol, x, p, qq) > 1e-5 > _delta(eps + tol, x, p, qq)
+
+
+def test_t11f_truth_point_estimate():
+    """T11f: eps of the Gaussian pair fitted (sample means, ddof-1 standard deviations) to the fixed quantile
+    scores, in mpmath with the quadratic-root hockey stick of tests/test_gauss37_truths.py (no dputils code)."""
+    import mpmath as mp
+    import yaml as _yaml
+
+    t37 = pytest.importorskip("test_gauss37_truths")
+    want = _yaml.safe_load((Path(__file__).parents[1] / "params/targets/gauss_audit.yml").read_text("utf-8"))["T11f"]
+    with mp.workdps(30):
+        ins = t37.quantile_scores(500, mp.mpf(3), mp.mpf("1.1"))
+        outs = t37.quantile_scores(500, mp.mpf(0), mp.mpf(1))
+
+        def mean(x):
+            return mp.fsum(x) / len(x)
+
+        def sd(x):
+            return mp.sqrt(mp.fsum((xi - mean(x)) ** 2 for xi in x) / (len(x) - 1))
+
+        got = t37.eps_pair(mp.mpf("1e-5"), mean(ins) - mean(outs), sd(outs), sd(ins), n=80)
+    assert abs(float(got) - want["paper"]) < 1e-9

@@ -329,6 +329,20 @@ def fixed_input_targets(tg: Targets, ids: Sequence[str], discretization: float) 
     return rows
 
 
+def point_estimate_target(tg: Targets, id_: str) -> float:
+    """Record ``id_``: the Gaussian fit's point estimate ``eps_theta_hat`` (:func:`dputils.audit.andrew_epsilon`,
+    the estimate of Andrew et al. that the DP-FTRL section compares with, and the centre of the auditor's regions)
+    on :func:`fixed_input_targets`' fixed scores (500 OUT at the normal quantiles, 500 IN at 3 + 1.1 times them),
+    against mpmath (the sample moments with ddof 1 and eps_theta by the roots of the quadratic log-likelihood
+    ratio; tests/test_shufgauss38_truths.py recomputes it). Returns ours."""
+    from ...audit.andrew import andrew_epsilon
+
+    z = stats.norm.ppf((np.arange(1, 501) - 0.5) / 500)
+    est = float(andrew_epsilon(3.0 + 1.1 * z, z, 1e-5).epsilon_lower)
+    tg.record(id_, est)
+    return est
+
+
 #: the fixed settings of :func:`ceiling_target`: (T, q, sigma) of the paper's eps-8 run and of Fig. 3 at T = 50
 CEILING_SETTINGS = ((2500, 0.0819, 2.6245), (50, 0.08192, 0.7409))
 
