@@ -65,6 +65,22 @@ def src_repo(csv: str, fig: str) -> str:
     return f"{REPO}: {csv} (values behind {fig})"
 
 
+#: one colour and marker per auditor in every figure of the chapter (keys: the methods' names, and the legend labels
+#: that name them otherwise): the book's colours (:data:`dputils.book.plotting.METHOD_COLORS`) for the Gaussian
+#: auditor, Steinke et al. and f-DP; a dashed line of the same colour for an uncorrected baseline
+METHOD_STYLE: dict[str, tuple[str, str]] = {
+    "gauss": ("#9467bd", "o-"),
+    "bootstrap ellipsoid": ("#9467bd", "o-"),
+    "gauss-pooled": ("#8c564b", "o-"),
+    "gauss-bonferroni": ("#1f77b4", "s-"),
+    "Bonferroni box": ("#1f77b4", "s-"),
+    "steinke": ("#d62728", "v-"),
+    "steinke-uncorrected": ("#d62728", "v--"),
+    "fdp": ("#2ca02c", "^-"),
+    "fdp-uncorrected": ("#2ca02c", "^--"),
+}
+
+
 def draw_bounds(
     ax: Any,
     x: Any,
@@ -75,14 +91,17 @@ def draw_bounds(
     csv_label: str = "authors' CSV",
 ) -> None:
     """Draw the chapter's recurring figure: empirical epsilon lower bounds against ``x`` (one line with markers
-    per auditor, in the style cycle's colours) and the authors' CSV values as grey crosses, labelled once.
+    per auditor, each in its :data:`METHOD_STYLE`, so that a method has one colour in every figure) and the
+    authors' CSV values as grey crosses, labelled once.
 
-    ``curves`` maps a legend label to its values, or to ``(values, format)`` for a marker other than
-    ``"o-"``; ``csv`` is a sequence of ``(x, y)`` pairs of the authors' values; ``logx`` draws a log x axis."""
+    ``curves`` maps a legend label to its values, or to ``(values, format)`` for another format than its
+    :data:`METHOD_STYLE` (``"o-"`` for a label without one); ``csv`` is a sequence of ``(x, y)`` pairs of the
+    authors' values; ``logx`` draws a log x axis."""
     plot = ax.semilogx if logx else ax.plot
     for label, y in curves.items():
-        y, style = y if isinstance(y, tuple) else (y, "o-")
-        plot(x, y, style, label=label)
+        color, style = METHOD_STYLE.get(label, (None, "o-"))
+        y, style = y if isinstance(y, tuple) else (y, style)
+        plot(x, y, style, label=label, color=color)
     for i, (xs, ys) in enumerate(csv):
         plot(list(xs), list(ys), "x", color="gray", label=csv_label if i == 0 else None)
 
@@ -151,14 +170,21 @@ def draw_ftrl_bounds(
         mean["gauss"],
         yerr=[np.subtract(mean["gauss"], g.min(1)), np.subtract(g.max(1), mean["gauss"])],
         fmt="o-",
+        color=METHOD_STYLE["gauss"][0],
         capsize=3,
         label=f"ours, ellipsoid (simulated, m = {m})",
     )
-    ax.plot(eps, mean["gauss-bonferroni"], "s--", label="ours, Bonferroni (simulated)")
-    ax.plot(eps, mean["andrew"], "^-", label="Andrew et al. (point estimate, simulated)")
-    ax.plot(eps, mean["fdp"], "v:", label="f-DP (split, simulated)")
-    ax.plot(eps, trained["ours"], "D-", label=f"ours, trained (m = {train_m})")
-    ax.plot(eps, trained["raw"], "d:", label="ours, trained, raw scores")
+    ax.plot(
+        eps,
+        mean["gauss-bonferroni"],
+        "s--",
+        color=METHOD_STYLE["gauss-bonferroni"][0],
+        label="ours, Bonferroni (simulated)",
+    )
+    ax.plot(eps, mean["andrew"], "^-", color="#ff7f0e", label="Andrew et al. (point estimate, simulated)")
+    ax.plot(eps, mean["fdp"], "v:", color=METHOD_STYLE["fdp"][0], label="f-DP (split, simulated)")
+    ax.plot(eps, trained["ours"], "D-", color="#e377c2", label=f"ours, trained (m = {train_m})")
+    ax.plot(eps, trained["raw"], "d:", color="#7f7f7f", label="ours, trained, raw scores")
     ax.set_xlabel("theoretical epsilon")
     ax.set_ylabel("empirical epsilon")
     ax.legend(fontsize=7, loc="upper left", framealpha=1)
@@ -626,7 +652,7 @@ def draw_budget(ms_budget: Any, curve: dict[str, Any], methods: Any) -> Any:
     draw_bounds(
         axs[1],
         ms_budget,
-        {"bootstrap ellipsoid": curve["gauss"], "Bonferroni box": (curve["gauss-bonferroni"], "s-")},
+        {"bootstrap ellipsoid": curve["gauss"], "Bonferroni box": curve["gauss-bonferroni"]},
         csv=[(PAPER_7_BOX, PAPER_7_BOX.values())],
         logx=True,
         csv_label="authors' CSV (box)",
@@ -1257,8 +1283,9 @@ def draw_wb_budget(budgets: Any, curve: dict[str, Any], epsilon_theory: float) -
     """The paper's Fig. 7 on the trained scores: ellipsoid against box over the canary budgets, with the run's
     PLD epsilon."""
     fig, ax = plotting.new_figure()
-    ax.semilogx(budgets, curve["gauss"], "o-", label="bootstrap ellipsoid")
-    ax.semilogx(budgets, curve["gauss-bonferroni"], "s-", label="Bonferroni box")
+    for key, label in (("gauss", "bootstrap ellipsoid"), ("gauss-bonferroni", "Bonferroni box")):
+        color, style = METHOD_STYLE[key]
+        ax.semilogx(budgets, curve[key], style, color=color, label=label)
     ax.axhline(epsilon_theory, ls="--", color="k", lw=0.8, label="PLD epsilon")
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("canaries m")
