@@ -65,6 +65,22 @@ def src_repo(csv: str, fig: str) -> str:
     return f"{REPO}: {csv} (values behind {fig})"
 
 
+#: one colour and marker per auditor in every figure of the chapter (keys: the methods' names, and the legend labels
+#: that name them otherwise): the book's colours (:data:`dputils.book.plotting.METHOD_COLORS`) for the Gaussian
+#: auditor, Steinke et al. and f-DP; a dashed line of the same colour for an uncorrected baseline
+METHOD_STYLE: dict[str, tuple[str, str]] = {
+    "gauss": ("#9467bd", "o-"),
+    "bootstrap ellipsoid": ("#9467bd", "o-"),
+    "gauss-pooled": ("#8c564b", "o-"),
+    "gauss-bonferroni": ("#1f77b4", "s-"),
+    "Bonferroni box": ("#1f77b4", "s-"),
+    "steinke": ("#d62728", "v-"),
+    "steinke-uncorrected": ("#d62728", "v--"),
+    "fdp": ("#2ca02c", "^-"),
+    "fdp-uncorrected": ("#2ca02c", "^--"),
+}
+
+
 def draw_bounds(
     ax: Any,
     x: Any,
@@ -75,14 +91,17 @@ def draw_bounds(
     csv_label: str = "authors' CSV",
 ) -> None:
     """Draw the chapter's recurring figure: empirical epsilon lower bounds against ``x`` (one line with markers
-    per auditor, in the style cycle's colours) and the authors' CSV values as grey crosses, labelled once.
+    per auditor, each in its :data:`METHOD_STYLE`, so that a method has one colour in every figure) and the
+    authors' CSV values as grey crosses, labelled once.
 
-    ``curves`` maps a legend label to its values, or to ``(values, format)`` for a marker other than
-    ``"o-"``; ``csv`` is a sequence of ``(x, y)`` pairs of the authors' values; ``logx`` draws a log x axis."""
+    ``curves`` maps a legend label to its values, or to ``(values, format)`` for another format than its
+    :data:`METHOD_STYLE` (``"o-"`` for a label without one); ``csv`` is a sequence of ``(x, y)`` pairs of the
+    authors' values; ``logx`` draws a log x axis."""
     plot = ax.semilogx if logx else ax.plot
     for label, y in curves.items():
-        y, style = y if isinstance(y, tuple) else (y, "o-")
-        plot(x, y, style, label=label)
+        color, style = METHOD_STYLE.get(label, (None, "o-"))
+        y, style = y if isinstance(y, tuple) else (y, style)
+        plot(x, y, style, label=label, color=color)
     for i, (xs, ys) in enumerate(csv):
         plot(list(xs), list(ys), "x", color="gray", label=csv_label if i == 0 else None)
 
@@ -151,14 +170,21 @@ def draw_ftrl_bounds(
         mean["gauss"],
         yerr=[np.subtract(mean["gauss"], g.min(1)), np.subtract(g.max(1), mean["gauss"])],
         fmt="o-",
+        color=METHOD_STYLE["gauss"][0],
         capsize=3,
         label=f"ours, ellipsoid (simulated, m = {m})",
     )
-    ax.plot(eps, mean["gauss-bonferroni"], "s--", label="ours, Bonferroni (simulated)")
-    ax.plot(eps, mean["andrew"], "^-", label="Andrew et al. (point estimate, simulated)")
-    ax.plot(eps, mean["fdp"], "v:", label="f-DP (split, simulated)")
-    ax.plot(eps, trained["ours"], "D-", label=f"ours, trained (m = {train_m})")
-    ax.plot(eps, trained["raw"], "d:", label="ours, trained, raw scores")
+    ax.plot(
+        eps,
+        mean["gauss-bonferroni"],
+        "s--",
+        color=METHOD_STYLE["gauss-bonferroni"][0],
+        label="ours, Bonferroni (simulated)",
+    )
+    ax.plot(eps, mean["andrew"], "^-", color="#ff7f0e", label="Andrew et al. (point estimate, simulated)")
+    ax.plot(eps, mean["fdp"], "v:", color=METHOD_STYLE["fdp"][0], label="f-DP (split, simulated)")
+    ax.plot(eps, trained["ours"], "D-", color="#e377c2", label=f"ours, trained (m = {train_m})")
+    ax.plot(eps, trained["raw"], "d:", color="#7f7f7f", label="ours, trained, raw scores")
     ax.set_xlabel("theoretical epsilon")
     ax.set_ylabel("empirical epsilon")
     ax.legend(fontsize=7, loc="upper left", framealpha=1)
@@ -327,6 +353,40 @@ def fixed_input_targets(tg: Targets, ids: Sequence[str], discretization: float) 
     ]
     show_table(rows, caption="The auditors and the accountant on fixed inputs (δ = 10⁻⁵, α = 0.05)", digits=6)
     return rows
+
+
+def point_estimate_target(tg: Targets, id_: str) -> float:
+    """Record ``id_``: the Gaussian fit's point estimate ``eps_theta_hat`` (:func:`dputils.audit.andrew_epsilon`,
+    the estimate of Andrew et al. that the DP-FTRL section compares with, and the centre of the auditor's regions)
+    on :func:`fixed_input_targets`' fixed scores (500 OUT at the normal quantiles, 500 IN at 3 + 1.1 times them),
+    against mpmath (the sample moments with ddof 1 and eps_theta by the roots of the quadratic log-likelihood
+    ratio; tests/test_shufgauss38_truths.py recomputes it). Returns ours."""
+    from ...audit.andrew import andrew_epsilon
+
+    z = stats.norm.ppf((np.arange(1, 501) - 0.5) / 500)
+    est = float(andrew_epsilon(3.0 + 1.1 * z, z, 1e-5).epsilon_lower)
+    tg.record(id_, est)
+    return est
+
+
+#: the fixed settings of :func:`ceiling_target`: (T, q, sigma) of the paper's eps-8 run and of Fig. 3 at T = 50
+CEILING_SETTINGS = ((2500, 0.0819, 2.6245), (50, 0.08192, 0.7409))
+
+
+def ceiling_target(tg: Targets, id_: str, delta: float = 1e-5) -> list[float]:
+    """Record ``id_``: the information ceiling (:func:`dputils.audit.model1.exact_score_epsilon`) and the
+    Gaussian surrogate's epsilon (:func:`dputils.audit.model1.gaussian_score_epsilon`, from Proposition 1's
+    moments) at the fixed :data:`CEILING_SETTINGS`, against our notes' numerical integration (separate code), so
+    that a 1% error in either fails the run at every profile. Returns [exact, surrogate] per setting."""
+    from ...audit import model1
+
+    got = [
+        f(delta, t_, q_, s_)
+        for t_, q_, s_ in CEILING_SETTINGS
+        for f in (model1.exact_score_epsilon, model1.gaussian_score_epsilon)
+    ]
+    tg.record(id_, [float(v) for v in got])
+    return got
 
 
 def gram_target(tg: Targets, id_: str, m: int = 5000, seed: int = 0) -> dict[str, Any]:
@@ -592,7 +652,7 @@ def draw_budget(ms_budget: Any, curve: dict[str, Any], methods: Any) -> Any:
     draw_bounds(
         axs[1],
         ms_budget,
-        {"bootstrap ellipsoid": curve["gauss"], "Bonferroni box": (curve["gauss-bonferroni"], "s-")},
+        {"bootstrap ellipsoid": curve["gauss"], "Bonferroni box": curve["gauss-bonferroni"]},
         csv=[(PAPER_7_BOX, PAPER_7_BOX.values())],
         logx=True,
         csv_label="authors' CSV (box)",
@@ -723,6 +783,56 @@ def fig3_table(
         tg.record(ceil_id, ceil_T)
     else:
         record_not_run(tg, ids, "Fig. 3 at T = 50 ... 2500", source="paper, Fig. 3")
+
+
+def fig3_shortfall(
+    Ts: Any, ceil_T: Any, ceil_T_gauss: Any, ceil_T_pooled: Any, abl: dict[str, list[float]], target: float = 8.0
+) -> dict[str, list[float]]:
+    """Split each T's shortfall of the mean bound below the ``target`` epsilon into its parts, as fractions of it.
+
+    For the paper's pooled auditor the shortfall ``target - pooled bound`` is the sum of: the information ceiling,
+    ``target - exact score-pair epsilon`` (``ceil_T``); the Gaussian approximation of the score (slow CLT),
+    ``exact - Gaussian-surrogate epsilon`` (``ceil_T_gauss``); the pooling of the variances, ``surrogate - pooled
+    surrogate`` (``ceil_T_pooled``); and the estimation from finitely many canaries, ``pooled surrogate - pooled
+    bound``. For our unpooled ellipsoid (``abl["gauss"]``) there is no pooling part. Parts are differences of the
+    chapter's numbers, so they add up to 1 exactly; a part can be negative (the surrogate can lie above the exact
+    pair). Shows the table and returns the lists ``T``, ``shortfall``, ``ceiling``, ``clt``, ``pooling``,
+    ``estimation`` (pooled auditor) and ``shortfall_ours``, ``ceiling_ours``, ``clt_ours``, ``estimation_ours``."""
+    out: dict[str, list[float]] = {k: [] for k in ("T", "shortfall", "ceiling", "clt", "pooling", "estimation")}
+    out |= {k: [] for k in ("shortfall_ours", "ceiling_ours", "clt_ours", "estimation_ours")}
+    for j, t_ in enumerate(Ts):
+        c, cg, cp = ceil_T[j], ceil_T_gauss[j], ceil_T_pooled[j]
+        bp, bo = abl["gauss-pooled"][j], abl["gauss"][j]
+        sp, so = target - bp, target - bo
+        out["T"].append(t_)
+        out["shortfall"].append(sp)
+        out["ceiling"].append((target - c) / sp)
+        out["clt"].append((c - cg) / sp)
+        out["pooling"].append((cg - cp) / sp)
+        out["estimation"].append((cp - bp) / sp)
+        out["shortfall_ours"].append(so)
+        out["ceiling_ours"].append((target - c) / so)
+        out["clt_ours"].append((c - cg) / so)
+        out["estimation_ours"].append((cg - bo) / so)
+    show_table(
+        [
+            {
+                "T": t_,
+                "shortfall below 8, pooled": out["shortfall"][j],
+                "ceiling": out["ceiling"][j],
+                "Gaussian approx.": out["clt"][j],
+                "pooling": out["pooling"][j],
+                "estimation": out["estimation"][j],
+                "shortfall, ours": out["shortfall_ours"][j],
+                "ceiling, ours": out["ceiling_ours"][j],
+            }
+            for j, t_ in enumerate(Ts)
+        ],
+        caption=f"Where the mean bound's shortfall below epsilon = {target:g} comes from (simulated): the share of"
+        " each part for the paper's pooled auditor, and the ceiling's share for our unpooled ellipsoid",
+        digits=3,
+    )
+    return out
 
 
 # --------------------------------------------------------------------------- coverage, null runs, bugs
@@ -1173,8 +1283,9 @@ def draw_wb_budget(budgets: Any, curve: dict[str, Any], epsilon_theory: float) -
     """The paper's Fig. 7 on the trained scores: ellipsoid against box over the canary budgets, with the run's
     PLD epsilon."""
     fig, ax = plotting.new_figure()
-    ax.semilogx(budgets, curve["gauss"], "o-", label="bootstrap ellipsoid")
-    ax.semilogx(budgets, curve["gauss-bonferroni"], "s-", label="Bonferroni box")
+    for key, label in (("gauss", "bootstrap ellipsoid"), ("gauss-bonferroni", "Bonferroni box")):
+        color, style = METHOD_STYLE[key]
+        ax.semilogx(budgets, curve[key], style, color=color, label=label)
     ax.axhline(epsilon_theory, ls="--", color="k", lw=0.8, label="PLD epsilon")
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("canaries m")

@@ -16,7 +16,7 @@ from ... import data as dpdata
 from ... import shuffling as sh
 from .. import plotting
 from ..results import glue
-from ..tables import show_table
+from ..tables import pow10, show_table
 
 #: the meaning of each parameter of the chapter (shown as a table next to the collapsed ``parameters`` cell)
 PARAMETERS = {
@@ -124,7 +124,7 @@ def plot_batch(batches, strong, standard, strong_shuffle: float, delta: float, e
         xscale="log",
         yscale="log",
         xlabel="batch size",
-        ylabel=f"$\\varepsilon$ at $\\delta$={delta}",
+        ylabel=f"$\\varepsilon$ at $\\delta$ = {pow10(delta)}",
         title=f"E={epochs}, $\\sigma$={sigma}",
     )
     _log_ticks(ax, list(batches), y=True)
@@ -145,7 +145,7 @@ def plot_group(group_rows, delta: float):
     ]
     for i, lab in enumerate(labels):
         ax.plot(gs, [r[i + 1] for r in group_rows], "o-" if i != 2 else "x--", label=lab)
-    ax.set(xscale="log", yscale="log", xlabel="group size g", ylabel=f"$\\varepsilon$ at $\\delta$={delta}")
+    ax.set(xscale="log", yscale="log", xlabel="group size g", ylabel=f"$\\varepsilon$ at $\\delta$ = {pow10(delta)}")
     _log_ticks(ax, gs, y=True)
     ax.legend(loc="best", framealpha=1)
     return fig
@@ -168,7 +168,7 @@ def plot_training(rows, acc_np: float, delta: float, title: str):
     ax.set_xscale("log")
     _log_ticks(ax, ee)
     ax.set(
-        xlabel=f"strong-adversary $\\varepsilon$ at $\\delta$={delta} ($G_{{\\sqrt{{E}}/\\sigma}}$)",
+        xlabel=f"strong-adversary $\\varepsilon$ at $\\delta$ = {pow10(delta)} ($G_{{\\sqrt{{E}}/\\sigma}}$)",
         ylabel="test accuracy",
         title=title,
     )
@@ -364,7 +364,7 @@ def show_occupancy_table(mc, ex, pr, n: int, s: int, g: int, draws: int) -> None
 def record_training(tg, ids, train_rows, dat) -> None:
     """Record ``ids`` = (the paper's claim, with the data named, or "synthetic data"; the accuracy gap in points
     between batch and individual clipping at σ = 2, not run when σ = 2 is not swept) and glue the gap
-    (``sh_gap_sigma2``)."""
+    (``sh_gap_sigma2``) and its negative (``sh_behind_sigma2``, the points batch clipping is behind)."""
     t_paper, t_parity = ids
 
     data_name = dat["name"]
@@ -372,8 +372,14 @@ def record_training(tg, ids, train_rows, dat) -> None:
     ran = 2.0 in {r_["sigma"] for r_ in train_rows}
     gap9 = sh.clipping_accuracy_gap(train_rows, 2.0) if ran else float("nan")
     glue("sh_gap_sigma2", gap9, display=False)
+    glue("sh_behind_sigma2", -gap9, display=False)  # the prose says "behind": a positive number of points
+    nsr = [r_["nsr_bc"] / r_["nsr_ic"] for r_ in train_rows]
     tg.record(
-        t_parity, gap9, ran=ran, not_run_reason="σ = 2 is not in train_sigmas (smoke profile)", fmt={"data": data_name}
+        t_parity,
+        gap9,
+        ran=ran,
+        not_run_reason="σ = 2 is not in train_sigmas (smoke profile)",
+        fmt={"data": data_name, "nsr_lo": min(nsr), "nsr_hi": max(nsr)},
     )
 
 
@@ -388,3 +394,99 @@ def show_training_data(dat) -> None:
     print(f"data: {dat['label']}\n{dat['X'].shape[1]} features, {n_classes} classes")
     glue("sh_train_n", dat["n_train"], display=False)
     glue("sh_train_test", dat["n_test"], display=False)
+
+
+# --------------------------------------------------------------------------- relations the prose states (issue 34)
+def tradeoff_relations(dataset_size: int, batch_size: int, sigma: float, delta: float, epochs: int = 10) -> dict:
+    """The relations the trade-off figure's caption states (:func:`plot_tradeoff`'s setting), on a grid of α
+    (200 log-spaced from 10⁻⁶ to 10⁻², 400 linear to 1) where every curve is evaluated directly
+    (:func:`dputils.shuffling.mixture_tradeoff`, :func:`dputils.shuffling.gaussian_tradeoff`):
+
+    ``gap_g1``, the largest |exact BC+SH − bound| at g = 1 (0 up to rounding: c² = E exactly); ``lo_g4`` and
+    ``gap_g4``, the smallest and largest exact − bound at g = 4; ``gap_ss``, the largest |subsampling −
+    shuffling| at g = 1 and ``n_cross``, how often the two change order on the grid; ``eps_sh``, ``eps_ss`` the
+    upper ε at ``delta`` of shuffling (G with μ = √E/σ) and of subsampling (exact Binomial mixture), and
+    ``ss_excess`` = eps_ss / eps_sh − 1."""
+    a = np.concatenate([np.geomspace(1e-6, 1e-2, 200, endpoint=False), np.linspace(1e-2, 1, 400)])
+    mu1 = sh.shuffle_g1_mu(sigma, epochs)
+    shuffle = sh.gaussian_tradeoff(a, mu1)
+    ex1 = sh.mixture_tradeoff(a, sh.bc_shuffle_law(dataset_size, batch_size, 1).compose(epochs), sigma)
+    ex4 = sh.mixture_tradeoff(a, sh.bc_shuffle_law(dataset_size, batch_size, 4).compose(epochs), sigma)
+    d4 = ex4 - sh.gaussian_tradeoff(a, sh.bc_shuffle_mu(sigma, epochs, 4))
+    law_ss = sh.subsample_ic_g1_law(dataset_size, batch_size, epochs)
+    d_ss = sh.mixture_tradeoff(a, law_ss, sigma) - shuffle
+    sign = np.sign(d_ss[np.abs(d_ss) > 1e-12])
+    eps_sh = sh.gdp_epsilon(delta, mu1)
+    eps_ss = sh.mixture_epsilon(delta, law_ss, sigma)[1]
+    return dict(
+        gap_g1=float(np.abs(ex1 - shuffle).max()),
+        lo_g4=float(d4.min()),
+        gap_g4=float(d4.max()),
+        gap_ss=float(np.abs(d_ss).max()),
+        n_cross=int(np.sum(sign[1:] != sign[:-1])),
+        eps_sh=float(eps_sh),
+        eps_ss=float(eps_ss),
+        ss_excess=float(eps_ss / eps_sh - 1),
+    )
+
+
+def group_relations(group_rows, dataset_size: int, batch_size: int) -> dict:
+    """The relations the group-privacy figure and errata 2 state, from the rows of
+    :func:`dputils.shuffling.group_privacy_epsilons` (g, bound, BC exact, BC printed, IC exact, generic):
+
+    ``growth_bound`` and ``growth_generic``, the smallest ratio over g > 1 of the ε growth ε(g)/ε(1) to the
+    μ growth (√g for the bound, g for the generic transform; above 1 means ε grows faster than μ);
+    ``ic_excess``, the largest IC exact / bound − 1; ``printed_deficit``, the largest 1 − BC printed / BC exact;
+    ``coll_lo``, ``coll_hi``, the smallest and largest ratio, over the groups g > 1, of the weight the printed
+    law of Theorem F.1 puts on collisions (some round holding two or more of the group, 1 − q_g) to the exact
+    occupancy law's, and ``coll_g2`` that ratio at g = 2 (for this N and s)."""
+    base = {r[0]: r for r in group_rows}[1]
+    big = [r for r in group_rows if r[0] > 1]
+    coll = {}
+    for g_ in sorted({r[0] for r in big} | {2}):
+        ex = sh.bc_shuffle_law(dataset_size, batch_size, g_)
+        pr = sh.bc_shuffle_law_as_printed(dataset_size, batch_size, g_)
+        coll[g_] = (1 - pr.pmf[g_]) / (1 - ex.pmf[g_])
+    return dict(
+        growth_bound=min((r[1] / base[1]) / np.sqrt(r[0]) for r in big),
+        growth_generic=min((r[5] / base[5]) / r[0] for r in big),
+        ic_excess=max(r[4] / r[1] - 1 for r in big),
+        printed_deficit=max(1 - r[3] / r[2] for r in big),
+        coll_lo=float(min(coll[r[0]] for r in big)),
+        coll_hi=float(max(coll[r[0]] for r in big)),
+        coll_g2=float(coll[2]),
+    )
+
+
+def e4_relations(e4_rows) -> dict:
+    """The relations of errata 4 from :func:`lemma_e4_rows`: ``tail_over_l``, the largest exact tail / l;
+    ``loose_lo``, ``loose_hi``, the smallest and largest ratio of Lemma E.4's ε to the exact ε where the lemma's
+    ε is finite; ``none_g1``, whether the lemma gives no ε for g = 1 (l > δ)."""
+    ratios = [r[E4_HEADERS["eps_lemma"]] / r[E4_HEADERS["eps_exact"]] for r in e4_rows]
+    finite = [x for x in ratios if np.isfinite(x)]
+    g1 = [r for r in e4_rows if r["g"] == 1]
+    return dict(
+        tail_over_l=max(r[E4_HEADERS["exact_tail"]] / r[E4_HEADERS["l"]] for r in e4_rows),
+        loose_lo=min(finite),
+        loose_hi=max(finite),
+        none_g1=bool(g1) and not np.isfinite(g1[0][E4_HEADERS["eps_lemma"]]),
+    )
+
+
+def training_relations(rows, dat: dict[str, Any]) -> dict:
+    """The relations the training section states, from the rows of :func:`dputils.shuffling.clipping_sweep`:
+    ``bc_trails``, whether faithful batch clipping's accuracy is below individual clipping's at every σ;
+    ``bc_lead``, the smallest lead of individual clipping in points; ``acc_bc_top``, batch clipping's accuracy
+    at the largest σ, and ``chance``, one over the number of classes of :func:`training_data`'s ``dat``;
+    ``parity_gap``, the largest shortfall in points of the
+    "noise / batch" variant below individual clipping (negative: it is above at every σ)."""
+    top = max(rows, key=lambda r: r["sigma"])
+    n_classes = int(max(dat["y"].max(), dat["y_test"].max())) + 1
+    return dict(
+        bc_trails=all(r["acc_bc"] < r["acc_ic"] for r in rows),
+        bc_lead=min(100 * (r["acc_ic"] - r["acc_bc"]) for r in rows),
+        acc_bc_top=top["acc_bc"],
+        sigma_top=top["sigma"],
+        chance=1 / n_classes,
+        parity_gap=max(100 * (r["acc_ic"] - r["acc_bc_as_implemented"]) for r in rows),
+    )
