@@ -1081,6 +1081,50 @@ def fig4_deviation(ours: Mapping[float, Mapping[str, np.ndarray]], b: int, epoch
     return worst
 
 
+def calibration_evaluations(epsilons: Sequence[float], delta: float, rel_tol: float, start: float = 1.0) -> dict:
+    """Accountant evaluations of the chapter's σ search (:func:`dputils.matrix.noise_curves.secant_calibrate`)
+    against a bisection in log σ (bracket by factors of 2 from the same ``start``, then halving until
+    ``hi/lo <= 1 + rel_tol``), for Algorithm 3 at the pin setting (DP-SGD, :data:`PIN_SLOTS` slots, orders
+    :data:`PIN_ORDERS`) at each of ``epsilons``. Glues the totals (``ma_cal_secant``, ``ma_cal_bisect``) and their
+    ratio; returns the per-ε counts."""
+    from ...matrix import BallsInBinsMatrixMechanism, MatrixRenyiAccountant, build_strategy
+    from ...matrix import noise_curves as nc
+
+    pin = build_strategy("identity", 1, PIN_SLOTS)
+    count = [0]
+
+    def make(s: float):
+        count[0] += 1
+        return MatrixRenyiAccountant(orders=PIN_ORDERS).compose(BallsInBinsMatrixMechanism(pin, s))
+
+    out = {"secant": [], "bisection": []}
+    for e in epsilons:
+        count[0] = 0
+        nc.secant_calibrate(make, e, delta, start, rel_tol)
+        out["secant"].append(count[0])
+        count[0] = 0
+
+        def ok(s: float, e=e) -> bool:
+            return float(make(s).get_delta(e)) <= delta
+
+        lo = hi = start
+        if ok(start):
+            lo = start / 2
+            while ok(lo):
+                hi, lo = lo, lo / 2
+        else:
+            hi = start * 2
+            while not ok(hi):
+                lo, hi = hi, hi * 2
+        while hi / lo > 1 + rel_tol:
+            mid = math.sqrt(lo * hi)
+            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+        out["bisection"].append(count[0])
+    tot_s, tot_b = sum(out["secant"]), sum(out["bisection"])
+    glue_all({"secant": tot_s, "bisect": tot_b, "ratio": tot_s / tot_b, "n": len(epsilons)}, prefix="ma_cal_")
+    return out
+
+
 def _cyclic_band(b: int, bands: int) -> np.ndarray:
     """A p-cyclically banded Gram matrix with positive corners (several epochs' wrap-around): 1 on the diagonal,
     0.3 at cyclic distance 1..p-1."""
@@ -1274,13 +1318,16 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-def record_multi_bisr(tg, rec: Mapping[str, Any] | None, n: int, cost: float) -> str:
+def record_multi_bisr(
+    tg, rec: Mapping[str, Any] | None, n: int, cost: float, evals: str = "an unmeasured number of"
+) -> str:
     """Record T7c (Figure 3c) from its recording ``rec`` (:func:`read_recording`): scored when present and not stale,
-    else not run with the reason. Returns the sentence the page shows about it (with the recording's provenance)."""
+    else not run with the reason (the cost per evaluation ``cost`` and the evaluations per calibration ``evals``, as
+    measured in the run). Returns the sentence the page shows about it (with the recording's provenance)."""
     if rec is None or rec["stale"]:
         why = "no recording" if rec is None else "the recording is stale (" + recording_provenance(rec) + ")"
         cost_text = f"about {cost:.0f} s" if math.isfinite(cost) else "an unmeasured time"
-        tg.record("T7c", ran=False, fmt=dict(why=why, n=n, cost=cost_text))
+        tg.record("T7c", ran=False, fmt=dict(why=why, n=n, cost=cost_text, evals=evals))
         return f"Here: {why}, so the panel is not scored."
     v = rec["value"]
     prov = recording_provenance(rec)
