@@ -389,19 +389,23 @@ def importance_efficiency(b: int, sigmas: Sequence[float], epsilons: Sequence[fl
     ``b`` slots, the draws of the calibration: ``samples``, ``seed``): the plain mean's variance per sample,
     ``E_P[f^2] - δ^2`` with ``f = (1 - e^{ε-L})_+``, over the variance per sample of the weighted terms ``f w``.
     ``E_P[f^2]`` is estimated from the same draws as ``mean(f^2 w)``, so the ratio is an estimate too. Glues the
-    smallest and largest ratio (``ma_is_gain_lo``, ``ma_is_gain_hi``, three digits) and the ε where they occur;
-    returns the ratios."""
+    smallest and largest ratio (``ma_is_gain_lo``, ``ma_is_gain_hi``, three digits) and the ε where they occur, and
+    the range of plain samples a relative standard error of 3% would need (``ma_is_plain_n_lo``, ``_hi``); returns
+    the ratios."""
     from ...matrix.noise_curves import ImportanceMonteCarlo
 
-    out = []
+    out, plain_n = [], []
     for s, e in zip(sigmas, epsilons):
         f, w = ImportanceMonteCarlo(b, s, samples, seed).parts(e)
         t = f * w
         d = float(t.mean())
-        out.append(float((np.mean(f * f * w) - d * d) / t.var(ddof=1)))
+        var_plain = float(np.mean(f * f * w)) - d * d
+        out.append(var_plain / float(t.var(ddof=1)))
+        plain_n.append(var_plain / (0.03 * d) ** 2)  # plain samples for a relative standard error of 3%
     lo, hi = int(np.argmin(out)), int(np.argmax(out))
     glue_all({"lo": three_digits(out[lo]), "hi": three_digits(out[hi]), "lo_eps": f"{epsilons[lo]:g}",
               "hi_eps": f"{epsilons[hi]:g}"}, prefix="ma_is_gain_")  # fmt: skip
+    glue_all({"lo": sci(min(plain_n), 2), "hi": sci(max(plain_n), 2)}, prefix="ma_is_plain_n_")
     return out
 
 
