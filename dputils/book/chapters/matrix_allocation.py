@@ -502,6 +502,35 @@ def glue_bsr_panel(cc_bsr, ren, prior, ren_pe, w_mid, n, delta) -> None:
     )
 
 
+def glue_bands_at(strategy, sigmas, epsilons, delta: float, orders, tier_budget: float, bands: int) -> list[tuple]:
+    """The effective bandwidth of Algorithm 3's dynamic program at the order that sets δ(ε) at each Rényi σ
+    (``sigmas`` for ``epsilons``), against the strategy's ``bands``: glues ``ma_bsr_bands_words`` (the prose's
+    "at the full bandwidth at the orders that set σ", or where it is not). Returns ``(ε, order, bands used)``."""
+    from ...matrix import BallsInBinsMatrixMechanism, MatrixRenyiAccountant
+
+    rows = []
+    for e, s in zip(epsilons, sigmas):
+        d = (
+            MatrixRenyiAccountant(orders=orders, tier_budget=tier_budget)
+            .compose(BallsInBinsMatrixMechanism(strategy, s))
+            .get_epsilon(delta)
+            .details
+        )
+        rows.append((e, int(d["order"]), int(d["effective_bands"])))
+    orders_t = ", ".join(f"order {o} at ε = {e:g}" for e, o, _ in rows)
+    narrow = [(e, p) for e, _, p in rows if p < bands]
+    if not narrow:
+        words = f"at the full bandwidth at the orders that set σ ({orders_t})"
+    else:
+        words = (
+            "at the full bandwidth except at "
+            + ", ".join(f"ε = {e:g} (p_eff = {p})" for e, p in narrow)
+            + (f" ({orders_t})")
+        )
+    glue("ma_bsr_bands_words", words)
+    return rows
+
+
 def bsr_tables(cc_bsr, ren, ren_pe, prior, sens_mid, w_mid, bands, n, delta, sigma_mid) -> None:
     """The BSR panel's σ per ε (CondComp, Rényi at each bandwidth, prior weights) and the per-step pair at the
     middle step."""
@@ -1088,12 +1117,18 @@ def fig4_deviation(ours: Mapping[float, Mapping[str, np.ndarray]], b: int, epoch
     return worst
 
 
+def count_range(counts: Sequence[int]) -> str:
+    """``"5 to 10"`` (or ``"7"`` when all equal): the range of some counts, for the prose."""
+    lo, hi = min(counts), max(counts)
+    return f"{lo}" if lo == hi else f"{lo} to {hi}"
+
+
 def calibration_evaluations(epsilons: Sequence[float], delta: float, rel_tol: float, start: float = 1.0) -> dict:
     """Accountant evaluations of the chapter's σ search (:func:`dputils.matrix.noise_curves.secant_calibrate`)
     against a bisection in log σ (bracket by factors of 2 from the same ``start``, then halving until
     ``hi/lo <= 1 + rel_tol``), for Algorithm 3 at the pin setting (DP-SGD, :data:`PIN_SLOTS` slots, orders
-    :data:`PIN_ORDERS`) at each of ``epsilons``. Glues the totals (``ma_cal_secant``, ``ma_cal_bisect``) and their
-    ratio; returns the per-ε counts."""
+    :data:`PIN_ORDERS`) at each of ``epsilons``. Glues the totals (``ma_cal_secant``, ``ma_cal_bisect``), their
+    ratio and the range of the secant's count per ε (``ma_cal_range``); returns the per-ε counts."""
     from ...matrix import BallsInBinsMatrixMechanism, MatrixRenyiAccountant, build_strategy
     from ...matrix import noise_curves as nc
 
@@ -1128,7 +1163,8 @@ def calibration_evaluations(epsilons: Sequence[float], delta: float, rel_tol: fl
             lo, hi = (lo, mid) if ok(mid) else (mid, hi)
         out["bisection"].append(count[0])
     tot_s, tot_b = sum(out["secant"]), sum(out["bisection"])
-    glue_all({"secant": tot_s, "bisect": tot_b, "ratio": tot_s / tot_b, "n": len(epsilons)}, prefix="ma_cal_")
+    glue_all({"secant": tot_s, "bisect": tot_b, "ratio": tot_s / tot_b, "n": len(epsilons),
+              "range": count_range(out["secant"])}, prefix="ma_cal_")  # fmt: skip
     return out
 
 
