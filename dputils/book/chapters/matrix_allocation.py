@@ -377,7 +377,7 @@ def mc_table(epsilons, mc, sig_renyi, gaps, sig_poisson, n, samples, efficiency=
     ]  # fmt: skip
     if efficiency is not None:
         for r, x in zip(rows, efficiency):
-            r["plain samples per importance sample"] = x
+            r["plain per IS sample"] = x
     show_table(rows, caption=f"DP-SGD, N = {n}, k = 1: Rényi against Monte Carlo ({samples:,} importance samples)")
 
 
