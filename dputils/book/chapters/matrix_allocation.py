@@ -455,6 +455,21 @@ def factorisation_table(fact: Mapping[str, Mapping[str, Any]], epsilons, n, band
 # ---- conditional composition ------------------------------------------------------------------------------------------
 
 
+def agreement_words(dev: float, rel_tol: float) -> str:
+    """How calibrated σ agree with reference values, for the prose: ``dev`` is the largest relative deviation. The
+    calibration returns the upper end of a bracket of relative width ``rel_tol`` whose ends are both evaluated, so
+    a deviation of 0 (the search started at the reference and kept it) means the reference is confirmed to that
+    width, not exactly."""
+    if not math.isfinite(dev):
+        return "(not compared in this profile)"
+    if dev == 0:
+        return (
+            f"to within a calibration's bracket: each independent value is the upper end of a bracket of relative "
+            f"width {rel_tol:g} whose lower end fails"
+        )
+    return f"to a relative {sci(dev, 1)} at worst"
+
+
 def chain_table(q_chain: Mapping[str, np.ndarray], n: int, delta: float) -> None:
     """The weight of the participating slot at the first, middle and last step of each chain."""
     show_table(
