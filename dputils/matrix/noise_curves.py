@@ -212,6 +212,13 @@ class ImportanceMonteCarlo:
 
     def terms(self, eps: float) -> np.ndarray:
         """The weighted samples ``(1 - e^{eps - L})_+ dN/dmixture``, whose mean is the estimate."""
+        f, w = self.parts(eps)
+        return f * w
+
+    def parts(self, eps: float) -> tuple[np.ndarray, np.ndarray]:
+        """The two factors of :meth:`terms`: ``f = (1 - e^{eps - L})_+`` at each shifted sample and its weight
+        ``w = dN/dmixture``. ``mean(f**2 * w)`` estimates ``E_P[f^2]``, so the plain mean's variance per sample,
+        ``E_P[f^2] - delta^2``, is estimated from the same draws (the chapter's sample-efficiency figure)."""
         b, s, n = self.b, self.sig, self.n
         p_none, p_part, p_other = self.pi
         rng = np.random.default_rng(self.seed)
@@ -233,7 +240,7 @@ class ImportanceMonteCarlo:
         y = s * xi
         y[:, 0] += 1.0
         L = logsumexp(y / s**2 - 0.5 / s**2, axis=1) - math.log(b)
-        return -np.expm1(np.minimum(eps - L, 0.0)) * np.exp(-logq)  # (1 - e^{eps - L})_+ times the weight
+        return -np.expm1(np.minimum(eps - L, 0.0)), np.exp(-logq)  # (1 - e^{eps - L})_+ and the weight
 
     def get_delta(self, eps: float) -> float:
         return float(self.terms(eps).mean())

@@ -242,18 +242,32 @@ GRAM_REFERENCE = {
 }
 
 
+def record_gram_entries(tg) -> float:
+    """Record T10c: the entries :data:`GRAM_IDX` of the p = 4 BSR and BISR Gram matrices (b = 100, one and ten
+    epochs), built by :func:`dputils.matrix.build_strategy`, against :data:`GRAM_REFERENCE` (:func:`gram_table`)."""
+    from ...matrix import build_strategy
+
+    got = {key: build_strategy(key[0], key[1], 100, 4).gram[GRAM_IDX] for key in GRAM_REFERENCE}
+    worst = gram_table(got)
+    tg.record("T10c", worst)
+    return worst
+
+
 def gram_table(got: Mapping[tuple[str, int], np.ndarray]) -> float:
     """Show the Gram entries :data:`GRAM_IDX` per ``(strategy, epochs)`` and return the largest absolute
     difference from :data:`GRAM_REFERENCE` over all of them (target T10c)."""
+    worst = float(np.max(np.abs(np.concatenate([got[key] - GRAM_REFERENCE[key] for key in GRAM_REFERENCE]))))
+    n_entries = sum(len(v) for v in GRAM_REFERENCE.values())
     show_table(
         [
             {"strategy": f"{n} p=4, k={k}", "G_00": g[0], "G_50,51": g[2], "G_50,53": g[4], "G_50,54": g[5],
              "G_0,99": g[6]}
             for (n, k), g in got.items()
         ],
-        caption="Gram entries of the p = 4 strategies (b = 100); all 28 agree to 6×10⁻⁴",
+        caption=f"Gram entries of the p = 4 strategies (b = 100); the largest difference of the {n_entries} checked "
+        f"entries from our independent values is {sci(worst, 1)}",
     )  # fmt: skip
-    return float(np.max(np.abs(np.concatenate([got[key] - GRAM_REFERENCE[key] for key in GRAM_REFERENCE]))))
+    return worst
 
 
 #: The parameters the chapter's reader needs, with their meaning (the parameters cell, collapsed, has them all).
@@ -351,16 +365,80 @@ def dpsgd_table(epsilons, delta, sig, sig_multi, sig_large, n, n_large, k, indep
     show_table(rows, caption=f"Rényi-calibrated σ for DP-SGD at δ = {sci(delta, 1)}")
 
 
-def mc_table(epsilons, mc, sig_renyi, gaps, sig_poisson, n, samples) -> None:
+def mc_table(epsilons, mc, sig_renyi, gaps, sig_poisson, n, samples, efficiency=None) -> None:
     """Rényi against the Monte Carlo σ of :func:`dputils.matrix.panels.importance_mc_sigmas` (``mc``) per ε, with
-    the δ̂ of both directions at the Monte Carlo σ and the Poisson-subsampling σ for orientation."""
+    the δ̂ of both directions at the Monte Carlo σ, the Poisson-subsampling σ for orientation and (if given) the
+    plain samples one importance sample is worth (:func:`importance_efficiency`)."""
     rows = [
         {"ε": e, "δ̂ remove": mc["remove"][j], "relative s.e. of δ̂": mc["rel_se"][j], "δ̂ add (plain)": mc["add"][j],
          "Rényi σ": sig_renyi[j], "Monte Carlo σ": mc["sigma"][j], "s.e. of σ": mc["se"][j], "Rényi / MC − 1": gaps[j],
          "Poisson PLD σ (other scheme)": sig_poisson[j]}
         for j, e in enumerate(epsilons)
     ]  # fmt: skip
+    if efficiency is not None:
+        for r, x in zip(rows, efficiency):
+            r["plain per IS sample"] = x
     show_table(rows, caption=f"DP-SGD, N = {n}, k = 1: Rényi against Monte Carlo ({samples:,} importance samples)")
+
+
+def three_digits(x: float) -> str:
+    """``x`` rounded to three significant digits, written without an exponent (``7386.0`` -> ``"7,390"``)."""
+    return f"{float(f'{x:.3g}'):,.{max(0, 2 - math.floor(math.log10(abs(x))))}f}" if x else "0"
+
+
+def importance_efficiency(b: int, sigmas: Sequence[float], epsilons: Sequence[float], samples: int, seed: int):
+    """Per ε, how many plain Monte Carlo samples one importance sample of
+    :class:`~dputils.matrix.noise_curves.ImportanceMonteCarlo` is worth at the Monte Carlo σ (one-epoch DP-SGD,
+    ``b`` slots, the draws of the calibration: ``samples``, ``seed``): the plain mean's variance per sample,
+    ``E_P[f^2] - δ^2`` with ``f = (1 - e^{ε-L})_+``, over the variance per sample of the weighted terms ``f w``.
+    ``E_P[f^2]`` is estimated from the same draws as ``mean(f^2 w)``, so the ratio is an estimate too. Glues the
+    smallest and largest ratio (``ma_is_gain_lo``, ``ma_is_gain_hi``, three digits) and the ε where they occur, and
+    the range of plain samples a relative standard error of 3% would need (``ma_is_plain_n_lo``, ``_hi``); returns
+    the ratios."""
+    from ...matrix.noise_curves import ImportanceMonteCarlo
+
+    out, plain_n = [], []
+    for s, e in zip(sigmas, epsilons):
+        f, w = ImportanceMonteCarlo(b, s, samples, seed).parts(e)
+        t = f * w
+        d = float(t.mean())
+        var_plain = float(np.mean(f * f * w)) - d * d
+        out.append(var_plain / float(t.var(ddof=1)))
+        plain_n.append(var_plain / (0.03 * d) ** 2)  # plain samples for a relative standard error of 3%
+    lo, hi = int(np.argmin(out)), int(np.argmax(out))
+    glue_all({"lo": three_digits(out[lo]), "hi": three_digits(out[hi]), "lo_eps": f"{epsilons[lo]:g}",
+              "hi_eps": f"{epsilons[hi]:g}"}, prefix="ma_is_gain_")  # fmt: skip
+    glue_all({"lo": sci(min(plain_n), 2), "hi": sci(max(plain_n), 2)}, prefix="ma_is_plain_n_")
+    return out
+
+
+def dp_cost_growth(timing: np.ndarray) -> dict[str, Any]:
+    """The growth of the measured DP time (rows of ``timing``: ``p, b, seconds, peak bytes``): per band count the
+    time at the largest ``b`` over the time at the smallest, the range of these factors against the factor in
+    ``b``, and the time at the largest ``b`` for the largest ``p`` over the smallest ``p``. Glued as
+    ``ma_cost_*`` (the prose's relations about the figure come from these numbers)."""
+    ps = sorted({int(p) for p in timing[:, 0]})
+    bs = sorted({int(b) for b in timing[:, 1]})
+
+    def t(p, b):
+        sel = (timing[:, 0] == p) & (timing[:, 1] == b)
+        return float(timing[sel, 2][0])
+
+    per_p = {p: t(p, bs[-1]) / t(p, bs[0]) for p in ps}
+    out = {
+        "b_min": bs[0], "b_max": bs[-1], "p_min": ps[0], "p_max": ps[-1], "b_factor": f"{bs[-1] / bs[0]:g}",
+        "t_b_lo": min(per_p.values()), "t_b_hi": max(per_p.values()), "t_p": t(ps[-1], bs[-1]) / t(ps[0], bs[-1]),
+    }  # fmt: skip
+    fb = bs[-1] / bs[0]
+    out["b_relation"] = (
+        "less than the factor in b: at these sizes fixed costs per pass still weigh"
+        if out["t_b_hi"] < fb
+        else "at least the factor in b"
+        if out["t_b_lo"] >= fb
+        else "around the factor in b"
+    )
+    glue_all({k: (three_digits(v) if isinstance(v, float) else v) for k, v in out.items()}, prefix="ma_cost_")
+    return out
 
 
 def factorisation_table(fact: Mapping[str, Mapping[str, Any]], epsilons, n, bands, delta) -> None:
@@ -375,6 +453,21 @@ def factorisation_table(fact: Mapping[str, Mapping[str, Any]], epsilons, n, band
 
 
 # ---- conditional composition ------------------------------------------------------------------------------------------
+
+
+def agreement_words(dev: float, rel_tol: float) -> str:
+    """How calibrated σ agree with reference values, for the prose: ``dev`` is the largest relative deviation. The
+    calibration returns the upper end of a bracket of relative width ``rel_tol`` whose ends are both evaluated, so
+    a deviation of 0 (the search started at the reference and kept it) means the reference is confirmed to that
+    width, not exactly."""
+    if not math.isfinite(dev):
+        return "(not compared in this profile)"
+    if dev == 0:
+        return (
+            f"to within a calibration's bracket: each independent value is the upper end of a bracket of relative "
+            f"width {rel_tol:g} whose lower end fails"
+        )
+    return f"to a relative {sci(dev, 1)} at worst"
 
 
 def chain_table(q_chain: Mapping[str, np.ndarray], n: int, delta: float) -> None:
@@ -422,6 +515,35 @@ def glue_bsr_panel(cc_bsr, ren, prior, ren_pe, w_mid, n, delta) -> None:
         {"p4_a30": sci(n * 4 * 30.0**8), "p4_a50": sci(n * 4 * 50.0**8), "p2_a50": sci(n * 2 * 50.0**4)},
         prefix="ma_cost_",
     )
+
+
+def glue_bands_at(strategy, sigmas, epsilons, delta: float, orders, tier_budget: float, bands: int) -> list[tuple]:
+    """The effective bandwidth of Algorithm 3's dynamic program at the order that sets δ(ε) at each Rényi σ
+    (``sigmas`` for ``epsilons``), against the strategy's ``bands``: glues ``ma_bsr_bands_words`` (the prose's
+    "at the full bandwidth at the orders that set σ", or where it is not). Returns ``(ε, order, bands used)``."""
+    from ...matrix import BallsInBinsMatrixMechanism, MatrixRenyiAccountant
+
+    rows = []
+    for e, s in zip(epsilons, sigmas):
+        d = (
+            MatrixRenyiAccountant(orders=orders, tier_budget=tier_budget)
+            .compose(BallsInBinsMatrixMechanism(strategy, s))
+            .get_epsilon(delta)
+            .details
+        )
+        rows.append((e, int(d["order"]), int(d["effective_bands"])))
+    orders_t = ", ".join(f"order {o} at ε = {e:g}" for e, o, _ in rows)
+    narrow = [(e, p) for e, _, p in rows if p < bands]
+    if not narrow:
+        words = f"at the full bandwidth at the orders that set σ ({orders_t})"
+    else:
+        words = (
+            "at the full bandwidth except at "
+            + ", ".join(f"ε = {e:g} (p_eff = {p})" for e, p in narrow)
+            + (f" ({orders_t})")
+        )
+    glue("ma_bsr_bands_words", words)
+    return rows
 
 
 def bsr_tables(cc_bsr, ren, ren_pe, prior, sens_mid, w_mid, bands, n, delta, sigma_mid) -> None:
@@ -486,6 +608,7 @@ def report_multi_epoch(cc_multi: Mapping[str, Any], n: int, k: int, delta: float
     if "union" not in cc_multi:
         return
     u, h = cc_multi["union"], cc_multi["hybrid"]
+    glue("ma_m_verdict", multi_epoch_verdict(cc_multi["condcomp_sigma"] / cc_multi["sigma"])[0])
     glue_all({
         "sigma": cc_multi["sigma"], "eps_renyi": cc_multi["renyi_epsilon"], "eps_union": u["epsilon"],
         "eps_hybrid": h["epsilon"], "cc_sigma": cc_multi["condcomp_sigma"],
@@ -498,6 +621,30 @@ def report_multi_epoch(cc_multi: Mapping[str, Any], n: int, k: int, delta: float
         + [{"accountant": "Rényi (Algorithm 3)", "ε at the Rényi σ": cc_multi["renyi_epsilon"]}],
         caption=f"DP-SGD, N = {k * n}, k = {k}, σ = {cc_multi['sigma']:.4f}",
     )  # fmt: skip
+
+
+#: the σ ratio (conditional composition over Rényi) from which the multi-epoch DP-SGD panel has "no benefit" (the
+#: target T7a) and above which its loss is called large, not small
+NO_BENEFIT_RATIO, LARGE_LOSS_RATIO = 0.95, 1.2
+
+
+def multi_epoch_verdict(ratio: float) -> tuple[str, str]:
+    """The lead sentence of the multi-epoch DP-SGD panel (Figure 2c) and the note of its target T7a, from the
+    calibrated σ ratio ``ratio`` = conditional composition over Rényi: the paper's "little or no benefit" holds
+    when ``ratio >= NO_BENEFIT_RATIO``; the loss is large above ``LARGE_LOSS_RATIO``."""
+    if not math.isfinite(ratio):
+        return "Not run in this profile.", "not run"
+    if ratio < NO_BENEFIT_RATIO:
+        return (
+            "The claim does not hold: conditional composition needs less noise than Rényi here.",
+            f"a benefit (σ ratio {ratio:.2f}), unlike the paper's plot",
+        )
+    if ratio <= LARGE_LOSS_RATIO:
+        return "The claim holds: no benefit, and a small loss, as in the paper.", f"a small loss (σ ratio {ratio:.2f})"
+    return (
+        "The claim of no benefit holds, but the loss is much larger than in the paper.",
+        f"the loss is large here (σ ratio {ratio:.2f}), not small as in the paper's plot",
+    )
 
 
 def gain_row(c: Mapping[str, float]) -> dict[str, float]:
@@ -518,11 +665,55 @@ def gain_table(cc_gain: Mapping[str, Mapping[str, Mapping[str, float]]]) -> None
         for e, g in cc_gain.items() for b, r in g.items()
     ]  # fmt: skip
     glue("ma_gain_seconds", max(r["seconds"] for r in rows) if rows else float("nan"))
+    glue_gain_claims(cc_gain)
     if rows:
         show_table(rows, caption="ε certified at the Rényi-calibrated σ (gain = 1 − CondComp ε / Rényi ε)")
 
 
+def glue_gain_claims(cc_gain: Mapping[str, Mapping[str, Mapping[str, float]]]) -> dict[str, str]:
+    """The words of the prose about the Figure 2b-against-2a comparison, from its numbers: ``ma_gain_verdict``
+    ("holds" when at every ε the gain is larger at the larger b) and ``ma_gain_where``, the batch counts at which
+    conditional composition certifies the smaller ε at every ε ("at both b", "only at b = ...", "at neither b").
+    Empty texts when not run."""
+    if not cc_gain:
+        words = {"verdict": "is not checked in this profile", "where": "(not run)"}
+        glue_all(words, prefix="ma_gain_")
+        return words
+    bs = sorted({b for g in cc_gain.values() for b in g}, key=int)
+    larger = all(g[bs[-1]]["gain"] > g[bs[0]]["gain"] for g in cc_gain.values())
+    wins = [b for b in bs if all(g[b]["condcomp"] < g[b]["renyi"] for g in cc_gain.values())]
+    where = "at both b" if len(wins) == len(bs) else f"only at b = {wins[0]}" if wins else "at neither b"
+    words = {"verdict": "holds" if larger else "does not hold", "where": where}
+    glue_all(words, prefix="ma_gain_")
+    return words
+
+
 # ---- the add direction ---------------------------------------------------------------------------------------------
+
+
+def glue_deciding_direction(strategy, sigmas: Sequence[float], epsilons: Sequence[float], delta: float, orders):
+    """Which direction decides Algorithm 3's ε at each calibrated σ (``sigmas`` for ``epsilons``): the larger of the
+    remove divergence and Lemma 3.4's add bound at the order the conversion picks. Glues ``ma_add_decides``, the
+    prose's words for the ε where the add bound decides; returns the directions."""
+    from ...matrix import BallsInBinsMatrixMechanism, MatrixRenyiAccountant
+
+    dom = [
+        MatrixRenyiAccountant(orders=orders)
+        .compose(BallsInBinsMatrixMechanism(strategy, s))
+        .get_epsilon(delta)
+        .details["dominant"]
+        for s in sigmas
+    ]
+    add = [f"{e:g}" for e, d in zip(epsilons, dom) if d == "add"]
+    if len(add) == len(dom):
+        words = "at every ε of the figure"
+    elif not add:
+        words = "at none of its ε (the remove divergence decides throughout)"
+    else:
+        rest = [f"{e:g}" for e, d in zip(epsilons, dom) if d != "add"]
+        words = f"at ε = {', '.join(add)} (the remove divergence at ε = {', '.join(rest)})"
+    glue("ma_add_decides", words)
+    return dom
 
 
 def rdp_table(r: Mapping[str, Any], n: int) -> None:
@@ -557,6 +748,19 @@ def tight_sigma_table(epsilons, delta, n, bands, dp, dp_tight, dp_remove, dp_mc,
 
 
 # ---- the remaining panels and the errata --------------------------------------------------------------------------
+
+
+def family_gain_words(gain: Sequence[float], threshold: float = 0.01) -> str:
+    """The prose's reading of Figure 6's gains ``gain`` (relative reduction of λ̄_b by Options 1+3 over Option 1 at
+    each epoch end): whether the temperature family matters only after the first epoch (``threshold``, ours: 1%)."""
+    first, later = gain[0], list(gain[1:])
+    if first < threshold and later and min(later) >= threshold:
+        return "the temperature family matters only in the later epochs, as Figure 6 shows"
+    if max(gain) < threshold:
+        return f"the temperature family changes the bound by less than {threshold:.0%} at every epoch end"
+    if first >= threshold:
+        return f"the temperature family matters in the first epoch too (by at least {threshold:.0%})"
+    return f"the temperature family matters in some later epochs only (by at least {threshold:.0%})"
 
 
 def family_table(fam: Mapping[tuple[str, float], Mapping[str, np.ndarray]], bands, epochs, batches) -> None:
@@ -825,6 +1029,160 @@ def record_pins(tg) -> dict[str, Any]:
     }
 
 
+# ---- Figure 4, independently: the posterior bound of DP-SGD in closed form -----------------------------------------
+
+#: the temperatures of Option 3 of the paper's Appendix F.4 (inf: the uniform psi of Option 1), as printed there
+FIG4_TEMPERATURES = (math.inf, 10**-1, 10**-0.5, 1.0, 10**0.5, 10.0)
+
+
+def dpsgd_posterior_bound(b: int, step: int, sigma: float, beta: float) -> float:
+    """``λ̄_b`` of the participating slot of DP-SGD (slot ``(n-1) mod b`` at 1-based step ``n``; remove relation,
+    union over the ``b - 1`` tail bounds of one step at significance ``beta``), computed from the paper's formulas
+    with the structure of DP-SGD written out, for an independent check of :mod:`dputils.matrix.posterior_paths`.
+
+    In epoch ``e`` the prefix means over steps ``1..n-1`` are indicator vectors with disjoint supports: the
+    participant ``i`` has ``e - 1`` ones, the ``n_A = (n-1) mod b`` slots before it ``e``, the ``n_B = b - 1 - n_A``
+    after it ``e - 1``. So ``|μ_i - μ_j|² = 2e - 1`` (class A) or ``2e - 2`` (class B), and Option 3's
+    ``ψ = softmax(-|μ_i - μ_j|²/t)`` (Appendix F.3) puts ``w_A`` on each A slot, ``w_B`` on each B slot. Lemma D.2
+    with ``ρ_k = μ_k`` (Theorem D.3) then has three distinct reference components (``k = i``, ``k`` in A, ``k`` in
+    B) with
+
+        ν_i = -(e-1)/σ² + c,  ν_A = w_A e/σ² + c,  ν_B = w_B (e-1)/σ² + c,
+        c = ((e-1) - n_A w_A e - n_B w_B (e-1))/(2σ²) - KL(ψ‖π),  ξ² σ² = (e-1) + n_A w_A² e + n_B w_B² (e-1),
+
+    and Eq. 31's bound ``F(τ) = (1/b) Σ_k min_ψ Φ((τ - ν_k)/ξ)`` (weights ``1, n_A, n_B``). ``τ`` is the root of
+    ``log F(τ) = log(β/(b-1))`` (Brent's method on the log-cdf, to ``1e-14``), and ``λ̄_b = sigmoid(-log(b-1) - τ)``
+    (Lemma 4.5). Where every ξ is 0 (step 1: nothing observed yet) ``L_b`` is the constant ``min_k max_ψ ν_k`` and
+    that is ``τ``. Nothing of :mod:`dputils.matrix` is used (no Gram matrix, no bisection, no merging)."""
+    from scipy.optimize import brentq
+    from scipy.special import log_ndtr
+
+    e, n_a = (step - 1) // b + 1, (step - 1) % b
+    n_b = b - 1 - n_a
+    s2 = sigma * sigma
+    counts = np.array([1.0, n_a, n_b])
+    nus, xis = [], []
+    for t in FIG4_TEMPERATURES:
+        la, lb = (0.0, 0.0) if math.isinf(t) else (-(2 * e - 1) / t, -(2 * e - 2) / t)
+        m = max(la if n_a else -math.inf, lb if n_b else -math.inf)
+        z = n_a * math.exp(la - m) + n_b * math.exp(lb - m)
+        wa, wb = math.exp(la - m) / z, math.exp(lb - m) / z
+        kl = sum(n * w * math.log(w * (b - 1)) for n, w in ((n_a, wa), (n_b, wb)) if n)
+        c = ((e - 1) - n_a * wa * e - n_b * wb * (e - 1)) / (2 * s2) - kl
+        nus.append([-(e - 1) / s2 + c, wa * e / s2 + c, wb * (e - 1) / s2 + c])
+        xis.append(math.sqrt((e - 1) + n_a * wa * wa * e + n_b * wb * wb * (e - 1)) / sigma)
+    nu, xi = np.array(nus), np.array(xis)
+    present = counts > 0
+    target = math.log(beta / (b - 1))
+    if not np.any(xi > 0):
+        tau = float(np.min(np.max(nu, axis=0)[present]))
+    else:
+        pos = xi > 0
+
+        def log_f(tau: float) -> float:
+            z = np.where(pos[:, None], (tau - nu) / np.where(pos, xi, 1.0)[:, None], np.where(tau >= nu, 40.0, -40.0))
+            lz = log_ndtr(np.min(z, axis=0))[present]
+            return float(np.logaddexp.reduce(lz + np.log(counts[present])) - math.log(b)) - target
+
+        lo = hi = float(np.min(nu))
+        while log_f(lo) > 0:
+            lo -= 1.0 + abs(lo)
+        while log_f(hi) < 0:
+            hi += 1.0 + abs(hi)
+        tau = brentq(log_f, lo, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500)
+    return float(1.0 / (1.0 + (b - 1) * math.exp(tau)))
+
+
+def fig4_reference(b: int, epochs: int, sigma: float, delta_e: float) -> dict[str, np.ndarray]:
+    """The four curves of Figure 4 for DP-SGD (``b`` slots, ``epochs`` epochs) from :func:`dpsgd_posterior_bound`,
+    allocations as in the paper's Appendix E: union (``δ_E/N`` per step), global max (the largest bound at
+    ``δ_E``), per-epoch max (``δ_E/k``, the largest bound within each epoch) and hybrid (union in epoch 1, per-epoch
+    max afterwards). Keys as :func:`dputils.matrix.posterior_paths.allocation_paths`."""
+    n_steps = b * epochs
+    steps = range(1, n_steps + 1)
+    union = np.array([dpsgd_posterior_bound(b, n, sigma, delta_e / n_steps) for n in steps])
+    at_k = np.array([dpsgd_posterior_bound(b, n, sigma, delta_e / epochs) for n in steps])
+    at_one = max(dpsgd_posterior_bound(b, n, sigma, delta_e) for n in steps)
+    per_epoch = np.repeat([at_k[j * b : (j + 1) * b].max() for j in range(epochs)], b)
+    return {
+        "union": union,
+        "global max": np.full(n_steps, at_one),
+        "per-epoch max (e ≥ 1)": per_epoch,
+        "hybrid (e ≥ 2)": np.where(np.arange(1, n_steps + 1) <= b, union, per_epoch),
+    }
+
+
+def record_fig4(tg, alloc: Mapping[float, Mapping[str, np.ndarray]], b: int, epochs: int, delta_e: float) -> float:
+    """Record T8c: our Figure 4 curves ``alloc`` (σ -> allocation -> λ̄_b per step, DP-SGD with ``b`` slots and
+    ``epochs`` epochs) against :func:`fig4_reference` (:func:`fig4_deviation`); returns the deviation."""
+    dev = fig4_deviation(alloc, b, epochs, delta_e)
+    tg.record("T8c", dev, fmt=dict(b=b, k=epochs))
+    return dev
+
+
+def fig4_deviation(ours: Mapping[float, Mapping[str, np.ndarray]], b: int, epochs: int, delta_e: float) -> float:
+    """The largest relative difference between our Figure 4 curves ``ours`` (σ -> allocation -> curve, from
+    :func:`dputils.matrix.posterior_paths.allocation_paths`) and :func:`fig4_reference`, over every σ, allocation
+    and step (target T8c)."""
+    worst = 0.0
+    for sig, curves in ours.items():
+        ref = fig4_reference(b, epochs, sig, delta_e)
+        for key, v in curves.items():
+            worst = max(worst, float(np.max(np.abs(np.asarray(v) / ref[key] - 1))))
+    return worst
+
+
+def count_range(counts: Sequence[int]) -> str:
+    """``"5 to 10"`` (or ``"7"`` when all equal): the range of some counts, for the prose."""
+    lo, hi = min(counts), max(counts)
+    return f"{lo}" if lo == hi else f"{lo} to {hi}"
+
+
+def calibration_evaluations(epsilons: Sequence[float], delta: float, rel_tol: float, start: float = 1.0) -> dict:
+    """Accountant evaluations of the chapter's σ search (:func:`dputils.matrix.noise_curves.secant_calibrate`)
+    against a bisection in log σ (bracket by factors of 2 from the same ``start``, then halving until
+    ``hi/lo <= 1 + rel_tol``), for Algorithm 3 at the pin setting (DP-SGD, :data:`PIN_SLOTS` slots, orders
+    :data:`PIN_ORDERS`) at each of ``epsilons``. Glues the totals (``ma_cal_secant``, ``ma_cal_bisect``), their
+    ratio and the range of the secant's count per ε (``ma_cal_range``); returns the per-ε counts."""
+    from ...matrix import BallsInBinsMatrixMechanism, MatrixRenyiAccountant, build_strategy
+    from ...matrix import noise_curves as nc
+
+    pin = build_strategy("identity", 1, PIN_SLOTS)
+    count = [0]
+
+    def make(s: float):
+        count[0] += 1
+        return MatrixRenyiAccountant(orders=PIN_ORDERS).compose(BallsInBinsMatrixMechanism(pin, s))
+
+    out = {"secant": [], "bisection": []}
+    for e in epsilons:
+        count[0] = 0
+        nc.secant_calibrate(make, e, delta, start, rel_tol)
+        out["secant"].append(count[0])
+        count[0] = 0
+
+        def ok(s: float, e=e) -> bool:
+            return float(make(s).get_delta(e)) <= delta
+
+        lo = hi = start
+        if ok(start):
+            lo = start / 2
+            while ok(lo):
+                hi, lo = lo, lo / 2
+        else:
+            hi = start * 2
+            while not ok(hi):
+                lo, hi = hi, hi * 2
+        while hi / lo > 1 + rel_tol:
+            mid = math.sqrt(lo * hi)
+            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+        out["bisection"].append(count[0])
+    tot_s, tot_b = sum(out["secant"]), sum(out["bisection"])
+    glue_all({"secant": tot_s, "bisect": tot_b, "ratio": tot_s / tot_b, "n": len(epsilons),
+              "range": count_range(out["secant"])}, prefix="ma_cal_")  # fmt: skip
+    return out
+
+
 def _cyclic_band(b: int, bands: int) -> np.ndarray:
     """A p-cyclically banded Gram matrix with positive corners (several epochs' wrap-around): 1 on the diagonal,
     0.3 at cyclic distance 1..p-1."""
@@ -1018,13 +1376,16 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-def record_multi_bisr(tg, rec: Mapping[str, Any] | None, n: int, cost: float) -> str:
+def record_multi_bisr(
+    tg, rec: Mapping[str, Any] | None, n: int, cost: float, evals: str = "an unmeasured number of"
+) -> str:
     """Record T7c (Figure 3c) from its recording ``rec`` (:func:`read_recording`): scored when present and not stale,
-    else not run with the reason. Returns the sentence the page shows about it (with the recording's provenance)."""
+    else not run with the reason (the cost per evaluation ``cost`` and the evaluations per calibration ``evals``, as
+    measured in the run). Returns the sentence the page shows about it (with the recording's provenance)."""
     if rec is None or rec["stale"]:
         why = "no recording" if rec is None else "the recording is stale (" + recording_provenance(rec) + ")"
         cost_text = f"about {cost:.0f} s" if math.isfinite(cost) else "an unmeasured time"
-        tg.record("T7c", ran=False, fmt=dict(why=why, n=n, cost=cost_text))
+        tg.record("T7c", ran=False, fmt=dict(why=why, n=n, cost=cost_text, evals=evals))
         return f"Here: {why}, so the panel is not scored."
     v = rec["value"]
     prov = recording_provenance(rec)
