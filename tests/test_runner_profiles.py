@@ -38,6 +38,8 @@ def test_mark_profile_notes_the_profile_and_replaces_only_missing_glue():
     assert profilemark.mark_profile(nb, "smoke") == ["gone", "gone_fig"]
     head = nb.cells[0].source
     assert head.startswith("(label)=\n# Title\n\n```{warning}\nProfile `smoke`, not the book's")
+    # the prose was written about the book's values: the smoke page says its relations may not hold there
+    assert "checked for the book's profile and may not hold at these sizes" in head
     assert "{glue:text}`have:.2f`" in head and "{glue:text}`gone" not in head
     assert head.count("*(not computed at the smoke profile)*") == 2
     assert "{glue:figure}" not in nb.cells[2].source and nb.cells[2].source.endswith("After.")

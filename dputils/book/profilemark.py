@@ -5,7 +5,8 @@ sizes for a quick check; ``paper``: the papers' own sizes) gets, from the runner
 the executed copy, never to the source):
 
 * a one-line warning right under the chapter's title naming the profile and the file its values come from, so that
-  no smoke-sized number is read as the book's;
+  no smoke-sized number is read as the book's, and saying that the prose's relations (asserted at the book's
+  profile only, where they hold for the full sizes) may not hold for these values;
 * every ``{glue:...}`` reference to a value this run did not glue (a smoke run skips the costliest cells) replaced
   by the words "not computed at the smoke profile" (a glued figure: a paragraph saying so), so that the book of
   that profile builds with ``-W`` instead of stopping at the first unknown glue key. A reference whose value was
@@ -42,7 +43,8 @@ def note_text(profile: str) -> str:
     return (
         "```{warning}\n"
         f"Profile `{profile}`, not the book's: every number on this page comes from `params/{profile}.yml` "
-        f"({sized}); values this run did not compute say so.\n"
+        f"({sized}); values this run did not compute say so. The text's words about them (larger, mostly, grows) "
+        "are written and checked for the book's profile and may not hold at these sizes.\n"
         "```"
     )
 
