@@ -580,12 +580,16 @@ def allocation_pairs(
     which is counted twice in ``tau``.
 
     Args:
-        t: steps; sigma: noise standard deviation; h: grid width of Y (default: :func:`default_grid`); tail: the cap M
-        of Y is the (1 - tail) quantile of the size-biased law, so that E[(Y - M)_+] <= tail; split: the
-        convolutions' bulk and tail split (:func:`_combine`; False: one transform, faster, a looser rounding bound);
-        auto: whether h is an automatic choice (refused above ``DEFAULT_POINTS`` with the reason, for the fallback;
-        default: h is None); lower: whether to compute the dominated pair (else ``lower`` is None: for k > 1, whose
-        reduction has no lower end).
+        t: steps.
+        sigma: noise standard deviation.
+        h: grid width of Y (default: :func:`default_grid`).
+        tail: the cap M of Y is the (1 - tail) quantile of the size-biased law, so that E[(Y - M)_+] <= tail.
+        split: the convolutions' bulk and tail split (:func:`_combine`; False: one transform, faster, a looser
+            rounding bound).
+        auto: whether h is an automatic choice (refused above ``DEFAULT_POINTS`` with the reason, for the
+            fallback; default: h is None).
+        lower: whether to compute the dominated pair (else ``lower`` is None: for k > 1, whose reduction has no
+            lower end).
     """
     t = check_positive_int("steps", t)
     sigma = check_positive("sigma", sigma)
