@@ -24,9 +24,9 @@ from ..results import repo_root
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 PROFILES = ("smoke", "full", "paper")
-#: the longest line a shown parameters cell gets (the book column's width in code characters, as the chapters'
+#: the longest line a shown parameters cell gets (a collapsed cell's width in code characters, as the chapters'
 #: own code lines: tests/test_contract.py); a "[default ...]" note that would make a line longer goes above it
-SHOWN_LINE_MAX = 77
+SHOWN_LINE_MAX = 75
 
 
 class RootError(ValueError):
